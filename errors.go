@@ -1,0 +1,53 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrWouldExceedDeadline is returned (wrapped) by a wait whose turn comes
+// after its context's deadline. Such a wait returns at once and reserves
+// nothing. The error also matches [context.DeadlineExceeded] under
+// [errors.Is], and its Timeout method reports true, so an [net/http.Client]
+// caller sees a timeout.
+var ErrWouldExceedDeadline error = &DeadlineError{}
+
+// ErrCostExceedsBurst is returned (wrapped) by a wait for more units than the
+// quota's burst: such a wait could never be served.
+var ErrCostExceedsBurst = errors.New("throttle: cost exceeds burst")
+
+// ErrInvalidLimit is returned (wrapped) by a wait on a quota configured with
+// a negative limit or burst, or a negative cost.
+var ErrInvalidLimit = errors.New("throttle: invalid limit")
+
+// DeadlineError reports a wait that would end after its context's deadline.
+// It matches [ErrWouldExceedDeadline] and [context.DeadlineExceeded] under
+// [errors.Is].
+type DeadlineError struct {
+	Key   string        // the quota's key; "" for a single-quota waiter
+	Delay time.Duration // how long the wait would have been
+}
+
+func (e *DeadlineError) Error() string {
+	if e.Delay == 0 && e.Key == "" {
+		return "throttle: wait would exceed context deadline"
+	}
+	if e.Key == "" {
+		return fmt.Sprintf("throttle: wait of %v would exceed context deadline", e.Delay)
+	}
+	return fmt.Sprintf("throttle: wait of %v for %q would exceed context deadline", e.Delay, e.Key)
+}
+
+// Is reports whether target is ErrWouldExceedDeadline or
+// context.DeadlineExceeded.
+func (e *DeadlineError) Is(target error) bool {
+	return target == ErrWouldExceedDeadline || target == context.DeadlineExceeded
+}
+
+// Timeout reports true: the wait failed because of a time limit.
+func (e *DeadlineError) Timeout() bool { return true }
+
+// Temporary reports true, as [context.DeadlineExceeded] does.
+func (e *DeadlineError) Temporary() bool { return true }
