@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# test.sh — the test command. On a fresh Debian machine with Go it installs
+# what the suite needs (redis-server and redis-cli), then runs go vet, the
+# whole suite under the race detector, and each fuzz target briefly.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
+	echo "test.sh: installing redis-server (Debian package) for the distributed tests"
+	SUDO=""
+	if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
+	$SUDO apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server >/dev/null
+fi
+
+go vet ./...
+go test -race -count=1 ./...
+
+# Every fuzz target, briefly (FUZZTIME, default 5s each): the seed corpus
+# already ran above; this explores a little further on each run.
+FUZZTIME="${FUZZTIME:-5s}"
+for pkg in $(go list ./...); do
+	dir=$(go list -f '{{.Dir}}' "$pkg")
+	for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //'); do
+		echo "fuzz $pkg $target ($FUZZTIME)"
+		go test -run='^$' -fuzz="^${target}\$" -fuzztime="$FUZZTIME" "$pkg" >/dev/null
+	done
+done
+echo "test.sh: all passed"
