@@ -1,9 +1,7 @@
 module github.com/throttle-go/throttle
 
-go 1.25.0
+go 1.26.0
 
-require (
-	github.com/cenkalti/backoff/v4 v4.3.0 // indirect
-	go.uber.org/goleak v1.3.0 // indirect
-	golang.org/x/time v0.16.0 // indirect
-)
+require golang.org/x/time v0.16.0
+
+require go.uber.org/goleak v1.3.0

@@ -1,0 +1,316 @@
+package throttle
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Rate is a token bucket's shape: Limit units per second on average, at most
+// Burst at once. It uses x/time/rate's unit type, so rate.Every(time.Minute/60)
+// and rate.Inf work as they do there.
+type Rate struct {
+	Limit rate.Limit // units per second; zero means no limit (rate.Inf)
+	Burst int        // units that may be spent at once; zero means 1
+}
+
+// Limiter is an in-process, per-key set of token buckets: a host, an API key,
+// a tenant, a route each get their own. It is the waiter most programs want:
+//
+//	lim := &throttle.Limiter{Limit: 10, Burst: 5}
+//	err := lim.For("api.github.com").WaitN(ctx, 1)
+//
+// Most callers should use it through [Transport], or call WaitN on For(key)
+// before each job that spends the quota.
+//
+// Waits are reservations: a wait computes its exact turn once and sleeps
+// until then, callers are served in arrival order, a turn past ctx's
+// deadline fails at once with [ErrWouldExceedDeadline] reserving nothing,
+// and a wait whose ctx ends gives its units back exactly. A key can be
+// paused ([Pauser]) when a server says its quota is spent.
+//
+// Memory is bounded however many distinct keys arrive: a key whose bucket is
+// full again (and not paused) is indistinguishable from a new one, so it is
+// forgotten losslessly when the map is swept; past MaxKeys, keys are
+// forgotten even if not yet full (such a key gets a fresh burst).
+//
+// The bucket arithmetic is x/time/rate's (same Limit unit, same burst
+// semantics) kept as a theoretical arrival time rather than in a
+// rate.Limiter, because a rate.Limiter's Reservation.Cancel restores the
+// wrong count when other reservations follow (golang/go#56924, #69419) and
+// its time can run backwards under contention; here a refund is exact and
+// the state tells at once whether a bucket is full, which lossless
+// eviction needs.
+//
+// The zero Limiter has no limit: it only honours pauses. Set the fields
+// before the first wait and do not change them after; a Limiter is safe for
+// concurrent use.
+type Limiter struct {
+	// Limit is the rate of every key without an override, in units per
+	// second. Zero means no limit (pauses are still honoured); negative is
+	// an error on every wait.
+	Limit rate.Limit
+
+	// Burst is how many units a key may spend at once. Zero means 1.
+	Burst int
+
+	// Overrides sets a different Rate for particular keys, e.g.
+	// {"api.github.com": {Limit: 1, Burst: 1}}. It is read at the first
+	// wait; nil means none.
+	Overrides map[string]Rate
+
+	// MaxKeys bounds how many keys are remembered at once. Zero means 1<<20.
+	MaxKeys int
+
+	once    sync.Once
+	epoch   time.Time       // time zero of the buckets' offsets; monotonic
+	rates   map[string]Rate // copy of Overrides, read-only after once
+	keys    sync.Map        // string -> *bucket
+	count   atomic.Int64    // entries in keys
+	next    atomic.Int64    // count at which the next sweep runs
+	sweepMu sync.Mutex      // one sweep at a time
+	def     *bucket         // the bucket of WaitN on the Limiter itself
+}
+
+const minSweep = 1024
+
+// bucket is one key's token bucket, kept as GCRA state: tat is the
+// theoretical arrival time in nanoseconds since l.epoch; the bucket is full
+// when tat <= now, and a wait for n units at time now has its turn at
+// max(tat, now) + n·interval - burst·interval.
+type bucket struct {
+	l        *Limiter
+	key      string
+	limit    rate.Limit // rate.Inf: no limit
+	burst    int
+	interval float64 // nanoseconds per unit; 0 when limit is rate.Inf
+
+	mu     sync.Mutex // protects the fields below
+	tat    float64    // theoretical arrival time, ns since epoch
+	paused float64    // nothing before this, ns since epoch
+	dead   bool       // evicted from l.keys: re-resolve through l
+}
+
+func (l *Limiter) init() {
+	l.epoch = time.Now()
+	l.rates = make(map[string]Rate, len(l.Overrides))
+	for k, r := range l.Overrides {
+		l.rates[k] = r
+	}
+	l.next.Store(minSweep)
+	if l.MaxKeys > 0 && l.MaxKeys < minSweep {
+		l.next.Store(int64(l.MaxKeys))
+	}
+	l.def = l.newBucket("")
+}
+
+func (l *Limiter) newBucket(key string) *bucket {
+	r, ok := l.rates[key]
+	if !ok {
+		r = Rate{Limit: l.Limit, Burst: l.Burst}
+	}
+	b := &bucket{l: l, key: key, limit: r.Limit, burst: r.Burst}
+	if b.limit == 0 {
+		b.limit = rate.Inf
+	}
+	if b.burst == 0 {
+		b.burst = 1
+	}
+	if b.limit != rate.Inf && b.limit > 0 {
+		b.interval = 1e9 / float64(b.limit)
+	}
+	return b
+}
+
+// WaitN waits for n units of the Limiter's own quota (the key ""), so that
+// a Limiter is a [Waiter] like a *rate.Limiter.
+func (l *Limiter) WaitN(ctx context.Context, n int) error {
+	l.once.Do(l.init)
+	return l.def.WaitN(ctx, n)
+}
+
+// For returns the waiter of key's quota; it also implements [Pauser]. For
+// allocates only the first time a key is seen (or seen again after it was
+// forgotten).
+func (l *Limiter) For(key string) Waiter {
+	return l.bucket(key)
+}
+
+func (l *Limiter) bucket(key string) *bucket {
+	l.once.Do(l.init)
+	if v, ok := l.keys.Load(key); ok {
+		return v.(*bucket)
+	}
+	// Sweep before storing, so that the new bucket (full, so forgettable)
+	// is not the one forgotten.
+	if l.count.Load() >= l.next.Load() {
+		l.sweep()
+	}
+	b := l.newBucket(key)
+	if v, loaded := l.keys.LoadOrStore(key, b); loaded {
+		return v.(*bucket)
+	}
+	l.count.Add(1)
+	return b
+}
+
+// sweep forgets every full, unpaused bucket (losslessly), then, while more
+// than MaxKeys remain, any bucket. The next sweep runs when the count has
+// doubled, so the cost is amortized over the insertions.
+func (l *Limiter) sweep() {
+	if !l.sweepMu.TryLock() {
+		return // another goroutine is sweeping
+	}
+	defer l.sweepMu.Unlock()
+	maxKeys := int64(l.MaxKeys)
+	if maxKeys <= 0 {
+		maxKeys = 1 << 20
+	}
+	now := l.now()
+	l.keys.Range(func(k, v any) bool {
+		if b := v.(*bucket); b.forgetIf(now, false) {
+			l.keys.CompareAndDelete(k, v)
+			l.count.Add(-1)
+		}
+		return true
+	})
+	if l.count.Load() >= maxKeys {
+		target := maxKeys * 3 / 4
+		l.keys.Range(func(k, v any) bool {
+			if v.(*bucket).forgetIf(now, true) {
+				l.keys.CompareAndDelete(k, v)
+				l.count.Add(-1)
+			}
+			return l.count.Load() > target
+		})
+	}
+	l.next.Store(min(max(2*l.count.Load(), minSweep), maxKeys))
+}
+
+// forgetIf marks b dead and reports true if it is full and not paused, or
+// if force is set.
+func (b *bucket) forgetIf(now float64, force bool) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !force && (b.tat > now || b.paused > now) {
+		return false
+	}
+	b.dead = true
+	return true
+}
+
+// now returns the time since l.epoch in nanoseconds, read from the
+// monotonic clock.
+func (l *Limiter) now() float64 {
+	return float64(time.Since(l.epoch))
+}
+
+// WaitN waits for n units of the bucket's quota.
+func (b *bucket) WaitN(ctx context.Context, n int) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	default:
+	}
+	if n <= 0 {
+		if n < 0 {
+			return fmt.Errorf("throttle: wait for %d units of %q: %w", n, b.key, ErrInvalidLimit)
+		}
+		return nil
+	}
+	if b.limit < 0 || b.burst < 0 {
+		return fmt.Errorf("throttle: %q has limit %v, burst %d: %w", b.key, b.limit, b.burst, ErrInvalidLimit)
+	}
+	if b.interval > 0 && n > b.burst {
+		return fmt.Errorf("throttle: wait for %d units of %q, burst %d: %w", n, b.key, b.burst, ErrCostExceedsBurst)
+	}
+
+	b.mu.Lock()
+	if b.dead {
+		b.mu.Unlock()
+		return b.l.bucket(b.key).WaitN(ctx, n)
+	}
+	now := b.l.now()
+	start := max(now, b.paused)
+	turn := start
+	var tat float64
+	if b.interval > 0 {
+		tat = max(b.tat, start) + float64(n)*b.interval
+		turn = max(start, tat-float64(b.burst)*b.interval)
+	}
+	delay := time.Duration(math.Ceil(turn - now))
+	if delay <= 0 {
+		if b.interval > 0 {
+			b.tat = tat
+		}
+		b.mu.Unlock()
+		return nil
+	}
+	if dl, ok := ctx.Deadline(); ok && delay > time.Until(dl) {
+		b.mu.Unlock()
+		return &DeadlineError{Key: b.key, Delay: delay}
+	}
+	if b.interval > 0 {
+		b.tat = tat
+	}
+	b.mu.Unlock()
+
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		b.refund(n, turn)
+		return ctx.Err()
+	}
+}
+
+// refund gives back the n units of a reservation whose turn has not come.
+// Taking n·interval off the arrival time is exact: later reservations keep
+// their turns, and the units go to the next caller.
+func (b *bucket) refund(n int, turn float64) {
+	if b.interval == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.dead || b.l.now() >= turn {
+		return
+	}
+	b.tat -= float64(n) * b.interval
+}
+
+// Pause holds off every caller of the key until d from now. A pause never
+// shortens a longer one. It does not block and never fails.
+func (b *bucket) Pause(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	b.mu.Lock()
+	if b.dead {
+		b.mu.Unlock()
+		return b.l.bucket(b.key).Pause(ctx, d)
+	}
+	if until := b.l.now() + float64(d); until > b.paused {
+		b.paused = until
+	}
+	b.mu.Unlock()
+	return nil
+}
+
+// Pause holds off every caller of the Limiter's own quota (key "").
+func (l *Limiter) Pause(ctx context.Context, d time.Duration) error {
+	l.once.Do(l.init)
+	return l.def.Pause(ctx, d)
+}
+
+// Len reports how many keys the Limiter remembers now.
+func (l *Limiter) Len() int {
+	return int(l.count.Load())
+}
