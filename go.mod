@@ -5,3 +5,5 @@ go 1.26.0
 require golang.org/x/time v0.16.0
 
 require go.uber.org/goleak v1.3.0
+
+require github.com/cenkalti/backoff/v4 v4.3.0

@@ -295,7 +295,7 @@ func TestLimiterForgottenHandle(t *testing.T) {
 			l.For(fmt.Sprint(i))
 		}
 		start := time.Now()
-		old.WaitN(t.Context(), 1)         // takes the token of the new bucket
+		old.WaitN(t.Context(), 1)        // takes the token of the new bucket
 		l.For("k").WaitN(t.Context(), 1) // so this one waits a full second
 		if got, want := time.Since(start), time.Second; got != want {
 			t.Errorf("waits through an old and a new handle took %v; want %v", got, want)
