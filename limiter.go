@@ -94,6 +94,16 @@ type bucket struct {
 	tat    float64    // theoretical arrival time, ns since epoch
 	paused float64    // nothing before this, ns since epoch
 	dead   bool       // evicted from l.keys: re-resolve through l
+
+	// What servers said (see Adapt); fed is false until they said anything.
+	fed       bool
+	win       window   // the server's quota window
+	adapt     adaptive // slowing down after bare rejections
+	dInterval float64  // the server's declared pace, ns per unit; 0 if none
+	dBurst    int
+	txSec     int64   // the second txCur counts
+	txCur     float64 // units sent in second txSec
+	txPrev    float64 // units sent in the second before
 }
 
 func (l *Limiter) init() {
@@ -197,7 +207,7 @@ func (l *Limiter) sweep() {
 func (b *bucket) forgetIf(now float64, force bool) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !force && (b.tat > now || b.paused > now) {
+	if !force && (b.tat > now || b.paused > now || b.adapt.active || (b.win.valid && b.win.reset > now)) {
 		return false
 	}
 	b.dead = true
@@ -237,53 +247,77 @@ func (b *bucket) WaitN(ctx context.Context, n int) error {
 	}
 	now := b.l.now()
 	start := max(now, b.paused)
+	interval, burst := b.interval, b.burst
+	if b.fed {
+		interval, burst = b.pace(now, n)
+	}
 	turn := start
 	var tat float64
-	if b.interval > 0 {
-		tat = max(b.tat, start) + float64(n)*b.interval
-		turn = max(start, tat-float64(b.burst)*b.interval)
+	if interval > 0 {
+		from := max(b.tat, start)
+		tat = from + float64(n)*interval
+		turn = max(start, from+float64(n-burst)*interval)
+	}
+	if b.fed {
+		turn = b.win.turn(now, turn, n, false)
 	}
 	delay := time.Duration(math.Ceil(turn - now))
-	if delay <= 0 {
-		if b.interval > 0 {
-			b.tat = tat
+	if delay > 0 {
+		if dl, ok := ctx.Deadline(); ok && delay > time.Until(dl) {
+			b.mu.Unlock()
+			return &DeadlineError{Key: b.key, Delay: delay}
 		}
-		b.mu.Unlock()
-		return nil
 	}
-	if dl, ok := ctx.Deadline(); ok && delay > time.Until(dl) {
-		b.mu.Unlock()
-		return &DeadlineError{Key: b.key, Delay: delay}
-	}
-	if b.interval > 0 {
+	if interval > 0 {
 		b.tat = tat
 	}
+	if b.fed {
+		b.win.turn(now, turn, n, true)
+	}
+	b.countSent(now, n)
 	b.mu.Unlock()
+	if delay <= 0 {
+		return nil
+	}
 
 	t := time.NewTimer(delay)
 	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		b.refund(n, turn)
-		return ctx.Err()
+	for {
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			b.refund(n)
+			return ctx.Err()
+		}
+		// A pause that came while this wait slept holds it off too.
+		b.mu.Lock()
+		now, paused := b.l.now(), b.paused
+		b.mu.Unlock()
+		if paused <= now {
+			return nil
+		}
+		delay := time.Duration(math.Ceil(paused - now))
+		if dl, ok := ctx.Deadline(); ok && delay > time.Until(dl) {
+			b.refund(n)
+			return &DeadlineError{Key: b.key, Delay: delay}
+		}
+		t.Reset(delay)
 	}
 }
 
-// refund gives back the n units of a reservation whose turn has not come.
+// refund gives back the n units of a reservation that will not be used.
 // Taking n·interval off the arrival time is exact: later reservations keep
 // their turns, and the units go to the next caller.
-func (b *bucket) refund(n int, turn float64) {
-	if b.interval == 0 {
-		return
-	}
+func (b *bucket) refund(n int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.dead || b.l.now() >= turn {
+	if b.dead {
 		return
 	}
 	b.tat -= float64(n) * b.interval
+	if b.win.valid {
+		b.win.remaining += float64(n)
+	}
 }
 
 // Pause holds off every caller of the key until d from now. A pause never

@@ -25,7 +25,10 @@ for pkg in $(go list ./...); do
 	dir=$(go list -f '{{.Dir}}' "$pkg")
 	for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //'); do
 		echo "fuzz $pkg $target ($FUZZTIME)"
-		go test -run='^$' -fuzz="^${target}\$" -fuzztime="$FUZZTIME" "$pkg" >/dev/null
+		if ! out=$(go test -run='^$' -fuzz="^${target}\$" -fuzztime="$FUZZTIME" "$pkg" 2>&1); then
+			echo "$out"
+			exit 1
+		fi
 	done
 done
 echo "test.sh: all passed"

@@ -44,8 +44,11 @@ type Transport struct {
 
 	// Waiter paces requests. If it is a [KeyedWaiter], each request waits
 	// on For(Key(req)). A *rate.Limiter, a [*Limiter] or the distributed
-	// package's waiter fit. Nil means no pacing but the server's pauses,
-	// kept per key in the Transport.
+	// package's waiter fit. What servers say (pauses, windows, declared
+	// limits, bare rejections) goes to the key's waiter when it is an
+	// [Adapter] or a [Pauser], else to a per-key [Limiter] the Transport
+	// keeps in front of it. Nil means no pacing of the Transport's own:
+	// only what servers say.
 	Waiter Waiter
 
 	// Key names the quota a request spends. Nil means the request's host
@@ -60,21 +63,43 @@ type Transport struct {
 	// policy.
 	Retry RetryPolicy
 
+	// CostUnit is what Cost counts, matched against the unit of the
+	// policies a server describes ([Policy].Unit): the quota windows of
+	// that unit pace the key. "" means "requests"; set "tokens" when Cost
+	// returns an LLM call's tokens.
+	CostUnit string
+
+	// DisableDeclaredLimits: a key with no configured limit is not paced
+	// by the limit its server declares (RateLimit-Policy, X-RateLimit-Limit
+	// with a window). By default it is.
+	DisableDeclaredLimits bool
+
+	// DisableAdaptive: bare rejections (a 429 or 503 that says nothing of
+	// when to come back) do not slow the key down. By default they cut its
+	// pace, which then regrows (see [Adapter]); also when a limit is
+	// configured, since a server that rejects requests within it is right.
+	DisableAdaptive bool
+
 	// OnEvent, if not nil, is called for each wait on quota that blocked,
 	// each pause and each retry, and when the Transport gives up retrying:
 	// the place for logs and metrics. It is called synchronously from
 	// RoundTrip, from many goroutines at once, and must not block.
 	OnEvent func(Event)
 
-	pauses Limiter     // the pauses kept when Waiter is nil
+	server Limiter     // what servers said, for waiters that cannot keep it
 	budget retryBudget // shared by every request of the Transport
 }
+
+// minReportedWait is the shortest wait reported as an EventWait: a wait
+// that did not block still takes a few hundred nanoseconds.
+const minReportedWait = time.Millisecond
 
 // EventKind tells what an [Event] reports.
 type EventKind int
 
 const (
-	// EventWait: a request waited Delay for its quota before an attempt.
+	// EventWait: a request waited Delay (1ms or more) for its quota
+	// before an attempt.
 	EventWait EventKind = iota + 1
 	// EventPause: a response said Key's quota is spent; the key is paused
 	// for Delay.
@@ -135,16 +160,38 @@ func (t *Transport) cost(req *http.Request) int {
 	return t.Cost(req)
 }
 
-// waiter returns the waiter of key's quota.
-func (t *Transport) waiter(key string) Waiter {
-	switch w := t.Waiter.(type) {
+// waiter returns the waiter of key's quota, and the waiter that takes the
+// server's feedback about it. A waiter that can neither adapt nor pause
+// (a *rate.Limiter) is chained behind the Transport's own per-key
+// Limiter, which keeps the server's pauses and pacing for it.
+func (t *Transport) waiter(key string) (w, fb Waiter) {
+	switch tw := t.Waiter.(type) {
 	case nil:
-		return t.pauses.For(key)
+		w = t.server.For(key)
+		return w, w
 	case KeyedWaiter:
-		return w.For(key)
+		w = tw.For(key)
 	default:
-		return w
+		w = tw
 	}
+	switch w.(type) {
+	case Adapter, Pauser:
+		return w, w
+	}
+	fb = t.server.For(key)
+	return chain{fb, w}, fb
+}
+
+// chain waits on each waiter in turn.
+type chain [2]Waiter
+
+func (c chain) WaitN(ctx context.Context, n int) error {
+	for _, w := range c {
+		if err := w.WaitN(ctx, n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (t *Transport) emit(e Event) {
@@ -157,7 +204,7 @@ func (t *Transport) emit(e Event) {
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	key, n := t.key(req), t.cost(req)
-	w := t.waiter(key)
+	w, fb := t.waiter(key)
 	start := time.Now()
 	t.budget.request(start)
 	var bo interface{ NextBackOff() time.Duration } // made at the first retry
@@ -174,14 +221,15 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			closeBody(r)
 			return nil, err
 		}
-		if d := time.Since(waitStart); d > 0 && t.OnEvent != nil {
+		if d := time.Since(waitStart); d >= minReportedWait && t.OnEvent != nil {
 			t.emit(Event{Kind: EventWait, Request: req, Key: key, Attempt: attempt, Delay: d})
 		}
 
 		resp, err := t.base().RoundTrip(r)
 		var serverWait time.Duration
+		serverSaid := false
 		if err == nil {
-			serverWait = t.observe(ctx, req, resp, w, key, attempt)
+			serverWait, serverSaid = t.observe(ctx, req, resp, fb, key, attempt, waitStart)
 		}
 		if !retryable(req, resp, err) {
 			return resp, err
@@ -195,7 +243,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		switch {
 		case serverWait > t.Retry.maxRetryAfter():
 			ev.Reason = "server asked to wait longer than MaxRetryAfter"
-		case serverWait > 0:
+		case serverSaid:
 			delay = serverWait
 		default:
 			if bo == nil {
@@ -231,28 +279,33 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
-// observe reads resp's rate-limit headers and pauses the key when the
-// server says its quota is spent. It returns how long the server asked to
-// wait (0 when it did not).
-func (t *Transport) observe(ctx context.Context, req *http.Request, resp *http.Response, w Waiter, key string, attempt int) time.Duration {
+// observe reads resp's rate-limit headers and tells the key's waiter what
+// they say: a pause when the quota is spent, the quota's window, the
+// server's declared limit, a bare rejection. It returns how long the
+// server asked to wait, and whether it said.
+func (t *Transport) observe(ctx context.Context, req *http.Request, resp *http.Response, w Waiter, key string, attempt int, waited time.Time) (time.Duration, bool) {
 	q := ParseQuota(resp.Header, time.Now())
-	d, ok := q.Wait()
-	if !ok || d <= 0 {
-		return 0
-	}
-	// A Retry-After on a redirect or a success is advice for that
-	// response alone (RFC 9110, 10.2.3); on a 429 or 503, and a reset of
-	// an exhausted quota on any response, is about the quota.
-	if q.HasRetryAfter && resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable {
-		return 0
-	}
-	pause := min(d, t.Retry.maxRetryAfter())
-	if p, ok := w.(Pauser); ok {
-		if err := p.Pause(ctx, pause); err == nil {
-			t.emit(Event{Kind: EventPause, Request: req, Key: key, Attempt: attempt, Delay: pause, StatusCode: resp.StatusCode})
+	f := t.feedback(resp, q, waited)
+	switch w := w.(type) {
+	case Adapter:
+		if err := w.Adapt(ctx, f); err != nil {
+			f.Pause = 0
 		}
+	case Pauser:
+		if f.Pause > 0 && w.Pause(ctx, f.Pause) != nil {
+			f.Pause = 0
+		}
+	default:
+		f.Pause = 0
 	}
-	return d
+	if f.Pause > 0 {
+		t.emit(Event{Kind: EventPause, Request: req, Key: key, Attempt: attempt, Delay: f.Pause, StatusCode: resp.StatusCode})
+	}
+	d, ok := q.Wait()
+	if !ok || (q.HasRetryAfter && resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable) {
+		return 0, false
+	}
+	return d, true
 }
 
 // rewind returns a copy of req with a fresh body for another attempt.

@@ -322,6 +322,7 @@ func TestTransportBudget(t *testing.T) {
 		s := newScript(status(503))
 		var retries, gaveUpBudget int
 		tr := &Transport{Base: s, Retry: RetryPolicy{InitialInterval: time.Millisecond, MaxInterval: time.Millisecond},
+			DisableAdaptive: true, // this test is about the budget alone
 			OnEvent: func(e Event) {
 				if e.Kind == EventRetry {
 					retries++

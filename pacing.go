@@ -1,0 +1,248 @@
+package throttle
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Feedback is what one response told the client about a quota, as
+// [Transport] reads it for the quota's waiter. Durations are relative to
+// when the response arrived, so no clock but the waiter's own is involved.
+type Feedback struct {
+	// Age is how long ago the request's wait for quota began: a
+	// rejection of a request that reserved its turn before the waiter last
+	// slowed down says nothing about the slower pace.
+	Age time.Duration
+
+	// Pause: nothing may be sent before Pause from now (Retry-After, or an
+	// exhausted quota's reset). Zero means no pause.
+	Pause time.Duration
+
+	// Throttled: the server rejected the request (429 or 503) without
+	// saying for how long. The waiter should slow down.
+	Throttled bool
+
+	// Window: Remaining units may be spent until Reset from now, as the
+	// most restrictive policy of the counted unit says. Valid if HasWindow.
+	Remaining float64
+	Reset     time.Duration
+	HasWindow bool
+
+	// Declared: the pace the server declares (a policy of Limit units per
+	// window, as Limit/window and Burst), for a key with no configured
+	// limit. Valid if HasDeclared.
+	Limit       rate.Limit
+	Burst       int
+	HasDeclared bool
+}
+
+// Adapter is a Waiter that paces itself from what servers say: it honours
+// pauses, spreads a quota that runs low over the time left to its reset,
+// adopts a server's declared limit where none is configured, and slows
+// down on bare rejections. [Limiter]'s per-key waiters implement it;
+// Transport prefers it to [Pauser].
+type Adapter interface {
+	Adapt(ctx context.Context, f Feedback) error
+}
+
+// feedback reads one response into the Feedback for its quota's waiter.
+func (t *Transport) feedback(resp *http.Response, q Quota, waited time.Time) Feedback {
+	f := Feedback{Age: time.Since(waited)}
+	status := resp.StatusCode
+	rejected := status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable
+	if d, ok := q.Wait(); ok && d > 0 {
+		// A Retry-After on a redirect or a success is advice for that
+		// response alone (RFC 9110, 10.2.3); on a 429 or 503, and a reset
+		// of an exhausted quota on any response, it is about the quota.
+		if rejected || !q.HasRetryAfter {
+			f.Pause = min(d, t.Retry.maxRetryAfter())
+		}
+	}
+	if rejected && f.Pause == 0 && !t.DisableAdaptive {
+		_, known := q.Wait()
+		f.Throttled = !known || status == http.StatusTooManyRequests
+	}
+
+	unit := t.CostUnit
+	if unit == "" {
+		unit = "requests"
+	}
+	best := math.Inf(1)
+	for _, p := range q.Policies {
+		if p.Unit != unit && !(p.Unit == "" && unit == "requests") {
+			continue
+		}
+		if p.Known&(HasRemaining|HasReset) == HasRemaining|HasReset && p.Reset > 0 {
+			// The most restrictive window: the least remaining per second
+			// until its reset.
+			if r := float64(p.Remaining) / p.Reset.Seconds(); r < best {
+				best = r
+				f.Remaining, f.Reset, f.HasWindow = float64(p.Remaining), p.Reset, true
+			}
+		}
+		if !t.DisableDeclaredLimits && p.Known&(HasLimit|HasWindow) == HasLimit|HasWindow && p.Limit > 0 && p.Window > 0 {
+			l := rate.Limit(float64(p.Limit) / p.Window.Seconds())
+			if !f.HasDeclared || l < f.Limit {
+				f.Limit, f.Burst, f.HasDeclared = l, int(min(p.Limit, math.MaxInt32)), true
+			}
+		}
+	}
+	return f
+}
+
+// window is a key's view of the server's current quota window: Remaining
+// units until the reset. It is kept locally, spent at each wait, so that
+// requests in flight count before their responses arrive, and refreshed
+// from each response. When the reset passes, one probe request is let
+// through before the next window's size is known.
+//
+// Times are nanoseconds on the bucket's clock; the bucket's mutex
+// protects a window.
+type window struct {
+	valid     bool
+	remaining float64 // units left until reset
+	reset     float64 // when the window resets
+	limit     float64 // the window's size when known (policy limit), else 0
+	spreadTat float64 // next turn when spreading
+}
+
+const (
+	// sameWindow: two resets closer than this are the same window. Reset
+	// times come in whole seconds in most dialects.
+	sameWindow = 1.5e9
+	// probeWait: how long a probe after a reset may go unanswered before
+	// another is let through.
+	probeWait = 1e9
+)
+
+// update applies a response's window at now.
+func (w *window) update(now float64, f Feedback, limit float64) {
+	reset := now + float64(f.Reset)
+	if w.valid && math.Abs(reset-w.reset) < sameWindow {
+		w.remaining = min(w.remaining, f.Remaining)
+		w.reset = min(w.reset, reset)
+	} else if !w.valid || reset > w.reset {
+		w.valid, w.remaining, w.reset = true, f.Remaining, reset
+	}
+	w.limit = limit
+}
+
+// turn returns the earliest time at or after start that n units may be
+// spent in the window, and commits them if commit is set.
+func (w *window) turn(now, start float64, n int, commit bool) float64 {
+	if !w.valid {
+		return start
+	}
+	if now >= w.reset {
+		// The window has reset; its new size is unknown until a response
+		// says. Let one probe through.
+		w.valid, w.remaining, w.reset = true, 1, now+probeWait
+	}
+	if w.remaining < float64(n) {
+		return max(start, w.reset)
+	}
+	turn := start
+	// Spread a quota that runs low over the time left: at most
+	// remaining/(reset-now) per second, so it lasts until the reset
+	// instead of running dry under every in-flight caller.
+	low := 10.0
+	if w.limit > 0 {
+		low = max(1, w.limit/10)
+	}
+	if w.remaining < low {
+		turn = max(turn, w.spreadTat)
+	}
+	if commit {
+		w.remaining -= float64(n)
+		if w.remaining < low {
+			w.spreadTat = turn + (w.reset-turn)/max(w.remaining+1, 1)
+		}
+	}
+	return turn
+}
+
+// pace returns the bucket's interval and burst at now, with what servers
+// said: a declared pace where none is configured, and the adaptive pace
+// after bare rejections. It requires b.mu.
+func (b *bucket) pace(now float64, n int) (interval float64, burst int) {
+	interval, burst = b.interval, b.burst
+	if interval == 0 && b.dInterval > 0 {
+		interval, burst = b.dInterval, max(b.dBurst, n)
+	}
+	ceiling := math.Inf(1)
+	if interval > 0 {
+		ceiling = 1e9 / interval
+	}
+	if ai := b.adapt.interval(now, ceiling); ai > interval {
+		interval = ai
+		burst = max(burst, n)
+	}
+	return interval, burst
+}
+
+// countSent counts n units sent at now, for the measured rate. It requires
+// b.mu.
+func (b *bucket) countSent(now float64, n int) {
+	sec := int64(now / 1e9)
+	switch {
+	case sec == b.txSec:
+	case sec == b.txSec+1:
+		b.txSec, b.txPrev, b.txCur = sec, b.txCur, 0
+	default:
+		b.txSec, b.txPrev, b.txCur = sec, 0, 0
+	}
+	b.txCur += float64(n)
+}
+
+// measured returns the rate the key is sending at: its pace when callers
+// are queued for turns (the bucket is the bottleneck), else the units
+// sent over the last second. It requires b.mu.
+func (b *bucket) measured(now float64) float64 {
+	if interval, _ := b.pace(now, 1); interval > 0 && b.tat > now {
+		return 1e9 / interval
+	}
+	b.countSent(now, 0)
+	frac := now/1e9 - float64(b.txSec)
+	return b.txCur + b.txPrev*(1-frac)
+}
+
+// Adapt applies what a server said about the key's quota: see [Adapter].
+// It never blocks and never fails.
+func (b *bucket) Adapt(ctx context.Context, f Feedback) error {
+	b.mu.Lock()
+	if b.dead {
+		b.mu.Unlock()
+		return b.l.bucket(b.key).Adapt(ctx, f)
+	}
+	defer b.mu.Unlock()
+	now := b.l.now()
+	b.fed = true
+	if f.Pause > 0 {
+		b.paused = max(b.paused, now+float64(f.Pause))
+	}
+	if f.HasDeclared && b.interval == 0 && f.Limit > 0 && f.Limit != rate.Inf {
+		b.dInterval, b.dBurst = 1e9/float64(f.Limit), max(f.Burst, 1)
+	}
+	if f.HasWindow {
+		size := 0.0
+		if f.HasDeclared {
+			size = float64(f.Burst)
+		}
+		b.win.update(now, f, size)
+	}
+	if f.Throttled {
+		interval, _ := b.pace(now, 1)
+		ceiling := math.Inf(1)
+		if interval > 0 {
+			ceiling = 1e9 / interval
+		}
+		if b.adapt.reject(now, now-float64(f.Age), b.measured(now), ceiling) == rejectShift {
+			b.tat = max(b.tat, now) + shiftSlots*interval
+		}
+	}
+	return nil
+}
