@@ -52,26 +52,30 @@ func main() {
 	fmt.Printf("  (the throttled phase paces itself: about %.0fs at %g/s)\n", float64(*n-1) / *limit, *limit)
 	throttled := run(ctx, "throttle.Transport", *n, *c, *limit, *burst,
 		func(base http.RoundTripper, t *tally) http.RoundTripper {
-			// This is all a program adds: a Transport around its own, with a
-			// Limiter set to the API's published rate.
-			//
-			// Burst 1 spreads the requests evenly. The API's own burst
-			// then absorbs the network's jitter; a client burst as large as
-			// the server's would leave it no slack, and a request arriving
-			// a hair early would be refused.
-			return &throttle.Transport{
-				Base:   base,
-				Waiter: &throttle.Limiter{Limit: rate.Limit(*limit), Burst: 1},
-				OnEvent: func(e throttle.Event) {
-					if e.Kind == throttle.EventRetry {
-						t.retries.Add(1)
-					}
-				},
-			}
+			return withThrottle(base, *limit, t)
 		})
 
 	fmt.Println()
 	printTable(*limit, bare, throttled)
+}
+
+// withThrottle is all a program adds: a Transport around its own, with a
+// Limiter set to the API's published rate. OnEvent counts the retries.
+//
+// Burst 1 spreads the requests evenly, and the API's own burst then absorbs
+// the network's jitter. A client burst as large as the server's would leave
+// no slack: a request arriving a hair early is refused, and its Retry-After
+// of a whole second stalls every request to the API.
+func withThrottle(base http.RoundTripper, limit float64, t *tally) http.RoundTripper {
+	return &throttle.Transport{
+		Base:   base,
+		Waiter: &throttle.Limiter{Limit: rate.Limit(limit), Burst: 1},
+		OnEvent: func(e throttle.Event) {
+			if e.Kind == throttle.EventRetry {
+				t.retries.Add(1)
+			}
+		},
+	}
 }
 
 // result is what one phase saw: the client's final outcomes, the server's

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// TestQuickstart runs both phases small and fast against the real loopback
+// server: the bare client collects 429s, the throttled one none, at the
+// limit's rate. Real clocks: the API's burst of 10 at 200/s leaves 50 ms of
+// slack for scheduling jitter, far more than loopback needs.
+func TestQuickstart(t *testing.T) {
+	const n, c, limit, burst = 100, 16, 200.0, 10
+	ctx := context.Background()
+
+	bare := run(ctx, "bare", n, c, limit, burst, func(base http.RoundTripper, _ *tally) http.RoundTripper { return base })
+	if bare.client.limited.Load() == 0 || bare.refused != bare.client.limited.Load() {
+		t.Errorf("bare: client saw %d 429s, server sent %d; want some, and equal", bare.client.limited.Load(), bare.refused)
+	}
+
+	throttled := run(ctx, "throttled", n, c, limit, burst, func(base http.RoundTripper, tl *tally) http.RoundTripper {
+		return withThrottle(base, limit, tl)
+	})
+	if got := throttled.client.ok.Load(); got != n {
+		t.Errorf("throttled: %d of %d requests got 2xx", got, n)
+	}
+	if throttled.refused != 0 || throttled.client.retries.Load() != 0 {
+		t.Errorf("throttled: the server sent %d 429s, the client retried %d times; want 0, 0", throttled.refused, throttled.client.retries.Load())
+	}
+	// (n-1) intervals at the limit: 495 ms; allow for the last response.
+	if got := float64(throttled.arrivals) / throttled.wall.Seconds(); got > limit*1.05 || got < limit*0.8 {
+		t.Errorf("throttled: %.1f requests/s; want about %v", got, limit)
+	}
+}
