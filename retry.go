@@ -59,6 +59,13 @@ type RetryPolicy struct {
 	Budget float64
 }
 
+func (p *RetryPolicy) budget() float64 {
+	if p.Budget == 0 {
+		return 0.2
+	}
+	return p.Budget
+}
+
 func (p *RetryPolicy) maxAttempts() int {
 	if p.MaxAttempts <= 0 {
 		return 5

@@ -14,7 +14,9 @@ if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/nul
 fi
 
 go vet ./...
-go test -race -count=1 ./...
+# -p 1: packages one at a time, so the real-clock accuracy tests of one
+# package do not share the CPUs with another package's load.
+go test -race -count=1 -p 1 ./...
 
 # Every fuzz target, briefly (FUZZTIME, default 5s each): the seed corpus
 # already ran above; this explores a little further on each run.

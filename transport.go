@@ -212,7 +212,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			ev.Reason = "MaxElapsed reached"
 		case pastDeadline(ctx, now.Add(delay)):
 			ev.Reason = "context deadline before the retry"
-		case !t.budget.retry(now, t.Retry.Budget):
+		case !t.budget.retry(now, t.Retry.budget()):
 			ev.Reason = "retry budget spent"
 		}
 		if ev.Reason != "" {

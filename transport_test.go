@@ -1,0 +1,501 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// roundTripFunc is a fake Base for timing tests inside synctest bubbles,
+// where a real socket would keep the bubble from going idle.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// respond builds a response with the given status and headers (pairs).
+func respond(req *http.Request, status int, kv ...string) *http.Response {
+	h := make(http.Header)
+	for i := 0; i+1 < len(kv); i += 2 {
+		h.Set(kv[i], kv[i+1])
+	}
+	return &http.Response{
+		StatusCode: status, Status: http.StatusText(status), Header: h,
+		Body: io.NopCloser(strings.NewReader("body")), Request: req, ProtoMajor: 1, ProtoMinor: 1,
+	}
+}
+
+// script returns a Base that answers with the given responses in turn
+// (the last one repeats) and records when each attempt arrived.
+type script struct {
+	mu       sync.Mutex
+	answers  []func(*http.Request) *http.Response
+	arrivals []time.Duration
+	start    time.Time
+}
+
+func newScript(answers ...func(*http.Request) *http.Response) *script {
+	return &script{answers: answers, start: time.Now()}
+}
+
+func (s *script) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil {
+		io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := min(len(s.arrivals), len(s.answers)-1)
+	s.arrivals = append(s.arrivals, time.Since(s.start))
+	return s.answers[i](r), nil
+}
+
+func status(code int, kv ...string) func(*http.Request) *http.Response {
+	return func(r *http.Request) *http.Response { return respond(r, code, kv...) }
+}
+
+func get(t *testing.T, rt http.RoundTripper) (*http.Response, error) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), "GET", "http://api.example/x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt.RoundTrip(req)
+}
+
+// TestTransportRetryAfterFloor checks that a 429's Retry-After is waited
+// exactly, in seconds and as a date measured against the response's Date.
+func TestTransportRetryAfterFloor(t *testing.T) {
+	tests := []struct {
+		name string
+		kv   func(now time.Time) []string
+		want time.Duration
+	}{
+		{"seconds", func(time.Time) []string { return []string{"Retry-After", "3"} }, 3 * time.Second},
+		{"date", func(now time.Time) []string {
+			return []string{"Retry-After", now.Add(2 * time.Second).UTC().Format(http.TimeFormat)}
+		}, 2 * time.Second},
+		{"date with server clock 30s ahead", func(now time.Time) []string {
+			srv := now.Add(30 * time.Second)
+			return []string{"Date", srv.UTC().Format(http.TimeFormat), "Retry-After", srv.Add(2 * time.Second).UTC().Format(http.TimeFormat)}
+		}, 2 * time.Second},
+		{"date with server clock 1h behind", func(now time.Time) []string {
+			srv := now.Add(-time.Hour)
+			return []string{"Date", srv.UTC().Format(http.TimeFormat), "Retry-After", srv.Add(4 * time.Second).UTC().Format(time.RFC850)}
+		}, 4 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newScript(func(r *http.Request) *http.Response {
+					return respond(r, 429, tt.kv(time.Now())...)
+				}, status(200))
+				tr := &Transport{Base: s, Waiter: &Limiter{Limit: 100, Burst: 1}}
+				resp, err := get(t, tr)
+				if err != nil || resp.StatusCode != 200 {
+					t.Fatalf("RoundTrip = %v, %v; want 200", resp, err)
+				}
+				resp.Body.Close()
+				if len(s.arrivals) != 2 || s.arrivals[1] != tt.want {
+					t.Errorf("attempts arrived at %v; want [0s %v]", s.arrivals, tt.want)
+				}
+			})
+		})
+	}
+}
+
+// TestTransportPauseHoldsOthers checks that after one caller's 429, no
+// other caller of the key walks into the same wall.
+func TestTransportPauseHoldsOthers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(status(429, "Retry-After", "2"), status(200))
+		tr := &Transport{Base: s, Waiter: &Limiter{Limit: 1000, Burst: 100}}
+		resp, err := get(t, tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		// The first caller retried at 2 s. Now 20 more callers: none
+		// arrived before 2 s.
+		var wg sync.WaitGroup
+		for range 20 {
+			wg.Go(func() {
+				resp, err := get(t, tr)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp.Body.Close()
+			})
+		}
+		wg.Wait()
+		for i, at := range s.arrivals[1:] {
+			if at < 2*time.Second {
+				t.Errorf("attempt %d arrived at %v, during the 2s pause", i+2, at)
+			}
+		}
+		if len(s.arrivals) != 22 {
+			t.Errorf("%d attempts; want 22", len(s.arrivals))
+		}
+	})
+}
+
+// TestTransportPauseConcurrent checks the same with callers already in
+// flight: they wait for the pause instead of collecting 429s.
+func TestTransportPauseConcurrent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var sent atomic.Int32
+		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if sent.Add(1) == 1 {
+				return respond(r, 429, "Retry-After", "1"), nil
+			}
+			return respond(r, 200), nil
+		})
+		tr := &Transport{Base: base, Waiter: &Limiter{Limit: 10, Burst: 1}}
+		start := time.Now()
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var got []int
+		for range 5 {
+			wg.Go(func() {
+				resp, err := get(t, tr)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp.Body.Close()
+				mu.Lock()
+				got = append(got, resp.StatusCode)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		if n := sent.Load(); n != 6 {
+			t.Errorf("%d attempts for 5 requests and one 429; want 6", n)
+		}
+		// 1 s pause, then 5 attempts at 10/s burst 1: the last at 1.4 s.
+		if got, want := time.Since(start), 1400*time.Millisecond; got != want {
+			t.Errorf("5 requests took %v; want %v", got, want)
+		}
+	})
+}
+
+// TestTransportBackoff checks the delays of retries without Retry-After:
+// 500ms·2^k each within ±50% (backoff/v4's jitter), and the attempt limit.
+func TestTransportBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(status(503))
+		var delays []time.Duration
+		var gaveUp Event
+		tr := &Transport{Base: s, Retry: RetryPolicy{MaxAttempts: 4}, OnEvent: func(e Event) {
+			switch e.Kind {
+			case EventRetry:
+				delays = append(delays, e.Delay)
+			case EventGiveUp:
+				gaveUp = e
+			}
+		}}
+		resp, err := get(t, tr)
+		if err != nil || resp.StatusCode != 503 {
+			t.Fatalf("RoundTrip = %v, %v; want the last 503", resp, err)
+		}
+		if b, _ := io.ReadAll(resp.Body); string(b) != "body" {
+			t.Errorf("last response's body = %q; want it as received", b)
+		}
+		resp.Body.Close()
+		if len(s.arrivals) != 4 || len(delays) != 3 {
+			t.Fatalf("%d attempts, %d retries; want 4, 3", len(s.arrivals), len(delays))
+		}
+		base := 500 * time.Millisecond
+		for i, d := range delays {
+			lo, hi := base/2, base*3/2
+			if d < lo || d > hi {
+				t.Errorf("retry %d delay %v; want in [%v, %v]", i+1, d, lo, hi)
+			}
+			if got := s.arrivals[i+1] - s.arrivals[i]; got != d {
+				t.Errorf("retry %d arrived %v after the previous attempt; want %v", i+1, got, d)
+			}
+			base *= 2
+		}
+		if gaveUp.Kind != EventGiveUp || gaveUp.Attempt != 4 || gaveUp.StatusCode != 503 {
+			t.Errorf("give-up event = %+v; want attempt 4, status 503", gaveUp)
+		}
+	})
+}
+
+// TestTransportMaxRetryAfter checks that a Retry-After beyond the cap
+// returns the response at once and pauses the key for the cap only.
+func TestTransportMaxRetryAfter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(status(429, "Retry-After", "3600"), status(200))
+		tr := &Transport{Base: s, Retry: RetryPolicy{MaxRetryAfter: 10 * time.Second}}
+		start := time.Now()
+		resp, err := get(t, tr)
+		if err != nil || resp.StatusCode != 429 {
+			t.Fatalf("RoundTrip = %v, %v; want the 429", resp, err)
+		}
+		resp.Body.Close()
+		if time.Since(start) != 0 {
+			t.Errorf("returned after %v; want at once", time.Since(start))
+		}
+		resp, err = get(t, tr) // the key is paused for 10 s, not an hour
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got, want := time.Since(start), 10*time.Second; got != want {
+			t.Errorf("next request sent after %v; want %v", got, want)
+		}
+	})
+}
+
+// TestTransportCancelDuringRetryWait checks that cancelling a request
+// while it sleeps before a retry returns at once with ctx's error.
+func TestTransportCancelDuringRetryWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(status(429, "Retry-After", "30"))
+		tr := &Transport{Base: s}
+		ctx, cancel := context.WithCancel(t.Context())
+		time.AfterFunc(time.Second, cancel)
+		req, _ := http.NewRequestWithContext(ctx, "GET", "http://api.example/", nil)
+		start := time.Now()
+		resp, err := tr.RoundTrip(req)
+		if resp != nil || !errors.Is(err, context.Canceled) {
+			t.Errorf("RoundTrip = %v, %v; want nil, context.Canceled", resp, err)
+		}
+		if got := time.Since(start); got != time.Second {
+			t.Errorf("returned after %v; want 1s, when cancelled", got)
+		}
+	})
+}
+
+// TestTransportWaitFails checks that a wait past the deadline sends
+// nothing, closes the body and returns an error the http.Client reports as
+// a timeout.
+func TestTransportWaitFails(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(status(200))
+		lim := &Limiter{Limit: 1, Burst: 1}
+		client := &http.Client{Transport: &Transport{Base: s, Waiter: lim}}
+		lim.For("api.example").WaitN(t.Context(), 1) // spend the burst
+		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		defer cancel()
+		body := &closeCounter{Reader: strings.NewReader("payload")}
+		req, _ := http.NewRequestWithContext(ctx, "POST", "http://api.example/", body)
+		_, err := client.Do(req)
+		if !errors.Is(err, ErrWouldExceedDeadline) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Do = %v; want ErrWouldExceedDeadline and context.DeadlineExceeded", err)
+		}
+		var te interface{ Timeout() bool }
+		if !errors.As(err, &te) || !te.Timeout() {
+			t.Errorf("Do = %v; want a Timeout() error", err)
+		}
+		if len(s.arrivals) != 0 {
+			t.Errorf("%d attempts sent; want none", len(s.arrivals))
+		}
+		if body.closed.Load() != 1 {
+			t.Errorf("request body closed %d times; want 1", body.closed.Load())
+		}
+	})
+}
+
+type closeCounter struct {
+	io.Reader
+	closed atomic.Int32
+}
+
+func (c *closeCounter) Close() error { c.closed.Add(1); return nil }
+
+// TestTransportBudget checks that retries stop at the budget: with a
+// failing upstream, retries are at most 20% of requests plus 10.
+func TestTransportBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(status(503))
+		var retries, gaveUpBudget int
+		tr := &Transport{Base: s, Retry: RetryPolicy{InitialInterval: time.Millisecond, MaxInterval: time.Millisecond},
+			OnEvent: func(e Event) {
+				if e.Kind == EventRetry {
+					retries++
+				}
+				if e.Kind == EventGiveUp && e.Reason == "retry budget spent" {
+					gaveUpBudget++
+				}
+			}}
+		for range 100 {
+			resp, err := get(t, tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+		if want := 20 + 10; retries != want {
+			t.Errorf("%d retries for 100 failing requests; want %d (20%% + 10)", retries, want)
+		}
+		if gaveUpBudget == 0 {
+			t.Error("no request gave up for the budget")
+		}
+	})
+}
+
+// TestTransportServer runs the Transport against real httptest servers.
+func TestTransportServer(t *testing.T) {
+	fast := RetryPolicy{InitialInterval: 10 * time.Millisecond, MaxInterval: 20 * time.Millisecond}
+	tests := []struct {
+		name     string
+		status   []int // the server's answers in turn; the last repeats
+		method   string
+		header   map[string]string
+		body     string
+		noRewind bool // a body without GetBody
+		want     int  // final status
+		attempts int
+	}{
+		{name: "503 on GET retried", status: []int{503, 200}, method: "GET", want: 200, attempts: 2},
+		{name: "503 on POST not retried", status: []int{503, 200}, method: "POST", body: "x", want: 503, attempts: 1},
+		{name: "502 on PUT retried", status: []int{502, 504, 200}, method: "PUT", body: "put body", want: 200, attempts: 3},
+		{name: "POST with Idempotency-Key retried", status: []int{503, 200}, method: "POST",
+			header: map[string]string{"Idempotency-Key": "k-1"}, body: `{"amount":100}`, want: 200, attempts: 2},
+		{name: "429 on POST retried", status: []int{429, 200}, method: "POST", body: "payload", want: 200, attempts: 2},
+		{name: "429 with a body without GetBody not retried", status: []int{429, 200}, method: "POST", body: "payload", noRewind: true, want: 429, attempts: 1},
+		{name: "404 not retried", status: []int{404, 200}, method: "GET", want: 404, attempts: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var bodies []string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				mu.Lock()
+				i := min(len(bodies), len(tt.status)-1)
+				bodies = append(bodies, string(b))
+				mu.Unlock()
+				w.WriteHeader(tt.status[i])
+				io.WriteString(w, "answer")
+			}))
+			defer srv.Close()
+			counting := &countingTransport{base: srv.Client().Transport}
+			client := &http.Client{Transport: &Transport{Base: counting, Retry: fast}}
+
+			var body io.Reader
+			if tt.body != "" {
+				body = strings.NewReader(tt.body)
+				if tt.noRewind {
+					body = io.NopCloser(body) // http.NewRequest sets no GetBody
+				}
+			}
+			req, err := http.NewRequestWithContext(t.Context(), tt.method, srv.URL+"/v1/x?q=1", body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("User-Agent", "throttle-test")
+			for k, v := range tt.header {
+				req.Header.Set(k, v)
+			}
+			before := snapshot(req)
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tt.want || string(got) != "answer" {
+				t.Errorf("final response %d %q; want %d %q", resp.StatusCode, got, tt.want, "answer")
+			}
+			if len(bodies) != tt.attempts {
+				t.Errorf("%d attempts; want %d", len(bodies), tt.attempts)
+			}
+			for i, b := range bodies {
+				if b != tt.body {
+					t.Errorf("attempt %d sent body %q; want %q, byte-identical", i+1, b, tt.body)
+				}
+			}
+			if after := snapshot(req); after != before {
+				t.Errorf("request changed by RoundTrip:\n%s\nwant\n%s", after, before)
+			}
+			if o, c := counting.opened.Load(), counting.closed.Load(); o != int32(tt.attempts) || c != o {
+				t.Errorf("%d response bodies opened, %d closed; want %d, all closed", o, c, tt.attempts)
+			}
+		})
+	}
+}
+
+// snapshot renders what RoundTrip must not change in a request.
+func snapshot(r *http.Request) string {
+	var b strings.Builder
+	b.WriteString(r.Method + " " + r.URL.String() + "\n")
+	for _, k := range slices.Sorted(maps.Keys(r.Header)) {
+		b.WriteString(k + ": " + strings.Join(r.Header[k], ",") + "\n")
+	}
+	return b.String()
+}
+
+// countingTransport counts response bodies opened and closed.
+type countingTransport struct {
+	base           http.RoundTripper
+	opened, closed atomic.Int32
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := c.base.RoundTrip(r)
+	if err == nil {
+		c.opened.Add(1)
+		resp.Body = &countingBody{ReadCloser: resp.Body, closed: &c.closed}
+	}
+	return resp, err
+}
+
+type countingBody struct {
+	io.ReadCloser
+	closed *atomic.Int32
+	once   sync.Once
+}
+
+func (b *countingBody) Close() error {
+	b.once.Do(func() { b.closed.Add(1) })
+	return b.ReadCloser.Close()
+}
+
+// TestTransportTransientErrors checks that a connection dropped before the
+// answer is retried for GET and not for POST.
+func TestTransportTransientErrors(t *testing.T) {
+	for _, method := range []string{"GET", "POST"} {
+		t.Run(method, func(t *testing.T) {
+			var arrivals atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if arrivals.Add(1) == 1 {
+					conn, _, _ := w.(http.Hijacker).Hijack()
+					conn.Close() // no response at all: the client sees EOF
+					return
+				}
+				io.WriteString(w, "ok")
+			}))
+			defer srv.Close()
+			// No keep-alive: net/http's own retry of a reused
+			// connection must not mask ours.
+			base := &http.Transport{DisableKeepAlives: true}
+			defer base.CloseIdleConnections()
+			tr := &Transport{Base: base, Retry: RetryPolicy{InitialInterval: time.Millisecond}}
+			req, _ := http.NewRequestWithContext(t.Context(), method, srv.URL, strings.NewReader("b"))
+			resp, err := tr.RoundTrip(req)
+			if method == "GET" {
+				if err != nil || resp.StatusCode != 200 || arrivals.Load() != 2 {
+					t.Fatalf("GET = %v, %v after %d arrivals; want 200 after 2", resp, err, arrivals.Load())
+				}
+				resp.Body.Close()
+				return
+			}
+			if err == nil || resp != nil || arrivals.Load() != 1 {
+				t.Errorf("POST = %v, %v after %d arrivals; want the error after 1", resp, err, arrivals.Load())
+			}
+		})
+	}
+}
