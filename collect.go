@@ -75,14 +75,16 @@ func (f *fields) collect(h http.Header) {
 }
 
 // add appends v to *slot, copying rather than writing into the header
-// map's arrays when two keys (say "x-ratelimit-limit" and
-// "X-RateLimit-Limit") fill one slot.
+// map's arrays when two keys (say "ratelimit" and "RateLimit") fill one
+// slot. The merged lines are sorted: the map's order is random, and the
+// result must not be.
 func add(slot *[]string, v []string) {
 	if *slot == nil {
 		*slot = v
 		return
 	}
 	*slot = append(slices.Clip(*slot), v...)
+	slices.Sort(*slot)
 }
 
 func (f *fields) slot(ck string) *[]string {
