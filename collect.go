@@ -19,7 +19,7 @@ type fields struct {
 	rateLimit, rlPolicy, rlLimit, rlRemaining, rlReset, rlResetTime []string
 
 	// X-RateLimit-* and X-Rate-Limit-*.
-	xLimit, xRemaining, xReset, xResetAfter, xUsed []string
+	xLimit, xRemaining, xReset, xResetAfter, xUsed        []string
 	xResource, xBucket, xGlobal, xScope, xNear, xInterval []string
 
 	shopify, salesforce []string

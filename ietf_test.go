@@ -1,7 +1,6 @@
 package throttle
 
 import (
-	"net/http"
 	"testing"
 	"time"
 )
@@ -18,7 +17,7 @@ func TestParseQuotaIETF(t *testing.T) {
 			}}},
 		// draft-polli-ratelimit-headers-00 spelled the window "window".
 		{name: "window= spelling",
-			h: hdr("RateLimit-Limit", "100, 100;window=60", "RateLimit-Remaining", "0", "RateLimit-Reset", "48"),
+			h:    hdr("RateLimit-Limit", "100, 100;window=60", "RateLimit-Remaining", "0", "RateLimit-Reset", "48"),
 			want: Quota{Policies: []Policy{pol("", "requests", 100, 0, time.Minute, 48*time.Second)}}},
 		// draft-ietf-httpapi-ratelimit-headers-06 moved the policies to
 		// RateLimit-Policy.
@@ -31,7 +30,7 @@ func TestParseQuotaIETF(t *testing.T) {
 			}}},
 		// draft-ietf-httpapi-ratelimit-headers-07 §5's example.
 		{name: "draft-07 dictionary",
-			h: hdr("RateLimit", "limit=100, remaining=50, reset=5", "RateLimit-Policy", "100;w=60"),
+			h:    hdr("RateLimit", "limit=100, remaining=50, reset=5", "RateLimit-Policy", "100;w=60"),
 			want: Quota{Policies: []Policy{pol("", "requests", 100, 50, time.Minute, 5*time.Second)}}},
 		{name: "draft-07 wrong types are absent",
 			h:    hdr("RateLimit", `limit=100, remaining="50", reset=5.5`),
@@ -118,5 +117,4 @@ func TestParseQuotaIETFDoesNotModifyHeaders(t *testing.T) {
 	if len(h) != len(before) {
 		t.Errorf("ParseQuota changed the header count: %d, was %d", len(h), len(before))
 	}
-	_ = http.Header(nil)
 }
