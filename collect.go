@@ -55,7 +55,14 @@ type extField struct {
 // allocation for keys already canonical (textproto returns them as is).
 func (f *fields) collect(h http.Header) {
 	for k, v := range h {
-		if len(v) == 0 {
+		if len(v) == 0 || k == "" {
+			continue
+		}
+		// Every key read starts with one of these letters; skipping the
+		// others early spares canonicalizing Content-Type and friends.
+		switch k[0] | 0x20 {
+		case 'a', 'd', 'r', 's', 'x', 'z':
+		default:
 			continue
 		}
 		ck := textproto.CanonicalMIMEHeaderKey(k)

@@ -93,7 +93,7 @@ type Quota struct {
 func ParseQuota(h http.Header, received time.Time) Quota {
 	var f fields
 	f.collect(h)
-	c := newClock(f.date, received)
+	c := &clock{date: f.date, received: received}
 	var q Quota
 	q.readRetryAfter(c, f.retryAfter, f.retryAfterMS, f.msRetryAfterMS)
 	q.readIETF(c, &f)

@@ -146,7 +146,7 @@ func FuzzReset(f *testing.F) {
 	} {
 		f.Add(v, uint8(0))
 	}
-	c := clock{time.Unix(1748235604, 0)}
+	c := &clock{now: time.Unix(1748235604, 0), ready: true}
 	f.Fuzz(func(t *testing.T, v string, kind uint8) {
 		d, ok := c.reset(v, resetKind(kind%3))
 		if d < 0 || d > maxWait || (!ok && d != 0) {

@@ -45,7 +45,7 @@ type quotaPolicy struct {
 	hasWin bool
 }
 
-func (q *Quota) readIETF(c clock, f *fields) {
+func (q *Quota) readIETF(c *clock, f *fields) {
 	var unnamed []quotaPolicy
 	from := len(q.Policies)
 	if len(f.rlPolicy) > 0 {
@@ -115,7 +115,7 @@ func (q *Quota) readPolicyList(l httpsfv.List) (unnamed []quotaPolicy) {
 
 // readNamedLimits reads draft-08+'s RateLimit: each member names a policy
 // of RateLimit-Policy (or a new one) and gives r and t.
-func (q *Quota) readNamedLimits(c clock, l httpsfv.List, from int) {
+func (q *Quota) readNamedLimits(c *clock, l httpsfv.List, from int) {
 	for _, m := range l {
 		it, ok := m.(httpsfv.Item)
 		if !ok {
@@ -168,7 +168,7 @@ func isDraft07(d *httpsfv.Dictionary) bool {
 
 // readDraft07 reads RateLimit: limit=100, remaining=50, reset=5. The window
 // comes from the RateLimit-Policy member whose quota equals the limit.
-func (q *Quota) readDraft07(c clock, d *httpsfv.Dictionary, unnamed []quotaPolicy) []quotaPolicy {
+func (q *Quota) readDraft07(c *clock, d *httpsfv.Dictionary, unnamed []quotaPolicy) []quotaPolicy {
 	p := Policy{Unit: "requests"}
 	if n, ok := dictInt(d, "limit"); ok {
 		p.setLimit(n)
@@ -190,7 +190,7 @@ func (q *Quota) readDraft07(c clock, d *httpsfv.Dictionary, unnamed []quotaPolic
 // RateLimit-ResetTime). Values that are plain numbers are read without
 // Structured Fields, which also takes GitLab's epoch and float-free
 // integers; anything else is parsed as an SF List.
-func (q *Quota) readTrio(c clock, f *fields, unnamed []quotaPolicy) []quotaPolicy {
+func (q *Quota) readTrio(c *clock, f *fields, unnamed []quotaPolicy) []quotaPolicy {
 	p := Policy{Unit: "requests"}
 	if len(f.rlLimit) > 0 {
 		if l, err := httpsfv.UnmarshalList(f.rlLimit); err == nil {
@@ -281,7 +281,7 @@ func firstItem(v string) (httpsfv.Item, bool) {
 
 // resetSeconds reads an integer reset: delta seconds, or an epoch by its
 // size (GitLab's RateLimit-Reset).
-func (c clock) resetSeconds(n int64) (time.Duration, bool) {
+func (c *clock) resetSeconds(n int64) (time.Duration, bool) {
 	switch {
 	case n >= epochMillis:
 		return c.until(time.UnixMilli(n))

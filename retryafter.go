@@ -22,11 +22,12 @@ func ParseRetryAfter(value string, date, received time.Time) (d time.Duration, o
 	if !date.IsZero() {
 		now = date
 	}
-	return clock{now}.retryAfter(value)
+	c := clock{now: now, ready: true}
+	return c.retryAfter(value)
 }
 
 // retryAfter reads one Retry-After value against c.
-func (c clock) retryAfter(v string) (time.Duration, bool) {
+func (c *clock) retryAfter(v string) (time.Duration, bool) {
 	v = trimOWS(v)
 	if whole, nano, ok := parseDecimal(v); ok {
 		// RFC 9110 says delta-seconds; the epoch guess of rate-limit resets
@@ -50,7 +51,7 @@ func retryAfterMillis(v string) (time.Duration, bool) {
 // readRetryAfter fills q's Retry-After from every line of every field of
 // the family. Repeated or competing values keep the longest: the most
 // conservative reading.
-func (q *Quota) readRetryAfter(c clock, secs, ms1, ms2 []string) {
+func (q *Quota) readRetryAfter(c *clock, secs, ms1, ms2 []string) {
 	for _, v := range secs {
 		if d, ok := c.retryAfter(v); ok {
 			q.addRetryAfter(d)

@@ -21,24 +21,34 @@ const (
 	epochMillis  = 1_000_000_000_000
 )
 
-// clock turns absolute times in a response into durations. now is the
+// clock turns absolute times in a response into durations. Its now is the
 // response's own Date when valid, else the local receive time, so a client
 // whose clock is off computes the same waits as one whose clock is right.
-type clock struct{ now time.Time }
-
-func newClock(date []string, received time.Time) clock {
-	for _, v := range date {
-		if t, err := http.ParseTime(v); err == nil {
-			return clock{t}
-		}
-	}
-	return clock{received}
+// Date is parsed on first use: most dialects send only relative values.
+type clock struct {
+	date     []string // the response's Date field lines
+	received time.Time
+	now      time.Time
+	ready    bool // now is set
 }
 
-// until returns the time from c.now to t: 0 when t is past, absent beyond
+func (c *clock) at() time.Time {
+	if !c.ready {
+		c.now, c.ready = c.received, true
+		for _, v := range c.date {
+			if t, err := http.ParseTime(v); err == nil {
+				c.now = t
+				break
+			}
+		}
+	}
+	return c.now
+}
+
+// until returns the time from the response's now to t: 0 when t is past, absent beyond
 // maxWait. time.Time.Sub saturates, so no input overflows.
-func (c clock) until(t time.Time) (time.Duration, bool) {
-	d := t.Sub(c.now)
+func (c *clock) until(t time.Time) (time.Duration, bool) {
+	d := t.Sub(c.at())
 	switch {
 	case d < 0:
 		return 0, true
@@ -152,7 +162,7 @@ const (
 )
 
 // reset reads the time until a quota resets from one field value.
-func (c clock) reset(v string, kind resetKind) (time.Duration, bool) {
+func (c *clock) reset(v string, kind resetKind) (time.Duration, bool) {
 	v = trimOWS(v)
 	if v == "" {
 		return 0, false
@@ -195,7 +205,7 @@ func goDuration(v string) (time.Duration, bool) {
 
 // isoTime reads an RFC 3339 time (Anthropic) or the ISO 8601 form without
 // seconds some gateways send, measured against c.
-func (c clock) isoTime(v string) (time.Duration, bool) {
+func (c *clock) isoTime(v string) (time.Duration, bool) {
 	// Only something shaped like 2006-01-02T… is tried: time.Parse
 	// allocates an error for every miss.
 	if len(v) < 16 || v[4] != '-' || (v[10] != 'T' && v[10] != 't') {
@@ -212,7 +222,7 @@ func (c clock) isoTime(v string) (time.Duration, bool) {
 
 // httpDate reads an HTTP-date in any of the three forms RFC 9110 §5.6.7
 // requires recipients to accept: IMF-fixdate, RFC 850 and asctime.
-func (c clock) httpDate(v string) (time.Duration, bool) {
+func (c *clock) httpDate(v string) (time.Duration, bool) {
 	t, err := http.ParseTime(v)
 	if err != nil {
 		return 0, false

@@ -8,7 +8,7 @@ import (
 // readVendors reads the dialects whose keys carry a unit, a window or a
 // name, then Shopify's and Salesforce's single fields. f.ext is sorted, so
 // the policies come out in the same order for the same headers.
-func (q *Quota) readVendors(c clock, f *fields) {
+func (q *Quota) readVendors(c *clock, f *fields) {
 	for i := 0; i < f.next; {
 		fam, from := f.ext[i].fam, len(q.Policies)
 		for ; i < f.next && f.ext[i].fam == fam; i++ {
@@ -42,7 +42,7 @@ func fieldOf(s string) int {
 	return 0
 }
 
-func (q *Quota) readExt(c clock, e *extField, from int) {
+func (q *Quota) readExt(c *clock, e *extField, from int) {
 	switch e.fam {
 	case famSuffix:
 		// OpenAI and Groq: x-ratelimit-{limit,remaining,reset}-{requests,tokens},
@@ -83,7 +83,7 @@ func (q *Quota) readExt(c clock, e *extField, from int) {
 }
 
 // readNumbers applies every value of one field to the policy (name, unit).
-func (q *Quota) readNumbers(c clock, vals []string, field int, kind resetKind, from int, name, unit string) {
+func (q *Quota) readNumbers(c *clock, vals []string, field int, kind resetKind, from int, name, unit string) {
 	if field == 0 || unit == "" {
 		return
 	}
@@ -134,7 +134,7 @@ func (q *Quota) readAzure(e *extField, from int) {
 // readZendesk reads Zendesk-RateLimit-<endpoint>: total=100; remaining=99;
 // resets=41 (not a Structured Field: ";" separates members).
 // https://developer.zendesk.com/api-reference/introduction/rate-limits/
-func (q *Quota) readZendesk(c clock, e *extField, from int) {
+func (q *Quota) readZendesk(c *clock, e *extField, from int) {
 	name := lowerASCII(e.rest)
 	for _, v := range e.vals {
 		for kv := range strings.SplitSeq(v, ";") {

@@ -34,7 +34,7 @@ import (
 //
 // A reset is read by its form, as [ParseQuota] describes: no single
 // documented meaning covers every API that sends the family.
-func (q *Quota) readXRateLimit(c clock, f *fields) {
+func (q *Quota) readXRateLimit(c *clock, f *fields) {
 	if len(f.xLimit)+len(f.xRemaining)+len(f.xReset)+len(f.xResetAfter)+len(f.xUsed) == 0 {
 		q.NearLimit = isTrue(f.xNear)
 		return
