@@ -173,11 +173,28 @@ func (q *Quota) policy(from int, name, unit string) *Policy {
 			return p
 		}
 	}
+	if !q.room() {
+		return new(Policy) // read and dropped: see maxPolicies
+	}
 	if q.Policies == nil {
 		q.Policies = make([]Policy, 0, 4)
 	}
 	q.Policies = append(q.Policies, Policy{Name: name, Unit: unit})
 	return &q.Policies[len(q.Policies)-1]
+}
+
+// maxPolicies bounds the policies one response yields. Real responses carry
+// a handful; the bound keeps a hostile one (a field listing a million
+// policies) from costing a million appends and quadratic lookups.
+const maxPolicies = 64
+
+func (q *Quota) room() bool { return len(q.Policies) < maxPolicies }
+
+// add appends p unless the response already gave maxPolicies.
+func (q *Quota) add(p Policy) {
+	if q.room() {
+		q.Policies = append(q.Policies, p)
+	}
 }
 
 // The setters keep the most conservative value when a number is given more

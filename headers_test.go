@@ -278,3 +278,24 @@ func BenchmarkParseQuota(b *testing.B) {
 		})
 	}
 }
+
+func TestParseQuotaBoundsPolicies(t *testing.T) {
+	var azure, ietf, named []byte
+	for i := range 10000 {
+		azure = fmt.Appendf(azure, "p%d;%d,", i, i)
+		ietf = fmt.Appendf(ietf, "%d;w=%d, ", i+1, i+1)
+		named = fmt.Appendf(named, `"p%d";q=%d, `, i, i)
+	}
+	for _, h := range []http.Header{
+		hdr("X-Ms-Ratelimit-Remaining-Resource", string(azure)),
+		hdr("RateLimit-Limit", string(ietf[:len(ietf)-2])),
+		hdr("RateLimit-Policy", string(named[:len(named)-2])),
+		hdr("X-RateLimit-Limit", string(ietf[:len(ietf)-2])),
+	} {
+		q := ParseQuota(h, now)
+		if len(q.Policies) == 0 || len(q.Policies) > maxPolicies {
+			t.Errorf("ParseQuota(%.40s…) gave %d policies; want 1 to %d", fmt.Sprint(h), len(q.Policies), maxPolicies)
+		}
+		checkQuota(t, q)
+	}
+}

@@ -68,7 +68,7 @@ func (q *Quota) readIETF(c *clock, f *fields) {
 		if u.hasWin {
 			p.Window, p.Known = u.window, p.Known|HasWindow
 		}
-		q.Policies = append(q.Policies, p)
+		q.add(p)
 	}
 }
 
@@ -83,9 +83,11 @@ func (q *Quota) readPolicyList(l httpsfv.List) (unnamed []quotaPolicy) {
 			continue
 		}
 		if n, ok := sfInt(it.Value); ok {
-			u := quotaPolicy{limit: n}
-			u.window, u.hasWin = sfWindow(it.Params)
-			unnamed = append(unnamed, u)
+			if len(unnamed) < maxPolicies {
+				u := quotaPolicy{limit: n}
+				u.window, u.hasWin = sfWindow(it.Params)
+				unnamed = append(unnamed, u)
+			}
 			continue
 		}
 		name, ok := sfName(it.Value)
@@ -182,7 +184,7 @@ func (q *Quota) readDraft07(c *clock, d *httpsfv.Dictionary, unnamed []quotaPoli
 		}
 	}
 	unnamed = matchWindow(&p, unnamed)
-	q.Policies = append(q.Policies, p)
+	q.add(p)
 	return unnamed
 }
 
@@ -212,7 +214,9 @@ func (q *Quota) readTrio(c *clock, f *fields, unnamed []quotaPolicy) []quotaPoli
 					}
 					continue
 				}
-				unnamed = append(unnamed, quotaPolicy{n, w, hasW})
+				if len(unnamed) < maxPolicies {
+					unnamed = append(unnamed, quotaPolicy{n, w, hasW})
+				}
 			}
 		}
 	}
@@ -247,7 +251,7 @@ func (q *Quota) readTrio(c *clock, f *fields, unnamed []quotaPolicy) []quotaPoli
 		}
 	}
 	unnamed = matchWindow(&p, unnamed)
-	q.Policies = append(q.Policies, p)
+	q.add(p)
 	return unnamed
 }
 

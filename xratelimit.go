@@ -76,7 +76,7 @@ func (q *Quota) readXRateLimit(c *clock, f *fields) {
 				}
 			case n == p.Limit && hasW && p.Known&HasWindow == 0:
 				p.setWindow(w)
-			default:
+			case len(extra) < maxPolicies:
 				e := Policy{Unit: "requests", Limit: n, Known: HasLimit}
 				if hasW {
 					e.Window, e.Known = w, e.Known|HasWindow
@@ -128,8 +128,10 @@ func (q *Quota) readXRateLimit(c *clock, f *fields) {
 			}
 		}
 	}
-	q.Policies = append(q.Policies, p)
-	q.Policies = append(q.Policies, extra...)
+	q.add(p)
+	for _, e := range extra {
+		q.add(e)
+	}
 }
 
 // first returns the first non-empty value, trimmed.
