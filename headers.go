@@ -7,7 +7,8 @@ import (
 
 // Fields tells which of a Policy's numbers the response gave. A number the
 // response did not give, or gave in a form that is not valid, is absent: its
-// bit is clear and the number is 0. Absent never means 0.
+// bit is clear and the number is 0. Absent never means 0. The zero Fields
+// has no bit set.
 type Fields uint8
 
 // The bits of Fields, one per number of a Policy.
@@ -19,7 +20,8 @@ const (
 )
 
 // Policy is one limit a response describes: requests per minute, tokens per
-// day, a gateway's burst. Its zero value describes nothing (Known is 0).
+// day, a gateway's burst. Its zero value describes nothing (Known is 0). A
+// Policy is a plain value, safe to copy and to read concurrently.
 //
 // Durations are relative to the response: an absolute reset time in the
 // response has already been turned into a duration against the response's
@@ -66,6 +68,11 @@ type Quota struct {
 	// NearLimit is set when the server warns that the quota is nearly
 	// spent without giving numbers (Atlassian's X-RateLimit-NearLimit).
 	NearLimit bool
+	// Global is set when the server says the limit hit is the client's
+	// global one rather than the route's (Discord's X-RateLimit-Global:
+	// true or X-RateLimit-Scope: global): a caller keeping quotas per
+	// route should hold off every route.
+	Global bool
 }
 
 // ParseQuota reads h, the headers of a response received at the local time

@@ -55,11 +55,11 @@ func runQuotaCases(t *testing.T, cases []quotaCase) {
 
 func quotaEqual(a, b Quota) bool {
 	return slices.Equal(a.Policies, b.Policies) && a.RetryAfter == b.RetryAfter &&
-		a.HasRetryAfter == b.HasRetryAfter && a.NearLimit == b.NearLimit
+		a.HasRetryAfter == b.HasRetryAfter && a.NearLimit == b.NearLimit && a.Global == b.Global
 }
 
 func fmtQuota(q Quota) string {
-	s := fmt.Sprintf("  RetryAfter=%v (%v) NearLimit=%v", q.RetryAfter, q.HasRetryAfter, q.NearLimit)
+	s := fmt.Sprintf("  RetryAfter=%v (%v) NearLimit=%v Global=%v", q.RetryAfter, q.HasRetryAfter, q.NearLimit, q.Global)
 	for _, p := range q.Policies {
 		s += fmt.Sprintf("\n  %+v", p)
 	}

@@ -35,8 +35,9 @@ import (
 // A reset is read by its form, as [ParseQuota] describes: no single
 // documented meaning covers every API that sends the family.
 func (q *Quota) readXRateLimit(c *clock, f *fields) {
+	q.NearLimit = isTrue(f.xNear)
+	q.Global = isTrue(f.xGlobal) || strings.EqualFold(first(f.xScope), "global")
 	if len(f.xLimit)+len(f.xRemaining)+len(f.xReset)+len(f.xResetAfter)+len(f.xUsed) == 0 {
-		q.NearLimit = isTrue(f.xNear)
 		return
 	}
 	p := Policy{Name: first(f.xResource), Unit: "requests", Scope: first(f.xScope)}
@@ -46,7 +47,6 @@ func (q *Quota) readXRateLimit(c *clock, f *fields) {
 	if p.Scope == "" && isTrue(f.xGlobal) {
 		p.Scope = "global"
 	}
-	q.NearLimit = isTrue(f.xNear)
 	var extra []Policy
 	for _, v := range f.xLimit {
 		if n, ok := parseCount(v); ok {
