@@ -178,3 +178,30 @@ func FuzzParseDecimal(f *testing.F) {
 		}
 	})
 }
+
+// FuzzIETF feeds the Structured Fields of every IETF draft generation
+// directly, where FuzzParseQuota spreads its effort over every dialect.
+func FuzzIETF(f *testing.F) {
+	f.Add(`"burst";q=100;w=60, "daily";q=1000;w=86400`, `"burst";r=50;t=30`, "", "", "")
+	f.Add(`"peruser";q=65535;qu="content-bytes";w=10;pk=:dXNlcjEyMw==:`, `"peruser";r=1024;t=2;pk=:dXNlcjEyMw==:`, "", "", "")
+	f.Add("100;w=60", "limit=100, remaining=50, reset=5", "", "", "")
+	f.Add("10;w=1, 50;w=60", "", "10", "1", "7")
+	f.Add("", "", "10, 10;w=1, 50;window=60", "76;w=21600", "1609844400")
+	f.Add("", `burst;r=3;t=1, ("inner" "list");r=1`, "100;w=21600", "-1", "@1659578233")
+	f.Fuzz(func(t *testing.T, policy, rl, limit, remaining, reset string) {
+		h := http.Header{}
+		for _, kv := range [...][2]string{
+			{"Ratelimit-Policy", policy}, {"Ratelimit", rl}, {"Ratelimit-Limit", limit},
+			{"Ratelimit-Remaining", remaining}, {"Ratelimit-Reset", reset}, {"X-Ratelimit-Limit", limit},
+		} {
+			if kv[1] != "" {
+				h[kv[0]] = []string{kv[1]}
+			}
+		}
+		q := ParseQuota(h, time.Unix(1748235604, 0))
+		checkQuota(t, q)
+		if q2 := ParseQuota(h, time.Unix(1748235604, 0)); !reflect.DeepEqual(q, q2) {
+			t.Fatalf("ParseQuota not deterministic: %+v then %+v", q, q2)
+		}
+	})
+}
