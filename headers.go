@@ -91,8 +91,10 @@ type Quota struct {
 // Invalid values are absent, never 0: negative, non-decimal, empty or
 // overflowing numbers, Structured Fields of the wrong type (a malformed
 // Structured Field is ignored whole, the other fields kept), and any wait or
-// reset over a year. A field given more than once keeps its most
-// conservative value: the least remaining, the longest wait.
+// reset over a year. A count sent with a fraction (Reddit's "598.0") is
+// rounded down. A field given more than once keeps its most conservative
+// value: the least remaining, the longest wait. One response yields at most
+// 64 policies.
 //
 // ParseQuota never panics and does not modify h. Keys are matched in any
 // case, though keys in canonical form (as net/http delivers them) are the
