@@ -299,3 +299,40 @@ func TestParseQuotaBoundsPolicies(t *testing.T) {
 		checkQuota(t, q)
 	}
 }
+
+func TestParseQuotaBindingAndWait(t *testing.T) {
+	tests := []struct {
+		name        string
+		h           http.Header
+		wantBinding Policy
+		wantWait    time.Duration
+		wantOK      bool
+	}{
+		{"OpenAI tokens spent",
+			hdr("x-ratelimit-limit-requests", "60", "x-ratelimit-remaining-requests", "58", "x-ratelimit-reset-requests", "2s",
+				"x-ratelimit-limit-tokens", "150000", "x-ratelimit-remaining-tokens", "0", "x-ratelimit-reset-tokens", "6m0s"),
+			pol("", "tokens", 150000, 0, no, 6*time.Minute), 6 * time.Minute, true},
+		{"GitHub secondary limit: Retry-After wins",
+			hdr("Date", nowDate, "Retry-After", "60", "X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "4000",
+				"X-RateLimit-Reset", epoch(time.Hour)),
+			pol("", "requests", 5000, 4000, no, time.Hour), time.Minute, true},
+		{"gateway and app: the gateway is spent",
+			hdr("RateLimit-Policy", `"gateway";q=10;w=1`, "RateLimit", `"gateway";r=0;t=1`,
+				"X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "4999", "X-RateLimit-Reset", "3600"),
+			pol("gateway", "requests", 10, 0, time.Second, time.Second), time.Second, true},
+		{"per-second and per-day both spent: the longer reset",
+			hdr("RateLimit-Policy", `"s";q=10;w=1, "d";q=1000;w=86400`, "RateLimit", `"s";r=0;t=1, "d";r=0;t=7200`),
+			pol("d", "requests", 1000, 0, 24*time.Hour, 2*time.Hour), 2 * time.Hour, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := ParseQuota(tt.h, now)
+			if got, ok := q.Binding(); !ok || got != tt.wantBinding {
+				t.Errorf("Binding() = %+v, %v; want %+v, true", got, ok, tt.wantBinding)
+			}
+			if got, ok := q.Wait(); got != tt.wantWait || ok != tt.wantOK {
+				t.Errorf("Wait() = %v, %v; want %v, %v", got, ok, tt.wantWait, tt.wantOK)
+			}
+		})
+	}
+}
