@@ -7,3 +7,5 @@ require golang.org/x/time v0.16.0
 require go.uber.org/goleak v1.3.0
 
 require github.com/cenkalti/backoff/v4 v4.3.0
+
+require github.com/dunglas/httpsfv v1.1.2

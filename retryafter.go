@@ -1,0 +1,73 @@
+package throttle
+
+import (
+	"time"
+)
+
+// ParseRetryAfter reads one Retry-After field value: delta-seconds ("120"),
+// a decimal number of seconds (Shopify sends "2.0"), or an HTTP-date in any
+// of the three forms RFC 9110 §10.2.3 and §5.6.7 require a recipient to
+// accept (IMF-fixdate, RFC 850, asctime).
+//
+// A date is measured against date, the response's own Date header, when it
+// is not the zero time, else against received, the local time the response
+// arrived: a client whose clock is off by minutes computes the same wait. A
+// date in the past means 0.
+//
+// ok is false when value is not valid (empty, negative, signed, hex,
+// exponent, NaN, non-ASCII digits, overflow) or when the wait would be over
+// a year: an invalid Retry-After is absent, never 0.
+func ParseRetryAfter(value string, date, received time.Time) (d time.Duration, ok bool) {
+	now := received
+	if !date.IsZero() {
+		now = date
+	}
+	c := clock{now: now, ready: true}
+	return c.retryAfter(value)
+}
+
+// retryAfter reads one Retry-After value against c.
+func (c *clock) retryAfter(v string) (time.Duration, bool) {
+	v = trimOWS(v)
+	if whole, nano, ok := parseDecimal(v); ok {
+		// RFC 9110 says delta-seconds; the epoch guess of rate-limit resets
+		// does not apply: Retry-After is documented as relative.
+		return seconds(whole, nano)
+	}
+	return c.httpDate(v)
+}
+
+// retryAfterMillis reads retry-after-ms and x-ms-retry-after-ms, the
+// millisecond forms Azure and Azure OpenAI send
+// (https://learn.microsoft.com/en-us/azure/ai-services/openai/how-to/quota).
+func retryAfterMillis(v string) (time.Duration, bool) {
+	whole, nano, ok := parseDecimal(v)
+	if !ok {
+		return 0, false
+	}
+	return millis(whole, nano)
+}
+
+// readRetryAfter fills q's Retry-After from every line of every field of
+// the family. Repeated or competing values keep the longest: the most
+// conservative reading.
+func (q *Quota) readRetryAfter(c *clock, secs, ms1, ms2 []string) {
+	for _, v := range secs {
+		if d, ok := c.retryAfter(v); ok {
+			q.addRetryAfter(d)
+		}
+	}
+	for _, vs := range [2][]string{ms1, ms2} {
+		for _, v := range vs {
+			if d, ok := retryAfterMillis(v); ok {
+				q.addRetryAfter(d)
+			}
+		}
+	}
+}
+
+func (q *Quota) addRetryAfter(d time.Duration) {
+	if !q.HasRetryAfter || d > q.RetryAfter {
+		q.RetryAfter, q.HasRetryAfter = d, true
+	}
+}
