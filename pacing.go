@@ -27,9 +27,12 @@ type Feedback struct {
 	Throttled bool
 
 	// Window: Remaining units may be spent until Reset from now, as the
-	// most restrictive policy of the counted unit says. Valid if HasWindow.
+	// most restrictive policy of the counted unit says; Size units per
+	// window of length Window (0 if not said). Valid if HasWindow.
 	Remaining float64
 	Reset     time.Duration
+	Size      float64
+	Window    time.Duration
 	HasWindow bool
 
 	// Declared: the pace the server declares (a policy of Limit units per
@@ -76,12 +79,26 @@ func (t *Transport) feedback(resp *http.Response, q Quota, waited time.Time) Fee
 		if p.Unit != unit && !(p.Unit == "" && unit == "requests") {
 			continue
 		}
-		if p.Known&(HasRemaining|HasReset) == HasRemaining|HasReset && p.Reset > 0 {
+		// Windows are tracked when they are long enough for whole-second
+		// resets to tell them apart: a per-second limit is a pace, which
+		// the declared limit and the pauses keep.
+		long := p.Reset >= minTrackedWindow
+		if p.Known&HasWindow != 0 {
+			long = p.Window >= minTrackedWindow
+		}
+		if p.Known&(HasRemaining|HasReset) == HasRemaining|HasReset && p.Reset > 0 && long {
 			// The most restrictive window: the least remaining per second
 			// until its reset.
 			if r := float64(p.Remaining) / p.Reset.Seconds(); r < best {
 				best = r
 				f.Remaining, f.Reset, f.HasWindow = float64(p.Remaining), p.Reset, true
+				f.Size, f.Window = 0, 0
+				if p.Known&HasLimit != 0 {
+					f.Size = float64(p.Limit)
+				}
+				if p.Known&HasWindow != 0 {
+					f.Window = p.Window
+				}
 			}
 		}
 		if !t.DisableDeclaredLimits && p.Known&(HasLimit|HasWindow) == HasLimit|HasWindow && p.Limit > 0 && p.Window > 0 {
@@ -111,8 +128,11 @@ type window struct {
 }
 
 const (
-	// sameWindow: two resets closer than this are the same window. Reset
-	// times come in whole seconds in most dialects.
+	// minTrackedWindow: shorter windows are not tracked (see feedback).
+	minTrackedWindow = 2 * time.Second
+	// sameWindow: two resets closer than this are the same window (at
+	// most half the window's length). Reset times come in whole seconds
+	// in most dialects.
 	sameWindow = 1.5e9
 	// probeWait: how long a probe after a reset may go unanswered before
 	// another is let through.
@@ -120,15 +140,19 @@ const (
 )
 
 // update applies a response's window at now.
-func (w *window) update(now float64, f Feedback, limit float64) {
+func (w *window) update(now float64, f Feedback) {
 	reset := now + float64(f.Reset)
-	if w.valid && math.Abs(reset-w.reset) < sameWindow {
+	same := sameWindow
+	if f.Window > 0 {
+		same = min(same, float64(f.Window)/2)
+	}
+	if w.valid && math.Abs(reset-w.reset) < same {
 		w.remaining = min(w.remaining, f.Remaining)
 		w.reset = min(w.reset, reset)
 	} else if !w.valid || reset > w.reset {
 		w.valid, w.remaining, w.reset = true, f.Remaining, reset
 	}
-	w.limit = limit
+	w.limit = f.Size
 }
 
 // turn returns the earliest time at or after start that n units may be
@@ -228,11 +252,7 @@ func (b *bucket) Adapt(ctx context.Context, f Feedback) error {
 		b.dInterval, b.dBurst = 1e9/float64(f.Limit), max(f.Burst, 1)
 	}
 	if f.HasWindow {
-		size := 0.0
-		if f.HasDeclared {
-			size = float64(f.Burst)
-		}
-		b.win.update(now, f, size)
+		b.win.update(now, f)
 	}
 	if f.Throttled {
 		interval, _ := b.pace(now, 1)
