@@ -7,14 +7,17 @@ import "math"
 // speed up again gradually. It follows the AWS SDKs' adaptive retry mode:
 // on a rejection the pace is cut to β times the rate the key was sending
 // at; afterwards it regrows along a cubic curve (CUBIC, RFC 9438) that
-// comes back to the pre-cut rate after cubicK, lingers there, then probes
-// beyond it:
+// comes back to the pre-cut rate after K, lingers there, then probes beyond
+// it, more slowly:
 //
-//	rate(t) = wMax + wMax·(1-β)·((t-K)/K)³
+//	rate(t) = wMax + wMax·(1-β)·((t-K)/K)³    for t < K
+//	rate(t) = wMax + wMax·(1-β)·((t-K)/P)³    for t ≥ K
 //
 // Unlike AWS's fixed C = 0.4, the curve is scaled by wMax, so the time to
 // recover does not depend on the rate: K = 1 s whether the server allows 5
-// or 5,000 requests a second.
+// or 5,000 requests a second, and the probe is 30% above wMax P = 3 s
+// later. A quick return keeps a cut cheap (about 7% of a second's
+// requests); a slow probe keeps the rejections that end each probe rare.
 //
 // A rejection of a request that reserved its turn before the last cut
 // does not cut again: those were in flight under the old pace, as TCP cuts
@@ -41,6 +44,7 @@ const (
 	strikeWindow = 10e9 // ns: a second rejection within it cuts
 	shiftSlots   = 2    // intervals a lone rejection shifts the schedule
 	cubicK       = 1e9  // ns to regrow to wMax
+	cubicProbe   = 3e9  // ns past K to probe 30% beyond wMax
 	adaptMinRate = 0.1  // units per second: never slower than one per 10 s
 )
 
@@ -51,6 +55,9 @@ func (a *adaptive) rate(now float64) float64 {
 		return math.Inf(1)
 	}
 	x := (now - a.cutAt - cubicK) / cubicK
+	if x > 0 {
+		x *= cubicK / cubicProbe
+	}
 	return max(a.wMax+a.wMax*(1-cubicBeta)*x*x*x, adaptMinRate)
 }
 

@@ -101,9 +101,12 @@ type bucket struct {
 	adapt     adaptive // slowing down after bare rejections
 	dInterval float64  // the server's declared pace, ns per unit; 0 if none
 	dBurst    int
-	txSec     int64   // the second txCur counts
-	txCur     float64 // units sent in second txSec
-	txPrev    float64 // units sent in the second before
+	changed   chan struct{} // closed when what the server said changes; nil if no one waits
+	cuts      uint64        // adaptive cuts so far
+	stretches [8]stretch    // the last cuts, by cuts % 8
+	txSec     int64         // the second txCur counts
+	txCur     float64       // units sent in second txSec
+	txPrev    float64       // units sent in the second before
 }
 
 func (l *Limiter) init() {
@@ -240,65 +243,115 @@ func (b *bucket) WaitN(ctx context.Context, n int) error {
 		return fmt.Errorf("throttle: wait for %d units of %q, burst %d: %w", n, b.key, b.burst, ErrCostExceedsBurst)
 	}
 
-	b.mu.Lock()
-	if b.dead {
-		b.mu.Unlock()
-		return b.l.bucket(b.key).WaitN(ctx, n)
-	}
-	now := b.l.now()
-	start := max(now, b.paused)
-	interval, burst := b.interval, b.burst
-	if b.fed {
-		interval, burst = b.pace(now, n)
-	}
-	turn := start
-	var tat float64
-	if interval > 0 {
-		from := max(b.tat, start)
-		tat = from + float64(n)*interval
-		turn = max(start, from+float64(n-burst)*interval)
-	}
-	if b.fed {
-		turn = b.win.turn(now, turn, n, false)
-	}
-	delay := time.Duration(math.Ceil(turn - now))
-	if delay > 0 {
-		if dl, ok := ctx.Deadline(); ok && delay > time.Until(dl) {
+	for {
+		b.mu.Lock()
+		if b.dead {
 			b.mu.Unlock()
-			return &DeadlineError{Key: b.key, Delay: delay}
+			return b.l.bucket(b.key).WaitN(ctx, n)
 		}
+		now := b.l.now()
+		start := max(now, b.paused)
+		if b.fed {
+			// The server's window is spent: wait for its reset (or for a
+			// response that says more), then reserve anew.
+			if until, blocked := b.win.admit(now, n); blocked {
+				changed := b.changedLocked()
+				b.mu.Unlock()
+				if err := b.sleepUntil(ctx, max(until, start)-now, changed); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		interval, burst := b.interval, b.burst
+		if b.fed {
+			interval, burst = b.pace(now, n)
+		}
+		turn := start
+		var tat float64
+		if interval > 0 {
+			from := max(b.tat, start)
+			tat = from + float64(n)*interval
+			turn = max(start, from+float64(n-burst)*interval)
+		}
+		if b.fed {
+			turn = b.win.spreadTurn(turn)
+		}
+		delay := time.Duration(math.Ceil(turn - now))
+		if delay > 0 {
+			if dl, ok := ctx.Deadline(); ok && delay > time.Until(dl) {
+				b.mu.Unlock()
+				return &DeadlineError{Key: b.key, Delay: delay}
+			}
+		}
+		if interval > 0 {
+			b.tat = tat
+		}
+		if b.fed {
+			b.win.spend(turn, n)
+		}
+		b.countSent(now, n)
+		cuts := b.cuts
+		b.mu.Unlock()
+		if delay <= 0 {
+			return nil
+		}
+		return b.sleepTurn(ctx, turn, n, interval, cuts)
 	}
-	if interval > 0 {
-		b.tat = tat
-	}
-	if b.fed {
-		b.win.turn(now, turn, n, true)
-	}
-	b.countSent(now, n)
-	b.mu.Unlock()
-	if delay <= 0 {
-		return nil
-	}
+}
 
+// sleepUntil sleeps d, or until changed is closed (what the server said
+// changed), or until ctx ends. Nothing is reserved, so nothing is given
+// back; a wake past ctx's deadline fails at once.
+func (b *bucket) sleepUntil(ctx context.Context, d float64, changed <-chan struct{}) error {
+	delay := time.Duration(math.Ceil(d))
+	if dl, ok := ctx.Deadline(); ok && delay > time.Until(dl) {
+		return &DeadlineError{Key: b.key, Delay: delay}
+	}
 	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-changed:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
+// changedLocked returns a channel closed at the next change of what the
+// server said. It requires b.mu.
+func (b *bucket) changedLocked() <-chan struct{} {
+	if b.changed == nil {
+		b.changed = make(chan struct{})
+	}
+	return b.changed
+}
+
+// sleepTurn sleeps until a reserved turn. If ctx ends first, the n units
+// (reserved at interval) are given back. A wait queued when the pace was
+// cut (cuts changed) moves its turn as the cut stretched the queue, and a
+// pause that came while it slept holds it off too.
+func (b *bucket) sleepTurn(ctx context.Context, turn float64, n int, interval float64, cuts uint64) error {
+	t := time.NewTimer(time.Duration(math.Ceil(turn - b.l.now())))
 	defer t.Stop()
 	for {
 		select {
 		case <-t.C:
 		case <-ctx.Done():
-			b.refund(n)
+			b.refund(n, interval)
 			return ctx.Err()
 		}
-		// A pause that came while this wait slept holds it off too.
 		b.mu.Lock()
-		now, paused := b.l.now(), b.paused
+		now, wake := b.l.now(), max(b.paused, b.stretched(turn, cuts))
+		cuts = b.cuts
 		b.mu.Unlock()
-		if paused <= now {
+		if wake <= now {
 			return nil
 		}
-		delay := time.Duration(math.Ceil(paused - now))
+		delay := time.Duration(math.Ceil(wake - now))
 		if dl, ok := ctx.Deadline(); ok && delay > time.Until(dl) {
-			b.refund(n)
+			b.refund(n, interval)
 			return &DeadlineError{Key: b.key, Delay: delay}
 		}
 		t.Reset(delay)
@@ -308,13 +361,13 @@ func (b *bucket) WaitN(ctx context.Context, n int) error {
 // refund gives back the n units of a reservation that will not be used.
 // Taking n·interval off the arrival time is exact: later reservations keep
 // their turns, and the units go to the next caller.
-func (b *bucket) refund(n int) {
+func (b *bucket) refund(n int, interval float64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.dead {
 		return
 	}
-	b.tat -= float64(n) * b.interval
+	b.tat -= float64(n) * interval
 	if b.win.valid {
 		b.win.remaining += float64(n)
 	}

@@ -132,8 +132,9 @@ const (
 	minTrackedWindow = 2 * time.Second
 	// sameWindow: two resets closer than this are the same window (at
 	// most half the window's length). Reset times come in whole seconds
-	// in most dialects.
-	sameWindow = 1.5e9
+	// in most dialects, and so does the Date they are measured against:
+	// two readings of one reset can differ by up to 2 s.
+	sameWindow = 2.5e9
 	// probeWait: how long a probe after a reset may go unanswered before
 	// another is let through.
 	probeWait = 1e9
@@ -155,38 +156,53 @@ func (w *window) update(now float64, f Feedback) {
 	w.limit = f.Size
 }
 
-// turn returns the earliest time at or after start that n units may be
-// spent in the window, and commits them if commit is set.
-func (w *window) turn(now, start float64, n int, commit bool) float64 {
+// admit reports whether n units may be spent in the window at now, and
+// if not, until when the window blocks them (its reset, or the end of a
+// probe's wait).
+func (w *window) admit(now float64, n int) (until float64, blocked bool) {
 	if !w.valid {
-		return start
+		return 0, false
 	}
 	if now >= w.reset {
 		// The window has reset; its new size is unknown until a response
 		// says. Let one probe through.
-		w.valid, w.remaining, w.reset = true, 1, now+probeWait
+		w.remaining, w.reset = 1, now+probeWait
 	}
 	if w.remaining < float64(n) {
-		return max(start, w.reset)
+		return w.reset, true
 	}
-	turn := start
-	// Spread a quota that runs low over the time left: at most
-	// remaining/(reset-now) per second, so it lasts until the reset
-	// instead of running dry under every in-flight caller.
-	low := 10.0
+	return 0, false
+}
+
+// low reports whether the window's remaining units are few enough to
+// spread over the time left: under a tenth of the window's size, or 10.
+func (w *window) low() bool {
 	if w.limit > 0 {
-		low = max(1, w.limit/10)
+		return w.remaining < max(1, w.limit/10)
 	}
-	if w.remaining < low {
-		turn = max(turn, w.spreadTat)
+	return w.remaining < 10
+}
+
+// spreadTurn returns the turn of a wait that would otherwise come at turn:
+// when the window runs low, at most remaining/(reset-now) per second, so
+// the quota lasts until the reset instead of running dry under every
+// in-flight caller.
+func (w *window) spreadTurn(turn float64) float64 {
+	if !w.valid || !w.low() {
+		return turn
 	}
-	if commit {
-		w.remaining -= float64(n)
-		if w.remaining < low {
-			w.spreadTat = turn + (w.reset-turn)/max(w.remaining+1, 1)
-		}
+	return max(turn, w.spreadTat)
+}
+
+// spend takes n units at turn.
+func (w *window) spend(turn float64, n int) {
+	if !w.valid {
+		return
 	}
-	return turn
+	w.remaining -= float64(n)
+	if w.low() {
+		w.spreadTat = turn + (w.reset-turn)/max(w.remaining+1, 1)
+	}
 }
 
 // pace returns the bucket's interval and burst at now, with what servers
@@ -222,13 +238,9 @@ func (b *bucket) countSent(now float64, n int) {
 	b.txCur += float64(n)
 }
 
-// measured returns the rate the key is sending at: its pace when callers
-// are queued for turns (the bucket is the bottleneck), else the units
-// sent over the last second. It requires b.mu.
+// measured returns the units the key sent over the last second (counted
+// when their turns were reserved). It requires b.mu.
 func (b *bucket) measured(now float64) float64 {
-	if interval, _ := b.pace(now, 1); interval > 0 && b.tat > now {
-		return 1e9 / interval
-	}
 	b.countSent(now, 0)
 	frac := now/1e9 - float64(b.txSec)
 	return b.txCur + b.txPrev*(1-frac)
@@ -254,15 +266,55 @@ func (b *bucket) Adapt(ctx context.Context, f Feedback) error {
 	if f.HasWindow {
 		b.win.update(now, f)
 	}
+	if b.changed != nil && (f.HasWindow || f.Pause > 0) {
+		close(b.changed)
+		b.changed = nil
+	}
 	if f.Throttled {
 		interval, _ := b.pace(now, 1)
 		ceiling := math.Inf(1)
 		if interval > 0 {
 			ceiling = 1e9 / interval
 		}
-		if b.adapt.reject(now, now-float64(f.Age), b.measured(now), ceiling) == rejectShift {
+		switch b.adapt.reject(now, now-float64(f.Age), b.measured(now), ceiling) {
+		case rejectShift:
 			b.tat = max(b.tat, now) + shiftSlots*interval
+		case rejectCut:
+			// Stretch the queue of waits reserved at the old pace to the
+			// new one, so that a cut slows them too (see sleepTurn), not
+			// only the waits that come after it.
+			if after, _ := b.pace(now, 1); interval > 0 && after > interval {
+				st := stretch{at: now, ratio: after / interval}
+				b.tat = st.apply(b.tat)
+				b.cuts++
+				b.stretches[b.cuts%uint64(len(b.stretches))] = st
+			}
 		}
 	}
 	return nil
+}
+
+// stretch is one adaptive cut's effect on the turns already reserved: a
+// turn t after the cut moves to at + (t-at)·ratio.
+type stretch struct {
+	at, ratio float64
+}
+
+func (st stretch) apply(t float64) float64 {
+	if t <= st.at {
+		return t
+	}
+	return st.at + (t-st.at)*st.ratio
+}
+
+// stretched returns where the cuts since seq moved turn. It requires b.mu.
+func (b *bucket) stretched(turn float64, seq uint64) float64 {
+	n := uint64(len(b.stretches))
+	if b.cuts-seq > n {
+		seq = b.cuts - n // older cuts are forgotten
+	}
+	for c := seq + 1; c <= b.cuts; c++ {
+		turn = b.stretches[c%n].apply(turn)
+	}
+	return turn
 }

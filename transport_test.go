@@ -196,7 +196,7 @@ func TestTransportBackoff(t *testing.T) {
 		s := newScript(status(503))
 		var delays []time.Duration
 		var gaveUp Event
-		tr := &Transport{Base: s, Retry: RetryPolicy{MaxAttempts: 4}, OnEvent: func(e Event) {
+		tr := &Transport{Base: s, Retry: RetryPolicy{MaxAttempts: 4}, DisableAdaptive: true, OnEvent: func(e Event) {
 			switch e.Kind {
 			case EventRetry:
 				delays = append(delays, e.Delay)
