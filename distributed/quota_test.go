@@ -1,0 +1,140 @@
+package distributed
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/throttle-go/throttle"
+	"golang.org/x/time/rate"
+)
+
+// Compile-time checks of the seam.
+var (
+	_ throttle.Waiter      = (*Quota)(nil)
+	_ throttle.KeyedWaiter = (*Quota)(nil)
+	_ throttle.Pauser      = (*Quota)(nil)
+	_ throttle.Pauser      = (*keyWaiter)(nil)
+)
+
+// TestInvalid checks that bad configuration and costs fail with the right
+// error before any Redis call: the client points at a port nothing listens
+// on, and FailClosed would turn any call into ErrStoreUnavailable.
+func TestInvalid(t *testing.T) {
+	c := newClient(t, "127.0.0.1:1")
+	tests := []struct {
+		name  string
+		limit rate.Limit
+		burst int
+		n     int
+		want  error
+	}{
+		{"zero rate", 0, 10, 1, throttle.ErrInvalidLimit},
+		{"negative rate", -5, 10, 1, throttle.ErrInvalidLimit},
+		{"NaN rate", rate.Limit(math.NaN()), 10, 1, throttle.ErrInvalidLimit},
+		{"zero burst", 10, 0, 1, throttle.ErrInvalidLimit},
+		{"negative burst", 10, -1, 1, throttle.ErrInvalidLimit},
+		{"negative cost", 10, 10, -1, throttle.ErrInvalidLimit},
+		{"cost above burst", 10, 10, 11, throttle.ErrCostExceedsBurst},
+		{"zero cost", 10, 10, 0, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := New(c, "invalid", tt.limit, tt.burst)
+			q.FailMode = FailClosed
+			err := q.WaitN(context.Background(), tt.n)
+			if tt.want == nil && err != nil || !errors.Is(err, tt.want) {
+				t.Errorf("WaitN(%d) with rate %v burst %d = %v; want %v", tt.n, tt.limit, tt.burst, err, tt.want)
+			}
+			if errors.Is(err, ErrStoreUnavailable) {
+				t.Errorf("WaitN(%d) reached Redis: %v", tt.n, err)
+			}
+		})
+	}
+}
+
+func TestNewNilClientPanics(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Errorf("New(nil, …) did not panic")
+		}
+	}()
+	New(nil, "q", 1, 1)
+}
+
+// TestDeadline: a turn past the deadline is refused at once and reserves
+// nothing, so the next caller's turn is unchanged.
+func TestDeadline(t *testing.T) {
+	_, c := startRedis(t)
+	q := New(c, "deadline", 2, 1) // one unit per 500ms
+	w := q.For("k").(*keyWaiter)
+	ctx := context.Background()
+	if err := w.WaitN(ctx, 1); err != nil { // takes the burst
+		t.Fatalf("first WaitN = %v; want nil", err)
+	}
+	before, _, _ := hashState(t, c, w.rkey)
+
+	dctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := w.WaitN(dctx, 1)
+	elapsed := time.Since(start)
+	var de *throttle.DeadlineError
+	if !errors.As(err, &de) || !errors.Is(err, throttle.ErrWouldExceedDeadline) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitN past deadline = %v; want a *DeadlineError matching ErrWouldExceedDeadline and DeadlineExceeded", err)
+	}
+	if de.Key != "k" || de.Delay < 300*time.Millisecond || de.Delay > 500*time.Millisecond {
+		t.Errorf("DeadlineError = %+v; want Key \"k\", Delay in (300ms, 500ms]", de)
+	}
+	// One loopback round trip: 50ms leaves room for -race on a busy machine
+	// and is still half the 100ms the wait would have slept at least.
+	if elapsed > 50*time.Millisecond {
+		t.Errorf("refused WaitN took %v; want an immediate return (< 50ms)", elapsed)
+	}
+	if after, _, _ := hashState(t, c, w.rkey); after != before {
+		t.Errorf("refused WaitN changed t from %.0f to %.0f; want unchanged", before, after)
+	}
+	// The next caller is served at the first free turn: ≤ 500ms, not 1s.
+	start = time.Now()
+	if err := w.WaitN(ctx, 1); err != nil {
+		t.Fatalf("WaitN after refusal = %v", err)
+	}
+	if got := time.Since(start); got > 500*time.Millisecond+50*time.Millisecond {
+		t.Errorf("WaitN after a refused one slept %v; want ≤ 500ms (+50ms scheduling)", got)
+	}
+}
+
+// TestCancelRefunds: a wait cancelled while sleeping gives back exactly n.
+func TestCancelRefunds(t *testing.T) {
+	_, c := startRedis(t)
+	const limit, burst, n = 10, 5, 3 // 100ms per unit
+	q := New(c, "refund", limit, burst)
+	w := q.For("k").(*keyWaiter)
+	ctx := context.Background()
+	for range 2 { // spend the burst and then some: tat = now + 1s
+		if err := w.WaitN(ctx, 5); err != nil {
+			t.Fatalf("WaitN(5) = %v", err)
+		}
+	}
+	// The next wait of n = 3 would end 300ms after tat; cancel it at 50ms.
+	before, _, _ := hashState(t, c, w.rkey)
+	// Cancel (no deadline, so the script reserves) 50ms into the sleep.
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	timer := time.AfterFunc(50*time.Millisecond, cancel)
+	defer timer.Stop()
+	start := time.Now()
+	err := w.WaitN(cctx, n)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled WaitN = %v; want context.Canceled", err)
+	}
+	if got := time.Since(start); got > 100*time.Millisecond {
+		t.Errorf("cancelled WaitN returned after %v; want promptly after the 50ms cancel", got)
+	}
+	after, _, _ := hashState(t, c, w.rkey)
+	if got, want := after-before, 0.0; math.Abs(got-want) > 0.001 {
+		t.Errorf("t after reserve+refund of %d units moved by %.3fµs; want %v (exactly n given back)", n, got, want)
+	}
+}
