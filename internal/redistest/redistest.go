@@ -12,6 +12,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -116,8 +117,10 @@ func (s *Server) start() {
 	}
 }
 
-// Do sends one inline command and returns the first line of the reply
-// (e.g. "+PONG", ":1", "$5"). It is meant for small probes; use a real
+// Do sends one command on a fresh connection and returns the reply: the
+// first line for simple replies (e.g. "+PONG", ":1", "-ERR …"), the payload
+// for a bulk string (e.g. INFO's text). It is meant for probes and
+// measurements that must not disturb a client's connections; use a real
 // client for anything else.
 func (s *Server) Do(args ...string) (string, error) { return s.do(args...) }
 
@@ -136,8 +139,21 @@ func (s *Server) do(args ...string) (string, error) {
 	if _, err := c.Write([]byte(b.String())); err != nil {
 		return "", err
 	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	return strings.TrimRight(line, "\r\n"), err
+	r := bufio.NewReader(c)
+	line, err := r.ReadString('\n')
+	line = strings.TrimRight(line, "\r\n")
+	if err != nil || !strings.HasPrefix(line, "$") {
+		return line, err
+	}
+	n, err := strconv.Atoi(line[1:])
+	if err != nil || n < 0 {
+		return line, err
+	}
+	buf := make([]byte, n+2)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
 }
 
 // requireRedis fails (CI set) or skips the test when redis-server or
