@@ -164,7 +164,7 @@ func (q *Quota) Pause(ctx context.Context, d time.Duration) error {
 // sleeping keep their turns. A pause never shortens a longer one. A failed
 // Pause returns an error matching [ErrStoreUnavailable], whatever FailMode.
 func (q *Quota) For(key string) throttle.Waiter {
-	return &keyWaiter{q: q, key: key, rkey: redisKey(q.Prefix, q.name, key)}
+	return newKeyWaiter(q, key)
 }
 
 func (q *Quota) defaultWaiter() *keyWaiter {
@@ -214,14 +214,20 @@ func (q *Quota) check(n int) error {
 // call runs script on key with a Timeout-bounded context through the
 // breaker. The error is the store's failure, or errBreakerOpen, or the
 // caller's ctx.Err() (not a store failure) when ctx ended first.
-func (q *Quota) call(ctx context.Context, s *redis.Script, rkey string, args ...any) (*redis.Cmd, error) {
+func (q *Quota) call(ctx context.Context, s *redis.Script, keys []string, args ...any) (*redis.Cmd, error) {
 	ok, probe := q.br.allow(q.clock())
 	if !ok {
 		return nil, errBreakerOpen
 	}
-	cctx, cancel := context.WithTimeout(ctx, q.timeout())
-	cmd := s.Run(cctx, q.client, []string{rkey}, args...)
-	cancel()
+	cctx, cancel := ctx, context.CancelFunc(nil)
+	if d, ok := ctx.Deadline(); !ok || time.Until(d) > q.timeout() {
+		// The caller's own deadline, when sooner, bounds the call already.
+		cctx, cancel = context.WithTimeout(ctx, q.timeout())
+	}
+	cmd := s.Run(cctx, q.client, keys, args...)
+	if cancel != nil {
+		cancel()
+	}
 	err := cmd.Err()
 	switch {
 	case err == nil:

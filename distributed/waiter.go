@@ -9,11 +9,23 @@ import (
 	"github.com/throttle-go/throttle"
 )
 
-// keyWaiter is one bucket of a Quota: what Quota.For returns.
+// keyWaiter is one bucket of a Quota: what Quota.For returns. Its fields
+// are set by For and read-only afterwards.
 type keyWaiter struct {
 	q    *Quota
-	key  string // the user's key, for errors
-	rkey string // the Redis key (see redisKey)
+	key  string   // the user's key, for errors
+	rkey string   // the Redis key (see redisKey)
+	keys []string // {rkey}, the scripts' KEYS
+
+	// The scripts' fixed arguments, converted and boxed once: a wait
+	// then allocates only what the round trip itself needs.
+	interval any // string: µs per unit
+	burst    any // int
+}
+
+func newKeyWaiter(q *Quota, key string) *keyWaiter {
+	rkey := redisKey(q.Prefix, q.name, key)
+	return &keyWaiter{q: q, key: key, rkey: rkey, keys: []string{rkey}, interval: q.interval(), burst: q.burst}
 }
 
 // WaitN implements throttle.Waiter; see Quota.For for the contract.
@@ -40,8 +52,7 @@ func (w *keyWaiter) waitN(ctx context.Context, n int) (turn int64, err error) {
 		// Relative to this process's monotonic clock, like the returned wait.
 		maxWait = strconv.FormatInt(max(0, time.Until(deadline).Microseconds()), 10)
 	}
-	interval := q.interval()
-	cmd, err := q.call(ctx, reserveScript, w.rkey, interval, q.burst, n, maxWait)
+	cmd, err := q.call(ctx, reserveScript, w.keys, w.interval, w.burst, n, maxWait)
 	if err != nil {
 		if errCaller(ctx, err) {
 			return 0, err
@@ -65,16 +76,16 @@ func (w *keyWaiter) waitN(ctx context.Context, n int) (turn int64, err error) {
 	case <-timer.C:
 		return turn, nil
 	case <-ctx.Done():
-		w.refund(ctx, interval, n)
+		w.refund(ctx, n)
 		return 0, ctx.Err()
 	}
 }
 
 // refund gives n units back (refund.lua), best effort, bounded by Timeout.
-func (w *keyWaiter) refund(ctx context.Context, interval string, n int) {
+func (w *keyWaiter) refund(ctx context.Context, n int) {
 	// ctx has ended; the refund still needs a live context, bounded by
 	// the Timeout that call adds.
-	_, _ = w.q.call(context.WithoutCancel(ctx), refundScript, w.rkey, interval, n)
+	_, _ = w.q.call(context.WithoutCancel(ctx), refundScript, w.keys, w.interval, n)
 }
 
 // fail applies the FailMode to a wait the store could not serve.
@@ -102,7 +113,7 @@ func (w *keyWaiter) Pause(ctx context.Context, d time.Duration) error {
 	}
 	d = min(d, maxPause)
 	us := strconv.FormatInt(int64((d+time.Microsecond-1)/time.Microsecond), 10)
-	_, err := w.q.call(ctx, pauseScript, w.rkey, us)
+	_, err := w.q.call(ctx, pauseScript, w.keys, us)
 	if err != nil {
 		if errCaller(ctx, err) {
 			return err
