@@ -48,8 +48,9 @@ func (b *breaker) allow(now time.Time) (ok, probe bool) {
 	return true, true
 }
 
-// done records the outcome of a call allow let through.
-func (b *breaker) done(now time.Time, probe bool, o outcome) {
+// done records the outcome of a call allow let through. It reports whether
+// the call ended a run of failures: the store is back.
+func (b *breaker) done(now time.Time, probe bool, o outcome) (recovered bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if probe {
@@ -57,6 +58,7 @@ func (b *breaker) done(now time.Time, probe bool, o outcome) {
 	}
 	switch o {
 	case succeeded:
+		recovered = b.failures > 0
 		b.failures = 0
 	case failed:
 		b.failures++
@@ -64,4 +66,5 @@ func (b *breaker) done(now time.Time, probe bool, o outcome) {
 			b.retryAt = now.Add(breakerCooldown)
 		}
 	}
+	return recovered
 }

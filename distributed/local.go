@@ -44,6 +44,13 @@ func (l *localBuckets) get(key string, limit rate.Limit, burst, workers int, now
 	return lim
 }
 
+// reset drops every bucket.
+func (l *localBuckets) reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	clear(l.m)
+}
+
 // evict drops idle buckets, or every bucket if none is idle. l.mu is held.
 func (l *localBuckets) evict(now time.Time) {
 	for k, lim := range l.m {

@@ -60,10 +60,16 @@ var (
 //
 // Each call is bounded by Timeout, and after three consecutive failures a
 // breaker sends waits straight to the FailMode, letting one probe through
-// every 250ms; the first probe that succeeds ends the outage. Timeout
-// bounds a call only if the client honours context deadlines
+// every 250ms; the first probe that succeeds ends the outage. The breaker
+// belongs to the Quota: on a Cluster with one master down, every key of
+// the Quota fails over, not only those in the lost slots.
+//
+// Timeout bounds a call only if the client honours context deadlines
 // ([redis.Options].ContextTimeoutEnabled); otherwise the client's own read
-// and dial timeouts do.
+// and dial timeouts do. It covers connecting too: a cold client on a busy
+// machine can need more than 50ms for its first calls, so long-running
+// workers connect at start (a PING per expected concurrent caller) or
+// raise Timeout.
 //
 // # Zero value and concurrency
 //
@@ -160,9 +166,10 @@ func (q *Quota) Pause(ctx context.Context, d time.Duration) error {
 //
 // The result's Pause(ctx, d) writes "nothing before now+d" (Redis's clock)
 // into the bucket (d is capped at a week): every process's next wait ends
-// no earlier. Waits already
-// sleeping keep their turns. A pause never shortens a longer one. A failed
-// Pause returns an error matching [ErrStoreUnavailable], whatever FailMode.
+// no earlier. Waits already sleeping keep their turns. A pause never
+// shortens a longer one. A failed Pause returns an error matching
+// [ErrStoreUnavailable], whatever the FailMode; it does not pause the
+// FailLocal buckets.
 func (q *Quota) For(key string) throttle.Waiter {
 	return newKeyWaiter(q, key)
 }
@@ -231,7 +238,11 @@ func (q *Quota) call(ctx context.Context, s *redis.Script, keys []string, args .
 	err := cmd.Err()
 	switch {
 	case err == nil:
-		q.br.done(q.clock(), probe, succeeded)
+		if q.br.done(q.clock(), probe, succeeded) {
+			// The next outage starts from fresh local shares, not from
+			// buckets that refilled to the full burst meanwhile.
+			q.local.reset()
+		}
 	case ctx.Err() != nil:
 		q.br.done(q.clock(), probe, abandoned)
 		return nil, ctx.Err()
