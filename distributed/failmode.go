@@ -16,7 +16,8 @@ var errBreakerOpen = errors.New("breaker open after consecutive failures; probin
 
 // FailMode says what a wait does when Redis cannot answer in time (it is
 // down, unreachable, slower than [Quota.Timeout], or the breaker is open
-// after recent failures). The zero value is [FailLocal].
+// after recent failures). The zero value is [FailLocal]. A FailMode is a
+// plain value, safe to copy and share.
 type FailMode int
 
 const (

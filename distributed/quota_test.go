@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strconv"
 	"testing"
 	"time"
 
@@ -136,5 +137,65 @@ func TestCancelRefunds(t *testing.T) {
 	after, _, _ := hashState(t, c, w.rkey)
 	if got, want := after-before, 0.0; math.Abs(got-want) > 0.001 {
 		t.Errorf("t after reserve+refund of %d units moved by %.3fµs; want %v (exactly n given back)", n, got, want)
+	}
+}
+
+// TestIdleExpiry: a bucket's hash lives until the bucket would be full
+// again, then disappears.
+func TestIdleExpiry(t *testing.T) {
+	_, c := startRedis(t)
+	q := New(c, "expiry", 10, 5) // 100ms per unit
+	w := q.For("k").(*keyWaiter)
+	ctx := context.Background()
+	if err := w.WaitN(ctx, 5); err != nil { // empties it: full again in 500ms
+		t.Fatalf("WaitN(5) = %v", err)
+	}
+	_, _, pttl := hashState(t, c, w.rkey)
+	if pttl <= 400*time.Millisecond || pttl > 500*time.Millisecond {
+		t.Errorf("PTTL after spending the burst = %v; want (400ms, 500ms]", pttl)
+	}
+	time.Sleep(pttl + 50*time.Millisecond)
+	if n, err := c.Exists(ctx, w.rkey).Result(); err != nil || n != 0 {
+		t.Errorf("EXISTS after the bucket refilled = %d, %v; want 0 (expired)", n, err)
+	}
+}
+
+// TestInfiniteRate: rate.Inf never waits, but a pause still holds.
+func TestInfiniteRate(t *testing.T) {
+	_, c := startRedis(t)
+	q := New(c, "inf", rate.Inf, 1)
+	ctx := context.Background()
+	for range 100 {
+		if err := q.WaitN(ctx, 1); err != nil {
+			t.Fatalf("WaitN at rate.Inf = %v", err)
+		}
+	}
+	if err := q.Pause(ctx, time.Second); err != nil {
+		t.Fatalf("Pause = %v", err)
+	}
+	dctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	var de *throttle.DeadlineError
+	if err := q.For("").WaitN(dctx, 1); !errors.As(err, &de) || de.Delay < 900*time.Millisecond {
+		t.Errorf("WaitN during a 1s pause with a 500ms deadline = %v; want a DeadlineError of about 1s (Quota.Pause pauses For(\"\"))", err)
+	}
+}
+
+// TestLocalBucketsBounded: the FailLocal buckets stay under their cap
+// however many keys fail over.
+func TestLocalBucketsBounded(t *testing.T) {
+	var l localBuckets
+	now := time.Now()
+	for i := range 3 * maxLocalBuckets {
+		lim := l.get(strconv.Itoa(i), 100, 10, 4, now)
+		if got, want := lim.Limit(), rate.Limit(25); got != want {
+			t.Fatalf("local bucket rate = %v; want %v (rate ÷ workers)", got, want)
+		}
+		if got := lim.TokensAt(now); got != 3 {
+			t.Fatalf("local bucket starts with %v tokens; want 3 (ceil(burst ÷ workers))", got)
+		}
+	}
+	if n := len(l.m); n > maxLocalBuckets {
+		t.Errorf("%d local buckets after %d keys; want ≤ %d", n, 3*maxLocalBuckets, maxLocalBuckets)
 	}
 }
