@@ -18,8 +18,14 @@ func TestMain(m *testing.M) {
 		// (it exits from inside the test).
 		os.Exit(m.Run())
 	}
+	// go-redis logs each failed dial; the outage tests cause thousands.
+	redis.SetLogger(discardLogger{})
 	goleak.VerifyTestMain(m)
 }
+
+type discardLogger struct{}
+
+func (discardLogger) Printf(context.Context, string, ...any) {}
 
 // newClient returns a client of the server at addr that honours context
 // deadlines (so Quota.Timeout bounds each call), closed at cleanup.
