@@ -140,8 +140,8 @@ func (q *Quota) Pause(ctx context.Context, d time.Duration) error {
 
 // For returns the waiter of key's bucket: the same limit and burst as q,
 // its own state, shared by every process that uses q's name and the same
-// key. Any string is a safe key (see the package's key encoding in
-// redisKey): it cannot reach another key's state. For is cheap; the
+// key. Any string is a safe key (see "Redis keys" in the package doc): it
+// cannot reach another key's state. For is cheap; the
 // result is safe for concurrent use and also implements [throttle.Pauser].
 //
 // The result's WaitN(ctx, n) keeps the [throttle.Waiter] contract:
@@ -152,7 +152,9 @@ func (q *Quota) Pause(ctx context.Context, d time.Duration) error {
 //   - One script call reserves the turn and returns the wait. If the turn
 //     is past ctx's deadline, WaitN returns a [*throttle.DeadlineError]
 //     (matching [throttle.ErrWouldExceedDeadline] and
-//     [context.DeadlineExceeded]) at once, and nothing was reserved.
+//     [context.DeadlineExceeded]) at once, and nothing was reserved. (If
+//     the round trip itself used up the last of the margin, the turn is
+//     refunded as below and the same error returned.)
 //   - If ctx ends while WaitN sleeps, a second script call gives the n
 //     units back and WaitN returns ctx.Err(). Refund semantics: the
 //     bucket's debt shrinks by exactly n units, so the next caller to reach

@@ -70,6 +70,13 @@ func (w *keyWaiter) waitN(ctx context.Context, n int) (turn int64, err error) {
 	if wait <= 0 {
 		return turn, nil
 	}
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
+		// The script compared the turn with the time left when the call
+		// was sent; the round trip used some of it, and the turn is now
+		// past the deadline. Give it back rather than sleep into it.
+		w.refund(ctx, n)
+		return 0, &throttle.DeadlineError{Key: w.key, Delay: wait}
+	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
