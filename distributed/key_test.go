@@ -99,3 +99,28 @@ func TestHostileKeysSeparate(t *testing.T) {
 		t.Errorf("DBSIZE = %d, %v; want %d (one hash per key)", n, err, len(hostileKeys))
 	}
 }
+
+// FuzzRedisKey: for any name and key, the Redis key's hash tag is exactly
+// the encoded pair, and it decodes back to that pair (so no two pairs
+// share a key).
+func FuzzRedisKey(f *testing.F) {
+	for _, k := range hostileKeys[:len(hostileKeys)-3] { // the 10 KB ones are slow seeds
+		f.Add("q", k)
+	}
+	f.Add("{", "}")
+	f.Add("a.b", "c")
+	f.Add("a", "b.c")
+	f.Fuzz(func(t *testing.T, name, key string) {
+		rk := redisKey("", name, key)
+		tag := hashTag(rk)
+		if tag != rk[len(defaultPrefix)+1:len(rk)-1] {
+			t.Fatalf("redisKey(%q, %q) = %q: hash tag %q is not the encoded pair", name, key, rk, tag)
+		}
+		n, k, ok := strings.Cut(tag, ".")
+		dn, err1 := base64.RawURLEncoding.DecodeString(n)
+		dk, err2 := base64.RawURLEncoding.DecodeString(k)
+		if !ok || err1 != nil || err2 != nil || string(dn) != name || string(dk) != key {
+			t.Fatalf("redisKey(%q, %q) = %q does not decode back to its pair", name, key, rk)
+		}
+	})
+}
