@@ -199,3 +199,34 @@ func TestLocalBucketsBounded(t *testing.T) {
 		t.Errorf("%d local buckets after %d keys; want ≤ %d", n, 3*maxLocalBuckets, maxLocalBuckets)
 	}
 }
+
+// TestStoreUnavailable: with nothing listening, FailClosed waits and any
+// Pause fail with ErrStoreUnavailable wrapping the cause, and once the
+// breaker is open a wait fails without touching the network.
+func TestStoreUnavailable(t *testing.T) {
+	c := newClient(t, "127.0.0.1:1") // nothing listens on port 1
+	q := New(c, "down", 10, 10)
+	q.FailMode = FailClosed
+	ctx := context.Background()
+	for i := range breakerThreshold {
+		err := q.WaitN(ctx, 1)
+		if !errors.Is(err, ErrStoreUnavailable) || errors.Is(err, errBreakerOpen) {
+			t.Fatalf("wait %d = %v; want ErrStoreUnavailable wrapping the dial error", i, err)
+		}
+	}
+	start := time.Now()
+	err := q.WaitN(ctx, 1)
+	if !errors.Is(err, ErrStoreUnavailable) || !errors.Is(err, errBreakerOpen) {
+		t.Errorf("wait with the breaker open = %v; want ErrStoreUnavailable wrapping errBreakerOpen", err)
+	}
+	if d := time.Since(start); d > 5*time.Millisecond {
+		t.Errorf("wait with the breaker open took %v; want no store call (< 5ms)", d)
+	}
+	q.FailMode = FailOpen // safe here: no wait is running concurrently
+	if err := q.WaitN(ctx, 1); err != nil {
+		t.Errorf("FailOpen wait = %v; want nil", err)
+	}
+	if err := q.Pause(ctx, time.Second); !errors.Is(err, ErrStoreUnavailable) {
+		t.Errorf("Pause = %v; want ErrStoreUnavailable", err)
+	}
+}
