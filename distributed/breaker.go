@@ -1,0 +1,70 @@
+package distributed
+
+import (
+	"sync"
+	"time"
+)
+
+// The breaker's fixed settings. An outage costs each Quota at most
+// breakerThreshold calls that pay the timeout, then one probe per
+// breakerCooldown; everything else goes straight to the fail mode, and the
+// first probe after Redis is back closes the breaker again.
+const (
+	breakerThreshold = 3                      // consecutive failures that open it
+	breakerCooldown  = 250 * time.Millisecond // time between probes while open
+)
+
+// breaker keeps an outage from charging every wait the store timeout. Its
+// methods are safe for concurrent use; the zero value is closed.
+type breaker struct {
+	mu       sync.Mutex // protects the fields below
+	failures int        // consecutive store failures
+	retryAt  time.Time  // while open: when the next probe may go
+	probing  bool       // while open: a probe is in flight
+}
+
+// outcome is what a store call that allow let through came to.
+type outcome int
+
+const (
+	succeeded outcome = iota // the store answered
+	failed                   // the store failed or timed out
+	abandoned                // the caller's context ended first: says nothing about the store
+)
+
+// allow reports whether a call may go to the store now, and whether it is
+// the probe of an open breaker. Every call allowed must be followed by one
+// done with the same probe value.
+func (b *breaker) allow(now time.Time) (ok, probe bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.failures < breakerThreshold {
+		return true, false
+	}
+	if b.probing || now.Before(b.retryAt) {
+		return false, false
+	}
+	b.probing = true
+	return true, true
+}
+
+// done records the outcome of a call allow let through. It reports whether
+// the call ended a run of failures: the store is back.
+func (b *breaker) done(now time.Time, probe bool, o outcome) (recovered bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if probe {
+		b.probing = false
+	}
+	switch o {
+	case succeeded:
+		recovered = b.failures > 0
+		b.failures = 0
+	case failed:
+		b.failures++
+		if b.failures >= breakerThreshold {
+			b.retryAt = now.Add(breakerCooldown)
+		}
+	}
+	return recovered
+}

@@ -1,0 +1,86 @@
+package distributed_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net/http"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/throttle-go/throttle"
+	"github.com/throttle-go/throttle/distributed"
+	"golang.org/x/time/rate"
+)
+
+// Fifty pods share one API key allowed 100 requests a second. Each pod
+// makes the same Quota; Redis keeps the one bucket they all spend.
+func Example() {
+	client := redis.NewClient(&redis.Options{
+		Addr:                  "localhost:6379",
+		ContextTimeoutEnabled: true, // so Quota.Timeout bounds each call
+	})
+	defer client.Close()
+
+	q := distributed.New(client, "github-api", 100, 10)
+	q.Workers = 50 // if Redis is away, each pod paces itself at 2/s
+
+	ctx := context.Background()
+	for range 3 {
+		if err := q.WaitN(ctx, 1); err != nil {
+			log.Fatal(err)
+		}
+		resp, err := http.Get("https://api.github.com/rate_limit")
+		if err != nil {
+			log.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+}
+
+// A quota per key: each tenant gets its own bucket of 5 requests a second,
+// shared by every worker. A 429's Retry-After pauses that tenant's bucket
+// for the whole fleet.
+func ExampleQuota_For() {
+	client := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
+	defer client.Close()
+	q := distributed.New(client, "reports", 5, 5)
+
+	w := q.For("tenant-42")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := w.WaitN(ctx, 1)
+	switch {
+	case errors.Is(err, throttle.ErrWouldExceedDeadline):
+		fmt.Println("busy: try later") // nothing was reserved
+	case err != nil:
+		log.Fatal(err)
+	}
+	// … the API answered 429 with Retry-After: 2:
+	if p, ok := w.(throttle.Pauser); ok {
+		_ = p.Pause(ctx, 2*time.Second)
+	}
+}
+
+// The fail modes: what a wait does while Redis cannot answer.
+func ExampleFailMode() {
+	client := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
+	defer client.Close()
+
+	payments := distributed.New(client, "payments", 10, 1)
+	payments.FailMode = distributed.FailClosed // never exceed: fail instead
+	err := payments.WaitN(context.Background(), 1)
+	if errors.Is(err, distributed.ErrStoreUnavailable) {
+		fmt.Println("Redis is down; not charging")
+	}
+
+	search := distributed.New(client, "search", rate.Limit(1000), 100)
+	search.FailMode = distributed.FailOpen // never block on Redis
+	_ = search.WaitN(context.Background(), 1)
+}
+
+func ExampleFailMode_String() {
+	fmt.Println(distributed.FailLocal, distributed.FailOpen, distributed.FailClosed)
+	// Output: FailLocal FailOpen FailClosed
+}

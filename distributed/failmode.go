@@ -1,0 +1,59 @@
+package distributed
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrStoreUnavailable is returned (wrapped, with the cause) by a wait of a
+// [FailClosed] quota while Redis cannot be reached, and by [Quota.Pause]
+// whenever the pause could not be written.
+var ErrStoreUnavailable = errors.New("throttle/distributed: store unavailable")
+
+// errBreakerOpen is the cause reported while the breaker keeps calls away
+// from a store that just failed.
+var errBreakerOpen = errors.New("breaker open after consecutive failures; probing every " + breakerCooldown.String())
+
+// FailMode says what a wait does when Redis cannot answer in time (it is
+// down, unreachable, slower than [Quota.Timeout], or the breaker is open
+// after recent failures). The zero value is [FailLocal]. A FailMode is a
+// plain value, safe to copy and share.
+type FailMode int
+
+const (
+	// FailLocal paces each process with an in-process token bucket at the
+	// quota's rate divided by [Quota.Workers] (and burst likewise, at
+	// least one unit), so the fleet as a whole stays near the shared limit
+	// while Redis is away and no request is refused. It is the zero value:
+	// it neither floods the API (like FailOpen) nor turns a Redis outage
+	// into an outage of the program (like FailClosed). Its accuracy rests
+	// on Workers being right.
+	FailLocal FailMode = iota
+
+	// FailOpen lets every wait through at once: availability first, the
+	// API's own limit is the only guard while Redis is away.
+	FailOpen
+
+	// FailClosed fails every wait with an error matching
+	// [ErrStoreUnavailable]: nothing is sent that the shared quota did not
+	// allow.
+	FailClosed
+)
+
+// String returns the mode's name, e.g. "FailLocal".
+func (m FailMode) String() string {
+	switch m {
+	case FailLocal:
+		return "FailLocal"
+	case FailOpen:
+		return "FailOpen"
+	case FailClosed:
+		return "FailClosed"
+	}
+	return fmt.Sprintf("FailMode(%d)", int(m))
+}
+
+// unavailable wraps cause as an ErrStoreUnavailable.
+func unavailable(cause error) error {
+	return fmt.Errorf("%w: %w", ErrStoreUnavailable, cause)
+}

@@ -1,0 +1,260 @@
+package distributed
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/throttle-go/throttle"
+	"golang.org/x/time/rate"
+)
+
+// DefaultTimeout bounds each Redis call when [Quota.Timeout] is zero.
+const DefaultTimeout = 50 * time.Millisecond
+
+var (
+	//go:embed reserve.lua
+	reserveSrc string
+	//go:embed refund.lua
+	refundSrc string
+	//go:embed pause.lua
+	pauseSrc string
+
+	// Scripts are immutable values (source and SHA1): sharing them is safe.
+	// Run sends EVALSHA and, on NOSCRIPT (a new server, a failover, SCRIPT
+	// FLUSH), EVAL once, which loads the script again.
+	reserveScript = redis.NewScript(reserveSrc)
+	refundScript  = redis.NewScript(refundSrc)
+	pauseScript   = redis.NewScript(pauseSrc)
+)
+
+// Quota is a token bucket kept in Redis and shared by every process that
+// uses the same name on the same Redis: a fleet's one API key, a quota that
+// queue workers in several processes spend. It refills at a rate of limit
+// units per second up to burst units.
+//
+// Most callers use WaitN, or For(key).WaitN to keep a separate bucket (with
+// the same limit and burst) per key: a host, an API key, a tenant. A Quota
+// implements [throttle.Waiter] and [throttle.KeyedWaiter], and it and the
+// waiters For returns implement [throttle.Pauser], so [throttle.Transport]
+// and workers use it as they would the in-process limiter.
+//
+// # How a wait works
+//
+// A wait is one Redis round trip: a Lua script reads Redis's clock, takes
+// the next turn in the bucket, and returns how long to sleep; the caller
+// then sleeps without talking to Redis again. Turns are given in the order
+// calls reach Redis. A turn past ctx's deadline is refused inside the same
+// script, before anything is reserved. If ctx ends during the sleep, a
+// second call gives the n units back (see WaitN). State is one Redis hash
+// per bucket that expires once the bucket is full again and any pause is
+// over, so idle keys cost nothing.
+//
+// # When Redis is away
+//
+// Each call is bounded by Timeout, and after three consecutive failures a
+// breaker sends waits straight to the FailMode, letting one probe through
+// every 250ms; the first probe that succeeds ends the outage. The breaker
+// belongs to the Quota: on a Cluster with one master down, every key of
+// the Quota fails over, not only those in the lost slots.
+//
+// Timeout bounds a call only if the client honours context deadlines
+// ([redis.Options].ContextTimeoutEnabled); otherwise the client's own read
+// and dial timeouts do. It covers connecting too: a cold client on a busy
+// machine can need more than 50ms for its first calls, so long-running
+// workers connect at start (a PING per expected concurrent caller) or
+// raise Timeout.
+//
+// # Zero value and concurrency
+//
+// A Quota must be made by [New]; the exported fields may be set after New
+// and before first use, and must not change afterwards. Its methods are
+// safe for concurrent use. It starts no goroutines and needs no Close.
+type Quota struct {
+	// FailMode says what a wait does when Redis cannot answer. The zero
+	// value is FailLocal.
+	FailMode FailMode
+
+	// Workers is the number of processes expected to share the quota; a
+	// FailLocal wait paces this process at limit/Workers while Redis is
+	// away. Zero (or less) means 1: the whole rate for each process.
+	Workers int
+
+	// Timeout bounds each Redis call. Zero means DefaultTimeout (50ms).
+	Timeout time.Duration
+
+	// Prefix starts every Redis key of this quota. Empty means
+	// "throttle:". Quotas with different prefixes never share state.
+	Prefix string
+
+	client redis.UniversalClient
+	name   string
+	limit  rate.Limit
+	burst  int
+
+	// now is this process's clock, used only for local bookkeeping (the
+	// breaker's probe times and the FailLocal buckets); never sent to
+	// Redis and never part of a shared decision. nil means time.Now.
+	now func() time.Time
+
+	br    breaker
+	local localBuckets
+
+	once sync.Once // computes def
+	def  *keyWaiter
+}
+
+// New returns a Quota named name, kept in the Redis that client reaches
+// (any [redis.UniversalClient]: a single node, Cluster, Sentinel, Ring),
+// refilling at limit units per second up to burst units. Processes that
+// use the same name (and Prefix) share it, and must use the same limit
+// and burst. limit may be [rate.Inf] (no pacing, pauses still apply).
+//
+// A limit that is not positive or a burst below 1 is not refused here: each
+// wait returns an error matching [throttle.ErrInvalidLimit]. New panics if
+// client is nil.
+func New(client redis.UniversalClient, name string, limit rate.Limit, burst int) *Quota {
+	if client == nil {
+		panic("throttle/distributed: New with a nil redis client")
+	}
+	return &Quota{client: client, name: name, limit: limit, burst: burst}
+}
+
+// WaitN blocks until n units of the quota's own bucket (the one For("")
+// returns) are available, or ctx ends. See For for the contract.
+func (q *Quota) WaitN(ctx context.Context, n int) error {
+	return q.defaultWaiter().WaitN(ctx, n)
+}
+
+// Pause makes every process sharing the quota's own bucket wait at least d
+// from now (Redis's clock) before its next turn. See For.
+func (q *Quota) Pause(ctx context.Context, d time.Duration) error {
+	return q.defaultWaiter().Pause(ctx, d)
+}
+
+// For returns the waiter of key's bucket: the same limit and burst as q,
+// its own state, shared by every process that uses q's name and the same
+// key. Any string is a safe key (see "Redis keys" in the package doc): it
+// cannot reach another key's state. For is cheap; the
+// result is safe for concurrent use and also implements [throttle.Pauser].
+//
+// The result's WaitN(ctx, n) keeps the [throttle.Waiter] contract:
+//
+//   - n = 0 returns nil at once; n < 0, a limit that is not positive or a
+//     burst below 1 fail with [throttle.ErrInvalidLimit], n > burst with
+//     [throttle.ErrCostExceedsBurst], before any Redis call.
+//   - One script call reserves the turn and returns the wait. If the turn
+//     is past ctx's deadline, WaitN returns a [*throttle.DeadlineError]
+//     (matching [throttle.ErrWouldExceedDeadline] and
+//     [context.DeadlineExceeded]) at once, and nothing was reserved. (If
+//     the round trip itself used up the last of the margin, the turn is
+//     refunded as below and the same error returned.)
+//   - If ctx ends while WaitN sleeps, a second script call gives the n
+//     units back and WaitN returns ctx.Err(). Refund semantics: the
+//     bucket's debt shrinks by exactly n units, so the next caller to reach
+//     Redis can use them; callers already sleeping keep their turns; the
+//     bucket never exceeds burst (a refund that would overfill it is cut).
+//     The refund is best effort: if Redis fails it, the units are lost,
+//     which errs on the side of the API's limit. Likewise, if ctx ends while
+//     the reserving call itself is in flight, whether it reserved is unknown
+//     and nothing is refunded.
+//   - If Redis cannot answer, FailMode decides (see [FailMode]).
+//
+// The result's Pause(ctx, d) writes "nothing before now+d" (Redis's clock)
+// into the bucket (d is capped at a week): every process's next wait ends
+// no earlier. Waits already sleeping keep their turns. A pause never
+// shortens a longer one. A failed Pause returns an error matching
+// [ErrStoreUnavailable], whatever the FailMode; it does not pause the
+// FailLocal buckets.
+func (q *Quota) For(key string) throttle.Waiter {
+	return newKeyWaiter(q, key)
+}
+
+func (q *Quota) defaultWaiter() *keyWaiter {
+	q.once.Do(func() { q.def = q.For("").(*keyWaiter) })
+	return q.def
+}
+
+func (q *Quota) clock() time.Time {
+	if q.now != nil {
+		return q.now()
+	}
+	return time.Now()
+}
+
+func (q *Quota) timeout() time.Duration {
+	if q.Timeout > 0 {
+		return q.Timeout
+	}
+	return DefaultTimeout
+}
+
+// interval returns the µs per unit the scripts use, as a string; "0" for
+// rate.Inf.
+func (q *Quota) interval() string {
+	if q.limit == rate.Inf {
+		return "0"
+	}
+	return strconv.FormatFloat(1e6/float64(q.limit), 'g', -1, 64)
+}
+
+// check validates the configuration and cost n before any Redis call.
+func (q *Quota) check(n int) error {
+	l := float64(q.limit)
+	switch {
+	case !(l > 0) || math.IsNaN(l): // catches NaN, zero and negatives
+		return fmt.Errorf("%w: rate %v for quota %q must be positive", throttle.ErrInvalidLimit, l, q.name)
+	case q.burst < 1:
+		return fmt.Errorf("%w: burst %d for quota %q must be at least 1", throttle.ErrInvalidLimit, q.burst, q.name)
+	case n < 0:
+		return fmt.Errorf("%w: negative cost %d", throttle.ErrInvalidLimit, n)
+	case n > q.burst:
+		return fmt.Errorf("%w: cost %d, burst %d for quota %q", throttle.ErrCostExceedsBurst, n, q.burst, q.name)
+	}
+	return nil
+}
+
+// call runs script on key with a Timeout-bounded context through the
+// breaker. The error is the store's failure, or errBreakerOpen, or the
+// caller's ctx.Err() (not a store failure) when ctx ended first.
+func (q *Quota) call(ctx context.Context, s *redis.Script, keys []string, args ...any) (*redis.Cmd, error) {
+	ok, probe := q.br.allow(q.clock())
+	if !ok {
+		return nil, errBreakerOpen
+	}
+	cctx, cancel := ctx, context.CancelFunc(nil)
+	if d, ok := ctx.Deadline(); !ok || time.Until(d) > q.timeout() {
+		// The caller's own deadline, when sooner, bounds the call already.
+		cctx, cancel = context.WithTimeout(ctx, q.timeout())
+	}
+	cmd := s.Run(cctx, q.client, keys, args...)
+	if cancel != nil {
+		cancel()
+	}
+	err := cmd.Err()
+	switch {
+	case err == nil:
+		if q.br.done(q.clock(), probe, succeeded) {
+			// The next outage starts from fresh local shares, not from
+			// buckets that refilled to the full burst meanwhile.
+			q.local.reset()
+		}
+	case ctx.Err() != nil:
+		q.br.done(q.clock(), probe, abandoned)
+		return nil, ctx.Err()
+	default:
+		q.br.done(q.clock(), probe, failed)
+	}
+	return cmd, err
+}
+
+// errCaller tells the caller's own context ending apart from a store failure.
+func errCaller(ctx context.Context, err error) bool {
+	return ctx.Err() != nil && errors.Is(err, ctx.Err())
+}

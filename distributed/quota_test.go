@@ -1,0 +1,232 @@
+package distributed
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/throttle-go/throttle"
+	"golang.org/x/time/rate"
+)
+
+// Compile-time checks of the seam.
+var (
+	_ throttle.Waiter      = (*Quota)(nil)
+	_ throttle.KeyedWaiter = (*Quota)(nil)
+	_ throttle.Pauser      = (*Quota)(nil)
+	_ throttle.Pauser      = (*keyWaiter)(nil)
+)
+
+// TestInvalid checks that bad configuration and costs fail with the right
+// error before any Redis call: the client points at a port nothing listens
+// on, and FailClosed would turn any call into ErrStoreUnavailable.
+func TestInvalid(t *testing.T) {
+	c := newClient(t, "127.0.0.1:1")
+	tests := []struct {
+		name  string
+		limit rate.Limit
+		burst int
+		n     int
+		want  error
+	}{
+		{"zero rate", 0, 10, 1, throttle.ErrInvalidLimit},
+		{"negative rate", -5, 10, 1, throttle.ErrInvalidLimit},
+		{"NaN rate", rate.Limit(math.NaN()), 10, 1, throttle.ErrInvalidLimit},
+		{"zero burst", 10, 0, 1, throttle.ErrInvalidLimit},
+		{"negative burst", 10, -1, 1, throttle.ErrInvalidLimit},
+		{"negative cost", 10, 10, -1, throttle.ErrInvalidLimit},
+		{"cost above burst", 10, 10, 11, throttle.ErrCostExceedsBurst},
+		{"zero cost", 10, 10, 0, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := New(c, "invalid", tt.limit, tt.burst)
+			q.FailMode = FailClosed
+			err := q.WaitN(context.Background(), tt.n)
+			if tt.want == nil && err != nil || !errors.Is(err, tt.want) {
+				t.Errorf("WaitN(%d) with rate %v burst %d = %v; want %v", tt.n, tt.limit, tt.burst, err, tt.want)
+			}
+			if errors.Is(err, ErrStoreUnavailable) {
+				t.Errorf("WaitN(%d) reached Redis: %v", tt.n, err)
+			}
+		})
+	}
+}
+
+func TestNewNilClientPanics(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Errorf("New(nil, …) did not panic")
+		}
+	}()
+	New(nil, "q", 1, 1)
+}
+
+// TestDeadline: a turn past the deadline is refused at once and reserves
+// nothing, so the next caller's turn is unchanged.
+func TestDeadline(t *testing.T) {
+	_, c := startRedis(t)
+	q := New(c, "deadline", 2, 1) // one unit per 500ms
+	w := q.For("k").(*keyWaiter)
+	ctx := context.Background()
+	if err := w.WaitN(ctx, 1); err != nil { // takes the burst
+		t.Fatalf("first WaitN = %v; want nil", err)
+	}
+	before, _, _ := hashState(t, c, w.rkey)
+
+	dctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := w.WaitN(dctx, 1)
+	elapsed := time.Since(start)
+	var de *throttle.DeadlineError
+	if !errors.As(err, &de) || !errors.Is(err, throttle.ErrWouldExceedDeadline) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitN past deadline = %v; want a *DeadlineError matching ErrWouldExceedDeadline and DeadlineExceeded", err)
+	}
+	if de.Key != "k" || de.Delay < 300*time.Millisecond || de.Delay > 500*time.Millisecond {
+		t.Errorf("DeadlineError = %+v; want Key \"k\", Delay in (300ms, 500ms]", de)
+	}
+	// One loopback round trip: 50ms leaves room for -race on a busy machine
+	// and is still half the 100ms the wait would have slept at least.
+	if elapsed > 50*time.Millisecond {
+		t.Errorf("refused WaitN took %v; want an immediate return (< 50ms)", elapsed)
+	}
+	if after, _, _ := hashState(t, c, w.rkey); after != before {
+		t.Errorf("refused WaitN changed t from %.0f to %.0f; want unchanged", before, after)
+	}
+	// The next caller is served at the first free turn: ≤ 500ms, not 1s.
+	start = time.Now()
+	if err := w.WaitN(ctx, 1); err != nil {
+		t.Fatalf("WaitN after refusal = %v", err)
+	}
+	if got := time.Since(start); got > 500*time.Millisecond+50*time.Millisecond {
+		t.Errorf("WaitN after a refused one slept %v; want ≤ 500ms (+50ms scheduling)", got)
+	}
+}
+
+// TestCancelRefunds: a wait cancelled while sleeping gives back exactly n.
+func TestCancelRefunds(t *testing.T) {
+	_, c := startRedis(t)
+	const limit, burst, n = 10, 5, 3 // 100ms per unit
+	q := New(c, "refund", limit, burst)
+	w := q.For("k").(*keyWaiter)
+	ctx := context.Background()
+	for range 2 { // spend the burst and then some: tat = now + 1s
+		if err := w.WaitN(ctx, 5); err != nil {
+			t.Fatalf("WaitN(5) = %v", err)
+		}
+	}
+	// The next wait of n = 3 would end 300ms after tat; cancel it at 50ms.
+	before, _, _ := hashState(t, c, w.rkey)
+	// Cancel (no deadline, so the script reserves) 50ms into the sleep.
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	timer := time.AfterFunc(50*time.Millisecond, cancel)
+	defer timer.Stop()
+	start := time.Now()
+	err := w.WaitN(cctx, n)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled WaitN = %v; want context.Canceled", err)
+	}
+	if got := time.Since(start); got > 100*time.Millisecond {
+		t.Errorf("cancelled WaitN returned after %v; want promptly after the 50ms cancel", got)
+	}
+	after, _, _ := hashState(t, c, w.rkey)
+	if got, want := after-before, 0.0; math.Abs(got-want) > 0.001 {
+		t.Errorf("t after reserve+refund of %d units moved by %.3fµs; want %v (exactly n given back)", n, got, want)
+	}
+}
+
+// TestIdleExpiry: a bucket's hash lives until the bucket would be full
+// again, then disappears.
+func TestIdleExpiry(t *testing.T) {
+	_, c := startRedis(t)
+	q := New(c, "expiry", 10, 5) // 100ms per unit
+	w := q.For("k").(*keyWaiter)
+	ctx := context.Background()
+	if err := w.WaitN(ctx, 5); err != nil { // empties it: full again in 500ms
+		t.Fatalf("WaitN(5) = %v", err)
+	}
+	_, _, pttl := hashState(t, c, w.rkey)
+	if pttl <= 400*time.Millisecond || pttl > 500*time.Millisecond {
+		t.Errorf("PTTL after spending the burst = %v; want (400ms, 500ms]", pttl)
+	}
+	time.Sleep(pttl + 50*time.Millisecond)
+	if n, err := c.Exists(ctx, w.rkey).Result(); err != nil || n != 0 {
+		t.Errorf("EXISTS after the bucket refilled = %d, %v; want 0 (expired)", n, err)
+	}
+}
+
+// TestInfiniteRate: rate.Inf never waits, but a pause still holds.
+func TestInfiniteRate(t *testing.T) {
+	_, c := startRedis(t)
+	q := New(c, "inf", rate.Inf, 1)
+	ctx := context.Background()
+	for range 100 {
+		if err := q.WaitN(ctx, 1); err != nil {
+			t.Fatalf("WaitN at rate.Inf = %v", err)
+		}
+	}
+	if err := q.Pause(ctx, time.Second); err != nil {
+		t.Fatalf("Pause = %v", err)
+	}
+	dctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	var de *throttle.DeadlineError
+	if err := q.For("").WaitN(dctx, 1); !errors.As(err, &de) || de.Delay < 900*time.Millisecond {
+		t.Errorf("WaitN during a 1s pause with a 500ms deadline = %v; want a DeadlineError of about 1s (Quota.Pause pauses For(\"\"))", err)
+	}
+}
+
+// TestLocalBucketsBounded: the FailLocal buckets stay under their cap
+// however many keys fail over.
+func TestLocalBucketsBounded(t *testing.T) {
+	var l localBuckets
+	now := time.Now()
+	for i := range 3 * maxLocalBuckets {
+		lim := l.get(strconv.Itoa(i), 100, 10, 4, now)
+		if got, want := lim.Limit(), rate.Limit(25); got != want {
+			t.Fatalf("local bucket rate = %v; want %v (rate ÷ workers)", got, want)
+		}
+		if got := lim.TokensAt(now); got != 3 {
+			t.Fatalf("local bucket starts with %v tokens; want 3 (ceil(burst ÷ workers))", got)
+		}
+	}
+	if n := len(l.m); n > maxLocalBuckets {
+		t.Errorf("%d local buckets after %d keys; want ≤ %d", n, 3*maxLocalBuckets, maxLocalBuckets)
+	}
+}
+
+// TestStoreUnavailable: with nothing listening, FailClosed waits and any
+// Pause fail with ErrStoreUnavailable wrapping the cause, and once the
+// breaker is open a wait fails without touching the network.
+func TestStoreUnavailable(t *testing.T) {
+	c := newClient(t, "127.0.0.1:1") // nothing listens on port 1
+	q := New(c, "down", 10, 10)
+	q.FailMode = FailClosed
+	ctx := context.Background()
+	for i := range breakerThreshold {
+		err := q.WaitN(ctx, 1)
+		if !errors.Is(err, ErrStoreUnavailable) || errors.Is(err, errBreakerOpen) {
+			t.Fatalf("wait %d = %v; want ErrStoreUnavailable wrapping the dial error", i, err)
+		}
+	}
+	start := time.Now()
+	err := q.WaitN(ctx, 1)
+	if !errors.Is(err, ErrStoreUnavailable) || !errors.Is(err, errBreakerOpen) {
+		t.Errorf("wait with the breaker open = %v; want ErrStoreUnavailable wrapping errBreakerOpen", err)
+	}
+	if d := time.Since(start); d > 5*time.Millisecond {
+		t.Errorf("wait with the breaker open took %v; want no store call (< 5ms)", d)
+	}
+	q.FailMode = FailOpen // safe here: no wait is running concurrently
+	if err := q.WaitN(ctx, 1); err != nil {
+		t.Errorf("FailOpen wait = %v; want nil", err)
+	}
+	if err := q.Pause(ctx, time.Second); !errors.Is(err, ErrStoreUnavailable) {
+		t.Errorf("Pause = %v; want ErrStoreUnavailable", err)
+	}
+}

@@ -1,0 +1,78 @@
+package distributed
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/throttle-go/throttle/internal/redistest"
+)
+
+// commandStats parses INFO commandstats into calls per command. It asks on
+// a connection of its own, not the client's.
+func commandStats(tb testing.TB, s *redistest.Server) map[string]int64 {
+	tb.Helper()
+	info, err := s.Do("INFO", "commandstats")
+	if err != nil {
+		tb.Fatalf("INFO commandstats: %v", err)
+	}
+	calls := make(map[string]int64)
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		for _, f := range strings.Split(rest, ",") {
+			if v, ok := strings.CutPrefix(f, "calls="); ok {
+				calls[strings.TrimPrefix(name, "cmdstat_")], _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
+	}
+	return calls
+}
+
+// TestOneCommandPerWait counts what Redis executes: in steady state a wait
+// is one EVALSHA from the client and nothing else, including waits that
+// sleep. (Redis 7 also counts the commands a script runs; those are listed
+// and checked separately: the reserve script's four per wait.)
+func TestOneCommandPerWait(t *testing.T) {
+	s, c := startRedis(t)
+	ctx := context.Background()
+
+	q := New(c, "roundtrip", 1000, 1) // 1ms per unit: most waits sleep
+	w := q.For("k")
+	for range 3 { // warm up: connection, script load (NOSCRIPT, then EVAL)
+		if err := w.WaitN(ctx, 1); err != nil {
+			t.Fatalf("warm-up WaitN = %v", err)
+		}
+	}
+	if reply, err := s.Do("CONFIG", "RESETSTAT"); err != nil || reply != "+OK" {
+		t.Fatalf("CONFIG RESETSTAT = %q, %v", reply, err)
+	}
+	const waits = 200
+	for range waits {
+		if err := w.WaitN(ctx, 1); err != nil {
+			t.Fatalf("WaitN = %v", err)
+		}
+	}
+	calls := commandStats(t, s)
+	perWait := float64(calls["evalsha"]) / waits
+	t.Logf("%d waits: %d EVALSHA = %.2f per wait; all commands: %v", waits, calls["evalsha"], perWait, calls)
+	if perWait != 1 {
+		t.Errorf("EVALSHA per wait = %.3f; want 1.0", perWait)
+	}
+	inScript := map[string]bool{"time": true, "hmget": true, "hset": true, "pexpire": true}
+	for cmd, n := range calls {
+		switch {
+		case cmd == "evalsha":
+		case inScript[cmd]:
+			if n != waits {
+				t.Errorf("reserve script ran %s %d times in %d waits; want once per wait", cmd, n, waits)
+			}
+		case strings.HasPrefix(cmd, "config"): // the measurement itself
+		default:
+			t.Errorf("Redis ran %d × %s during the waits; want only EVALSHA (and the script's own commands)", n, cmd)
+		}
+	}
+}

@@ -1,0 +1,131 @@
+package distributed
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/throttle-go/throttle"
+)
+
+// keyWaiter is one bucket of a Quota: what Quota.For returns. Its fields
+// are set by For and read-only afterwards.
+type keyWaiter struct {
+	q    *Quota
+	key  string   // the user's key, for errors
+	rkey string   // the Redis key (see redisKey)
+	keys []string // {rkey}, the scripts' KEYS
+
+	// The scripts' fixed arguments, converted and boxed once: a wait
+	// then allocates only what the round trip itself needs.
+	interval any // string: µs per unit
+	burst    any // int
+}
+
+func newKeyWaiter(q *Quota, key string) *keyWaiter {
+	rkey := redisKey(q.Prefix, q.name, key)
+	return &keyWaiter{q: q, key: key, rkey: rkey, keys: []string{rkey}, interval: q.interval(), burst: q.burst}
+}
+
+// WaitN implements throttle.Waiter; see Quota.For for the contract.
+func (w *keyWaiter) WaitN(ctx context.Context, n int) error {
+	_, err := w.waitN(ctx, n)
+	return err
+}
+
+// waitN is WaitN that also returns the turn it waited for, in µs of
+// Redis's clock; 0 when no turn came from Redis (n = 0, a fail mode).
+func (w *keyWaiter) waitN(ctx context.Context, n int) (turn int64, err error) {
+	q := w.q
+	if err := q.check(n); err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	maxWait := "" // no deadline: any turn will do
+	if deadline, ok := ctx.Deadline(); ok {
+		// Relative to this process's monotonic clock, like the returned wait.
+		maxWait = strconv.FormatInt(max(0, time.Until(deadline).Microseconds()), 10)
+	}
+	cmd, err := q.call(ctx, reserveScript, w.keys, w.interval, w.burst, n, maxWait)
+	if err != nil {
+		if errCaller(ctx, err) {
+			return 0, err
+		}
+		return 0, w.fail(ctx, n, err)
+	}
+	reply, err := cmd.Int64Slice()
+	if err != nil || len(reply) != 3 {
+		return 0, w.fail(ctx, n, fmt.Errorf("unexpected reply %v from reserve script: %v", cmd.Val(), err))
+	}
+	wait, turn := time.Duration(reply[1])*time.Microsecond, reply[2]
+	if reply[0] != 1 {
+		return 0, &throttle.DeadlineError{Key: w.key, Delay: wait}
+	}
+	if wait <= 0 {
+		return turn, nil
+	}
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
+		// The script compared the turn with the time left when the call
+		// was sent; the round trip used some of it, and the turn is now
+		// past the deadline. Give it back rather than sleep into it.
+		w.refund(ctx, n)
+		return 0, &throttle.DeadlineError{Key: w.key, Delay: wait}
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return turn, nil
+	case <-ctx.Done():
+		w.refund(ctx, n)
+		return 0, ctx.Err()
+	}
+}
+
+// refund gives n units back (refund.lua), best effort, bounded by Timeout.
+func (w *keyWaiter) refund(ctx context.Context, n int) {
+	// ctx has ended; the refund still needs a live context, bounded by
+	// the Timeout that call adds.
+	_, _ = w.q.call(context.WithoutCancel(ctx), refundScript, w.keys, w.interval, n)
+}
+
+// fail applies the FailMode to a wait the store could not serve.
+func (w *keyWaiter) fail(ctx context.Context, n int, cause error) error {
+	q := w.q
+	switch q.FailMode {
+	case FailOpen:
+		return nil
+	case FailClosed:
+		return unavailable(cause)
+	}
+	workers := max(1, q.Workers)
+	lim := q.local.get(w.key, q.limit, q.burst, workers, q.clock())
+	return waitLocal(ctx, lim, w.key, n, q.clock)
+}
+
+// maxPause caps a pause: longer ones are cut to it. A server asking for more
+// than a week is broken, and the cap keeps Redis's µs arithmetic exact.
+const maxPause = 7 * 24 * time.Hour
+
+// Pause implements throttle.Pauser; see Quota.For.
+func (w *keyWaiter) Pause(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	d = min(d, maxPause)
+	us := strconv.FormatInt(int64((d+time.Microsecond-1)/time.Microsecond), 10)
+	_, err := w.q.call(ctx, pauseScript, w.keys, us)
+	if err != nil {
+		if errCaller(ctx, err) {
+			return err
+		}
+		return fmt.Errorf("pausing %q: %w", w.key, unavailable(err))
+	}
+	return nil
+}
