@@ -36,7 +36,8 @@ type adaptive struct {
 	active bool    // false: no cut in force; the key runs at its other limits
 	wMax   float64 // units per second before the last cut
 	cutAt  float64 // when the last cut happened
-	last   float64 // when the last cut or shift happened; 0 if never
+	last   float64 // when the last cut or shift happened
+	moved  bool    // a cut or shift has happened: last is set
 }
 
 const (
@@ -83,11 +84,11 @@ func (a *adaptive) interval(now, ceiling float64) float64 {
 // none). It returns what to do: nothing (the request reserved before the
 // last change), shift the schedule, or cut (the pace is already cut).
 func (a *adaptive) reject(now, reservedAt, measured, ceiling float64) rejection {
-	if a.last != 0 && reservedAt < a.last {
+	if a.moved && reservedAt < a.last {
 		return rejectIgnore
 	}
-	if !math.IsInf(ceiling, 1) && !a.active && (a.last == 0 || now-a.last > strikeWindow) {
-		a.last = now
+	if !math.IsInf(ceiling, 1) && !a.active && (!a.moved || now-a.last > strikeWindow) {
+		a.last, a.moved = now, true
 		return rejectShift
 	}
 	cur := min(a.rate(now), ceiling)
@@ -99,7 +100,7 @@ func (a *adaptive) reject(now, reservedAt, measured, ceiling float64) rejection 
 	}
 	a.active = true
 	a.wMax = max(cur, adaptMinRate/cubicBeta)
-	a.cutAt, a.last = now, now
+	a.cutAt, a.last, a.moved = now, now, true
 	return rejectCut
 }
 

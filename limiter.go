@@ -103,6 +103,8 @@ type bucket struct {
 	dBurst    int
 	changed   chan struct{} // closed when what the server said changes; nil if no one waits
 	cuts      uint64        // adaptive cuts so far
+	pending   float64       // units reserved whose feedback has not come
+	lastResv  float64       // when the last units were reserved
 	stretches [8]stretch    // the last cuts, by cuts % 8
 	txSec     int64         // the second txCur counts
 	txCur     float64       // units sent in second txSec
@@ -291,6 +293,7 @@ func (b *bucket) WaitN(ctx context.Context, n int) error {
 			b.win.spend(turn, n)
 		}
 		b.countSent(now, n)
+		b.notePending(now, n)
 		cuts := b.cuts
 		b.mu.Unlock()
 		if delay <= 0 {
@@ -368,6 +371,7 @@ func (b *bucket) refund(n int, interval float64) {
 		return
 	}
 	b.tat -= float64(n) * interval
+	b.pending = max(b.pending-float64(n), 0)
 	if b.win.valid {
 		b.win.remaining += float64(n)
 	}
@@ -384,11 +388,29 @@ func (b *bucket) Pause(ctx context.Context, d time.Duration) error {
 		b.mu.Unlock()
 		return b.l.bucket(b.key).Pause(ctx, d)
 	}
-	if until := b.l.now() + float64(d); until > b.paused {
-		b.paused = until
-	}
+	b.pauseLocked(b.l.now(), float64(d))
 	b.mu.Unlock()
 	return nil
+}
+
+// pauseLocked holds off the key until now+d. The turns already reserved
+// after the pause's start move back by its length, keeping their spacing,
+// so that they do not all go at once when it ends. It requires b.mu.
+func (b *bucket) pauseLocked(now, d float64) {
+	until := now + d
+	if until <= b.paused {
+		return
+	}
+	at := max(b.paused, now)
+	interval, burst := b.interval, b.burst
+	if b.fed {
+		interval, burst = b.pace(now, 1)
+	}
+	// The last reserved turn is tat - burst·interval: is it still to come?
+	if b.tat-float64(burst)*interval > at {
+		b.shiftQueue(stretch{at: at, ratio: 1, shift: until - at})
+	}
+	b.paused = until
 }
 
 // Pause holds off every caller of the Limiter's own quota (key "").

@@ -13,6 +13,9 @@ import (
 // [Transport] reads it for the quota's waiter. Durations are relative to
 // when the response arrived, so no clock but the waiter's own is involved.
 type Feedback struct {
+	// Cost is the units the request spent; zero means 1.
+	Cost int
+
 	// Age is how long ago the request's wait for quota began: a
 	// rejection of a request that reserved its turn before the waiter last
 	// slowed down says nothing about the slower pace.
@@ -141,17 +144,20 @@ const (
 )
 
 // update applies a response's window at now.
-func (w *window) update(now float64, f Feedback) {
+// others is the units reserved since and not yet answered: a server's
+// remaining does not count them yet.
+func (w *window) update(now float64, f Feedback, others float64) {
 	reset := now + float64(f.Reset)
+	remaining := max(f.Remaining-others, 0)
 	same := sameWindow
 	if f.Window > 0 {
 		same = min(same, float64(f.Window)/2)
 	}
 	if w.valid && math.Abs(reset-w.reset) < same {
-		w.remaining = min(w.remaining, f.Remaining)
+		w.remaining = min(w.remaining, remaining)
 		w.reset = min(w.reset, reset)
 	} else if !w.valid || reset > w.reset {
-		w.valid, w.remaining, w.reset = true, f.Remaining, reset
+		w.valid, w.remaining, w.reset = true, remaining, reset
 	}
 	w.limit = f.Size
 }
@@ -256,15 +262,19 @@ func (b *bucket) Adapt(ctx context.Context, f Feedback) error {
 	}
 	defer b.mu.Unlock()
 	now := b.l.now()
+	b.pending = max(b.pending-float64(max(f.Cost, 1)), 0)
+	if f.Pause == 0 && !f.HasWindow && !f.HasDeclared && !f.Throttled {
+		return nil // nothing said; the request is answered
+	}
 	b.fed = true
 	if f.Pause > 0 {
-		b.paused = max(b.paused, now+float64(f.Pause))
+		b.pauseLocked(now, float64(f.Pause))
 	}
 	if f.HasDeclared && b.interval == 0 && f.Limit > 0 && f.Limit != rate.Inf {
 		b.dInterval, b.dBurst = 1e9/float64(f.Limit), max(f.Burst, 1)
 	}
 	if f.HasWindow {
-		b.win.update(now, f)
+		b.win.update(now, f, b.pending)
 	}
 	if b.changed != nil && (f.HasWindow || f.Pause > 0) {
 		close(b.changed)
@@ -284,27 +294,33 @@ func (b *bucket) Adapt(ctx context.Context, f Feedback) error {
 			// new one, so that a cut slows them too (see sleepTurn), not
 			// only the waits that come after it.
 			if after, _ := b.pace(now, 1); interval > 0 && after > interval {
-				st := stretch{at: now, ratio: after / interval}
-				b.tat = st.apply(b.tat)
-				b.cuts++
-				b.stretches[b.cuts%uint64(len(b.stretches))] = st
+				b.shiftQueue(stretch{at: now, ratio: after / interval})
 			}
 		}
 	}
 	return nil
 }
 
-// stretch is one adaptive cut's effect on the turns already reserved: a
-// turn t after the cut moves to at + (t-at)·ratio.
+// stretch is what a cut or a pause does to the turns already reserved: a
+// turn t after at moves to at + (t-at)·ratio + shift.
 type stretch struct {
-	at, ratio float64
+	at, ratio, shift float64
 }
 
 func (st stretch) apply(t float64) float64 {
 	if t <= st.at {
 		return t
 	}
-	return st.at + (t-st.at)*st.ratio
+	return st.at + (t-st.at)*st.ratio + st.shift
+}
+
+// shiftQueue applies st to the bucket's queue: to its arrival time now,
+// and to each queued wait when its turn comes (see sleepTurn). It requires
+// b.mu.
+func (b *bucket) shiftQueue(st stretch) {
+	b.tat = st.apply(b.tat)
+	b.cuts++
+	b.stretches[b.cuts%uint64(len(b.stretches))] = st
 }
 
 // stretched returns where the cuts since seq moved turn. It requires b.mu.
@@ -318,3 +334,17 @@ func (b *bucket) stretched(turn float64, seq uint64) float64 {
 	}
 	return turn
 }
+
+// notePending counts n units reserved at now as awaiting feedback. A key
+// idle for pendingIdle forgets what it counted, so that requests never
+// answered through Adapt (sent by a caller other than Transport, or lost)
+// do not count for ever. It requires b.mu.
+func (b *bucket) notePending(now float64, n int) {
+	if now-b.lastResv > pendingIdle {
+		b.pending = 0
+	}
+	b.pending += float64(n)
+	b.lastResv = now
+}
+
+const pendingIdle = 10e9

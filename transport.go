@@ -229,7 +229,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		var serverWait time.Duration
 		serverSaid := false
 		if err == nil {
-			serverWait, serverSaid = t.observe(ctx, req, resp, fb, key, attempt, waitStart)
+			serverWait, serverSaid = t.observe(ctx, req, resp, fb, key, attempt, n, waitStart)
+		} else if a, ok := fb.(Adapter); ok {
+			a.Adapt(ctx, Feedback{Cost: n, Age: time.Since(waitStart)}) // answered, with nothing said
 		}
 		if !retryable(req, resp, err) {
 			return resp, err
@@ -283,9 +285,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // they say: a pause when the quota is spent, the quota's window, the
 // server's declared limit, a bare rejection. It returns how long the
 // server asked to wait, and whether it said.
-func (t *Transport) observe(ctx context.Context, req *http.Request, resp *http.Response, w Waiter, key string, attempt int, waited time.Time) (time.Duration, bool) {
+func (t *Transport) observe(ctx context.Context, req *http.Request, resp *http.Response, w Waiter, key string, attempt, n int, waited time.Time) (time.Duration, bool) {
 	q := ParseQuota(resp.Header, time.Now())
 	f := t.feedback(resp, q, waited)
+	f.Cost = n
 	switch w := w.(type) {
 	case Adapter:
 		if err := w.Adapt(ctx, f); err != nil {

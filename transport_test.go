@@ -154,8 +154,10 @@ func TestTransportPauseHoldsOthers(t *testing.T) {
 func TestTransportPauseConcurrent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var sent atomic.Int32
+		release := make(chan struct{})
 		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
 			if sent.Add(1) == 1 {
+				<-release // answer once the others hold their turns
 				return respond(r, 429, "Retry-After", "1"), nil
 			}
 			return respond(r, 200), nil
@@ -163,27 +165,29 @@ func TestTransportPauseConcurrent(t *testing.T) {
 		tr := &Transport{Base: base, Waiter: &Limiter{Limit: 10, Burst: 1}}
 		start := time.Now()
 		var wg sync.WaitGroup
-		var mu sync.Mutex
-		var got []int
-		for range 5 {
-			wg.Go(func() {
-				resp, err := get(t, tr)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				resp.Body.Close()
-				mu.Lock()
-				got = append(got, resp.StatusCode)
-				mu.Unlock()
-			})
+		send := func() {
+			resp, err := get(t, tr)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
 		}
+		wg.Go(send)
+		synctest.Wait() // the first request is in flight
+		for range 4 {
+			wg.Go(send)
+		}
+		synctest.Wait() // the other four hold turns at 0.1-0.4 s
+		close(release)
 		wg.Wait()
 		if n := sent.Load(); n != 6 {
 			t.Errorf("%d attempts for 5 requests and one 429; want 6", n)
 		}
-		// 1 s pause, then 5 attempts at 10/s burst 1: the last at 1.4 s.
-		if got, want := time.Since(start), 1400*time.Millisecond; got != want {
+		// The 429 comes at 0 s; the 1 s pause moves the four queued turns
+		// to 1.1-1.4 s, keeping their spacing (they do not all go at 1 s);
+		// the retry reserves after them: 1.5 s.
+		if got, want := time.Since(start), 1500*time.Millisecond; got != want {
 			t.Errorf("5 requests took %v; want %v", got, want)
 		}
 	})

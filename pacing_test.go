@@ -1,0 +1,268 @@
+package throttle
+
+import (
+	"math"
+	"net/http"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// turns waits n times on w and returns when each wait ended, from start.
+func turns(t *testing.T, w Waiter, n int, start time.Time) []time.Duration {
+	t.Helper()
+	var out []time.Duration
+	for range n {
+		if err := w.WaitN(t.Context(), 1); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, time.Since(start))
+	}
+	return out
+}
+
+func equalDurations(a, b []time.Duration) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestAdaptWindow checks that a server's window is spent locally at each
+// wait, that a spent window holds waits until its reset, and that after
+// the reset one probe goes through until a response tells the new window.
+func TestAdaptWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l Limiter // no limit of its own
+		b := l.For("k").(Adapter)
+		start := time.Now()
+		b.Adapt(t.Context(), Feedback{HasWindow: true, Remaining: 3, Reset: 10 * time.Second, Size: 3, Window: 10 * time.Second})
+		got := turns(t, l.For("k"), 4, start)
+		want := []time.Duration{0, 0, 0, 10 * time.Second} // the 4th is the probe after the reset
+		if !equalDurations(got, want) {
+			t.Errorf("turns %v; want %v", got, want)
+		}
+		// The probe's response has not come: others wait for it (up to
+		// probeWait), and wake as soon as it comes.
+		done := make(chan time.Duration)
+		go func() {
+			l.For("k").WaitN(t.Context(), 1)
+			done <- time.Since(start)
+		}()
+		time.Sleep(100 * time.Millisecond)
+		for range 3 { // the first three requests' answers, saying nothing
+			b.Adapt(t.Context(), Feedback{})
+		}
+		// The probe's answer: the new window.
+		b.Adapt(t.Context(), Feedback{HasWindow: true, Remaining: 2, Reset: 10 * time.Second, Size: 3, Window: 10 * time.Second})
+		if got, want := <-done, 10100*time.Millisecond; got != want {
+			t.Errorf("wait behind the probe ended at %v; want %v, when the new window came", got, want)
+		}
+	})
+}
+
+// TestAdaptWindowSpread checks that a window running low is spread over
+// the time left to its reset.
+func TestAdaptWindowSpread(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l Limiter
+		b := l.For("k").(Adapter)
+		start := time.Now()
+		// 4 left of 100 (under a tenth), 8 s to the reset: one every 2 s.
+		b.Adapt(t.Context(), Feedback{HasWindow: true, Remaining: 4, Reset: 8 * time.Second, Size: 100, Window: time.Minute})
+		got := turns(t, l.For("k"), 4, start)
+		want := []time.Duration{0, 2 * time.Second, 4 * time.Second, 6 * time.Second}
+		if !equalDurations(got, want) {
+			t.Errorf("turns %v; want %v", got, want)
+		}
+	})
+}
+
+// TestAdaptDeclared checks that a declared policy paces a key with no
+// configured limit, and leaves a configured one alone.
+func TestAdaptDeclared(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := Limiter{Overrides: map[string]Rate{"configured": {Limit: 100, Burst: 1}}}
+		for _, k := range []string{"declared", "configured"} {
+			l.For(k).(Adapter).Adapt(t.Context(), Feedback{HasDeclared: true, Limit: 2, Burst: 2})
+		}
+		start := time.Now()
+		got := turns(t, l.For("declared"), 4, start)
+		want := []time.Duration{0, 0, 500 * time.Millisecond, time.Second}
+		if !equalDurations(got, want) {
+			t.Errorf("declared 2/s burst 2: turns %v; want %v", got, want)
+		}
+		start = time.Now()
+		got = turns(t, l.For("configured"), 3, start)
+		want = []time.Duration{0, 10 * time.Millisecond, 20 * time.Millisecond}
+		if !equalDurations(got, want) {
+			t.Errorf("configured 100/s: turns %v; want %v (declared ignored)", got, want)
+		}
+	})
+}
+
+// TestAdaptiveCurve checks the controller's curve at its landmarks.
+func TestAdaptiveCurve(t *testing.T) {
+	var a adaptive
+	if got := a.reject(0, 0, 50, math.Inf(1)); got != rejectCut {
+		t.Fatalf("first rejection without a limit = %v; want a cut", got)
+	}
+	tests := []struct {
+		at   float64 // ns after the cut
+		want float64 // units per second
+	}{
+		{0, 35},                   // β·wMax
+		{cubicK, 50},              // back to wMax after K
+		{cubicK + cubicProbe, 65}, // 30% above, P later
+	}
+	for _, tt := range tests {
+		if got := a.rate(tt.at); math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("rate %v after the cut = %v; want %v", time.Duration(tt.at), got, tt.want)
+		}
+	}
+	// A rejection of a request reserved before the cut is ignored.
+	if got := a.reject(5e8, -1, 40, math.Inf(1)); got != rejectIgnore {
+		t.Errorf("rejection of a request reserved before the cut = %v; want ignored", got)
+	}
+	// Under a limit: a lone rejection shifts; a second within 10 s cuts.
+	var b adaptive
+	if got := b.reject(1e9, 1e9, 100, 100); got != rejectShift {
+		t.Errorf("lone rejection under a limit = %v; want a shift", got)
+	}
+	if got := b.reject(5e9, 2e9, 100, 100); got != rejectCut {
+		t.Errorf("second rejection within 10 s = %v; want a cut", got)
+	}
+	if b.rate(5e9) != 70 {
+		t.Errorf("rate after the cut = %v; want 70", b.rate(5e9))
+	}
+}
+
+// TestAdaptThrottled checks a bare rejection through Adapt: the key slows
+// to β of its measured rate at once, also for waits already queued.
+func TestAdaptThrottled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l Limiter
+		w := l.For("k")
+		for range 10 { // 10 units in the last second, no limit
+			w.WaitN(t.Context(), 1)
+		}
+		time.Sleep(time.Second - time.Nanosecond)
+		w.(Adapter).Adapt(t.Context(), Feedback{Throttled: true})
+		// measured 10/s → 7/s right after the cut, regrowing: the next
+		// waits come further apart than 1/10 s.
+		start := time.Now()
+		got := turns(t, w, 3, start)
+		if got[1]-got[0] < 100*time.Millisecond || got[2]-got[1] < 100*time.Millisecond {
+			t.Errorf("turns after a cut from 10/s: %v; want them more than 100ms apart", got)
+		}
+		if got[1]-got[0] > 143*time.Millisecond {
+			t.Errorf("turns after a cut from 10/s: %v; want at most 1/7 s apart", got)
+		}
+	})
+}
+
+// TestTransportRateLimiterKeepsPauses checks that a plain *rate.Limiter
+// as Waiter still has the server's pauses kept for it.
+func TestTransportRateLimiterKeepsPauses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(status(429, "Retry-After", "2"), status(200))
+		tr := &Transport{Base: s, Waiter: rate.NewLimiter(100, 10)}
+		resp, err := get(t, tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		var wg sync.WaitGroup
+		for range 5 {
+			wg.Go(func() {
+				resp, err := get(t, tr)
+				if err == nil {
+					resp.Body.Close()
+				}
+			})
+		}
+		wg.Wait()
+		for i, at := range s.arrivals[1:] {
+			if at < 2*time.Second {
+				t.Errorf("attempt %d at %v, inside the 2s pause", i+2, at)
+			}
+		}
+	})
+}
+
+// TestPauseReachesQueuedWaits checks that a pause holds off a wait that
+// had already reserved an earlier turn.
+func TestPauseReachesQueuedWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &Limiter{Limit: 1, Burst: 1}
+		w := l.For("k")
+		w.WaitN(t.Context(), 1)
+		start := time.Now()
+		done := make(chan time.Duration)
+		go func() {
+			w.WaitN(t.Context(), 1) // turn at 1 s
+			done <- time.Since(start)
+		}()
+		time.Sleep(100 * time.Millisecond)
+		w.(Pauser).Pause(t.Context(), 5*time.Second)
+		// The queue moves back by the pause's length, keeping its
+		// spacing: the turn at 1 s goes to 6 s (at most one interval
+		// later than the pause's end, never inside the pause).
+		if got, want := <-done, 6*time.Second; got != want {
+			t.Errorf("queued wait ended at %v; want %v, moved back by the pause", got, want)
+		}
+	})
+}
+
+// TestFeedback checks what Transport reads from a response for the waiter.
+func TestFeedback(t *testing.T) {
+	now := time.Now()
+	tests := []struct {
+		name   string
+		status int
+		h      map[string]string
+		tr     *Transport
+		want   Feedback
+	}{
+		{"bare 429", 429, nil, &Transport{}, Feedback{Throttled: true}},
+		{"bare 503", 503, nil, &Transport{}, Feedback{Throttled: true}},
+		{"bare 429, adaptive off", 429, nil, &Transport{DisableAdaptive: true}, Feedback{}},
+		{"429 with Retry-After", 429, map[string]string{"Retry-After": "3"}, &Transport{}, Feedback{Pause: 3 * time.Second}},
+		{"Retry-After on a 200 is not a pause", 200, map[string]string{"Retry-After": "3"}, &Transport{}, Feedback{}},
+		{"exhausted window on a 200", 200, map[string]string{"RateLimit-Policy": `"h";q=100;w=60`, "RateLimit": `"h";r=0;t=40`}, &Transport{},
+			Feedback{Pause: 40 * time.Second, HasWindow: true, Remaining: 0, Reset: 40 * time.Second, Size: 100, Window: time.Minute,
+				HasDeclared: true, Limit: rate.Limit(100.0 / 60), Burst: 100}},
+		{"declared off", 200, map[string]string{"RateLimit-Policy": `"h";q=100;w=60`, "RateLimit": `"h";r=5;t=40`}, &Transport{DisableDeclaredLimits: true},
+			Feedback{HasWindow: true, Remaining: 5, Reset: 40 * time.Second, Size: 100, Window: time.Minute}},
+		{"per-second window is not tracked", 200, map[string]string{"RateLimit-Policy": `"s";q=10;w=1`, "RateLimit": `"s";r=5;t=1`}, &Transport{},
+			Feedback{HasDeclared: true, Limit: 10, Burst: 10}},
+		{"tokens ignored when Cost counts requests", 200, map[string]string{
+			"x-ratelimit-limit-tokens": "1000", "x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "30s"}, &Transport{},
+			Feedback{Pause: 30 * time.Second}},
+		{"tokens counted", 200, map[string]string{
+			"x-ratelimit-limit-tokens": "1000", "x-ratelimit-remaining-tokens": "10", "x-ratelimit-reset-tokens": "30s"}, &Transport{CostUnit: "tokens"},
+			Feedback{HasWindow: true, Remaining: 10, Reset: 30 * time.Second, Size: 1000}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := make(http.Header)
+			for k, v := range tt.h {
+				h.Set(k, v)
+			}
+			resp := &http.Response{StatusCode: tt.status, Header: h}
+			got := tt.tr.feedback(resp, ParseQuota(h, now), time.Now())
+			got.Age = 0
+			if got != tt.want {
+				t.Errorf("feedback =\n%+v\nwant\n%+v", got, tt.want)
+			}
+		})
+	}
+}
