@@ -144,8 +144,9 @@ const (
 )
 
 // update applies a response's window at now.
-// others is the units reserved since and not yet answered: a server's
-// remaining does not count them yet.
+// others is the units reserved and not yet answered: a new window's
+// remaining from the server does not count them yet (some it may have,
+// which errs on the safe side).
 func (w *window) update(now float64, f Feedback, others float64) {
 	reset := now + float64(f.Reset)
 	remaining := max(f.Remaining-others, 0)
@@ -154,7 +155,9 @@ func (w *window) update(now float64, f Feedback, others float64) {
 		same = min(same, float64(f.Window)/2)
 	}
 	if w.valid && math.Abs(reset-w.reset) < same {
-		w.remaining = min(w.remaining, remaining)
+		// Same window: the local count already spent the units in
+		// flight, so take the server's count as it is.
+		w.remaining = min(w.remaining, f.Remaining)
 		w.reset = min(w.reset, reset)
 	} else if !w.valid || reset > w.reset {
 		w.valid, w.remaining, w.reset = true, remaining, reset
