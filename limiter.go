@@ -77,8 +77,6 @@ type Limiter struct {
 	def     *bucket         // the bucket of WaitN on the Limiter itself
 }
 
-const minSweep = 1024
-
 // bucket is one key's token bucket, kept as GCRA state: tat is the
 // theoretical arrival time in nanoseconds since l.epoch; the bucket is full
 // when tat <= now, and a wait for n units at time now has its turn at
@@ -172,51 +170,6 @@ func (l *Limiter) bucket(key string) *bucket {
 	}
 	l.count.Add(1)
 	return b
-}
-
-// sweep forgets every full, unpaused bucket (losslessly), then, while more
-// than MaxKeys remain, any bucket. The next sweep runs when the count has
-// doubled, so the cost is amortized over the insertions.
-func (l *Limiter) sweep() {
-	if !l.sweepMu.TryLock() {
-		return // another goroutine is sweeping
-	}
-	defer l.sweepMu.Unlock()
-	maxKeys := int64(l.MaxKeys)
-	if maxKeys <= 0 {
-		maxKeys = 1 << 20
-	}
-	now := l.now()
-	l.keys.Range(func(k, v any) bool {
-		if b := v.(*bucket); b.forgetIf(now, false) {
-			l.keys.CompareAndDelete(k, v)
-			l.count.Add(-1)
-		}
-		return true
-	})
-	if l.count.Load() >= maxKeys {
-		target := maxKeys * 3 / 4
-		l.keys.Range(func(k, v any) bool {
-			if v.(*bucket).forgetIf(now, true) {
-				l.keys.CompareAndDelete(k, v)
-				l.count.Add(-1)
-			}
-			return l.count.Load() > target
-		})
-	}
-	l.next.Store(min(max(2*l.count.Load(), minSweep), maxKeys))
-}
-
-// forgetIf marks b dead and reports true if it is full and not paused, or
-// if force is set.
-func (b *bucket) forgetIf(now float64, force bool) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !force && (b.tat > now || b.paused > now || b.adapt.active || (b.win.valid && b.win.reset > now)) {
-		return false
-	}
-	b.dead = true
-	return true
 }
 
 // now returns the time since l.epoch in nanoseconds, read from the

@@ -1,0 +1,168 @@
+package throttle
+
+import (
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestTransportServer runs the Transport against real httptest servers.
+func TestTransportServer(t *testing.T) {
+	fast := RetryPolicy{InitialInterval: 10 * time.Millisecond, MaxInterval: 20 * time.Millisecond}
+	tests := []struct {
+		name     string
+		status   []int // the server's answers in turn; the last repeats
+		method   string
+		header   map[string]string
+		body     string
+		noRewind bool // a body without GetBody
+		want     int  // final status
+		attempts int
+	}{
+		{name: "503 on GET retried", status: []int{503, 200}, method: "GET", want: 200, attempts: 2},
+		{name: "503 on POST not retried", status: []int{503, 200}, method: "POST", body: "x", want: 503, attempts: 1},
+		{name: "502 on PUT retried", status: []int{502, 504, 200}, method: "PUT", body: "put body", want: 200, attempts: 3},
+		{name: "POST with Idempotency-Key retried", status: []int{503, 200}, method: "POST",
+			header: map[string]string{"Idempotency-Key": "k-1"}, body: `{"amount":100}`, want: 200, attempts: 2},
+		{name: "429 on POST retried", status: []int{429, 200}, method: "POST", body: "payload", want: 200, attempts: 2},
+		{name: "429 with a body without GetBody not retried", status: []int{429, 200}, method: "POST", body: "payload", noRewind: true, want: 429, attempts: 1},
+		{name: "404 not retried", status: []int{404, 200}, method: "GET", want: 404, attempts: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var bodies []string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				mu.Lock()
+				i := min(len(bodies), len(tt.status)-1)
+				bodies = append(bodies, string(b))
+				mu.Unlock()
+				w.WriteHeader(tt.status[i])
+				io.WriteString(w, "answer")
+			}))
+			defer srv.Close()
+			counting := &countingTransport{base: srv.Client().Transport}
+			client := &http.Client{Transport: &Transport{Base: counting, Retry: fast}}
+
+			var body io.Reader
+			if tt.body != "" {
+				body = strings.NewReader(tt.body)
+				if tt.noRewind {
+					body = io.NopCloser(body) // http.NewRequest sets no GetBody
+				}
+			}
+			req, err := http.NewRequestWithContext(t.Context(), tt.method, srv.URL+"/v1/x?q=1", body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("User-Agent", "throttle-test")
+			for k, v := range tt.header {
+				req.Header.Set(k, v)
+			}
+			before := snapshot(req)
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tt.want || string(got) != "answer" {
+				t.Errorf("final response %d %q; want %d %q", resp.StatusCode, got, tt.want, "answer")
+			}
+			if len(bodies) != tt.attempts {
+				t.Errorf("%d attempts; want %d", len(bodies), tt.attempts)
+			}
+			for i, b := range bodies {
+				if b != tt.body {
+					t.Errorf("attempt %d sent body %q; want %q, byte-identical", i+1, b, tt.body)
+				}
+			}
+			if after := snapshot(req); after != before {
+				t.Errorf("request changed by RoundTrip:\n%s\nwant\n%s", after, before)
+			}
+			if o, c := counting.opened.Load(), counting.closed.Load(); o != int32(tt.attempts) || c != o {
+				t.Errorf("%d response bodies opened, %d closed; want %d, all closed", o, c, tt.attempts)
+			}
+		})
+	}
+}
+
+// snapshot renders what RoundTrip must not change in a request.
+func snapshot(r *http.Request) string {
+	var b strings.Builder
+	b.WriteString(r.Method + " " + r.URL.String() + "\n")
+	for _, k := range slices.Sorted(maps.Keys(r.Header)) {
+		b.WriteString(k + ": " + strings.Join(r.Header[k], ",") + "\n")
+	}
+	return b.String()
+}
+
+// countingTransport counts response bodies opened and closed.
+type countingTransport struct {
+	base           http.RoundTripper
+	opened, closed atomic.Int32
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := c.base.RoundTrip(r)
+	if err == nil {
+		c.opened.Add(1)
+		resp.Body = &countingBody{ReadCloser: resp.Body, closed: &c.closed}
+	}
+	return resp, err
+}
+
+type countingBody struct {
+	io.ReadCloser
+	closed *atomic.Int32
+	once   sync.Once
+}
+
+func (b *countingBody) Close() error {
+	b.once.Do(func() { b.closed.Add(1) })
+	return b.ReadCloser.Close()
+}
+
+// TestTransportTransientErrors checks that a connection dropped before the
+// answer is retried for GET and not for POST.
+func TestTransportTransientErrors(t *testing.T) {
+	for _, method := range []string{"GET", "POST"} {
+		t.Run(method, func(t *testing.T) {
+			var arrivals atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if arrivals.Add(1) == 1 {
+					conn, _, _ := w.(http.Hijacker).Hijack()
+					conn.Close() // no response at all: the client sees EOF
+					return
+				}
+				io.WriteString(w, "ok")
+			}))
+			defer srv.Close()
+			// No keep-alive: net/http's own retry of a reused
+			// connection must not mask ours.
+			base := &http.Transport{DisableKeepAlives: true}
+			defer base.CloseIdleConnections()
+			tr := &Transport{Base: base, Retry: RetryPolicy{InitialInterval: time.Millisecond}}
+			req, _ := http.NewRequestWithContext(t.Context(), method, srv.URL, strings.NewReader("b"))
+			resp, err := tr.RoundTrip(req)
+			if method == "GET" {
+				if err != nil || resp.StatusCode != 200 || arrivals.Load() != 2 {
+					t.Fatalf("GET = %v, %v after %d arrivals; want 200 after 2", resp, err, arrivals.Load())
+				}
+				resp.Body.Close()
+				return
+			}
+			if err == nil || resp != nil || arrivals.Load() != 1 {
+				t.Errorf("POST = %v, %v after %d arrivals; want the error after 1", resp, err, arrivals.Load())
+			}
+		})
+	}
+}
