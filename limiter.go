@@ -191,7 +191,7 @@ func (b *bucket) WaitN(ctx context.Context, n int) error {
 		}
 		return nil
 	}
-	if b.limit < 0 || b.burst < 0 {
+	if b.limit < 0 || b.burst < 0 || math.IsNaN(float64(b.limit)) {
 		return fmt.Errorf("throttle: %q has limit %v, burst %d: %w", b.key, b.limit, b.burst, ErrInvalidLimit)
 	}
 	if b.interval > 0 && n > b.burst {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -85,6 +86,7 @@ func TestLimiterBadInput(t *testing.T) {
 		{"negative cost", &Limiter{Limit: 1, Burst: 5}, -1, ErrInvalidLimit},
 		{"negative limit", &Limiter{Limit: -1, Burst: 5}, 1, ErrInvalidLimit},
 		{"negative burst", &Limiter{Limit: 1, Burst: -5}, 1, ErrInvalidLimit},
+		{"NaN limit", &Limiter{Limit: rate.Limit(math.NaN()), Burst: 1}, 1, ErrInvalidLimit},
 		{"override cost above burst", &Limiter{Overrides: map[string]Rate{"x": {Limit: 1, Burst: 2}}}, 3, ErrCostExceedsBurst},
 	}
 	for _, tt := range tests {

@@ -94,7 +94,10 @@ func (t *Transport) feedback(resp *http.Response, q Quota, waited time.Time) Fee
 			// until its reset.
 			if r := float64(p.Remaining) / p.Reset.Seconds(); r < best {
 				best = r
-				f.Remaining, f.Reset, f.HasWindow = float64(p.Remaining), p.Reset, true
+				// A reset beyond MaxRetryAfter is waited for
+				// MaxRetryAfter only (then a probe asks again), as a
+				// Retry-After is.
+				f.Remaining, f.Reset, f.HasWindow = float64(p.Remaining), min(p.Reset, t.Retry.maxRetryAfter()), true
 				f.Size, f.Window = 0, 0
 				if p.Known&HasLimit != 0 {
 					f.Size = float64(p.Limit)
@@ -106,6 +109,11 @@ func (t *Transport) feedback(resp *http.Response, q Quota, waited time.Time) Fee
 		}
 		if !t.DisableDeclaredLimits && p.Known&(HasLimit|HasWindow) == HasLimit|HasWindow && p.Limit > 0 && p.Window > 0 {
 			l := rate.Limit(float64(p.Limit) / p.Window.Seconds())
+			// A declared pace slower than one unit per MaxRetryAfter
+			// would make waits longer than the user allowed: ignored.
+			if time.Duration(float64(time.Second)/float64(l)) > t.Retry.maxRetryAfter() {
+				continue
+			}
 			if !f.HasDeclared || l < f.Limit {
 				f.Limit, f.Burst, f.HasDeclared = l, int(min(p.Limit, math.MaxInt32)), true
 			}

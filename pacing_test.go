@@ -247,6 +247,8 @@ func TestFeedback(t *testing.T) {
 		{"tokens ignored when Cost counts requests", 200, map[string]string{
 			"x-ratelimit-limit-tokens": "1000", "x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "30s"}, &Transport{},
 			Feedback{Pause: 30 * time.Second}},
+		{"a year's reset is waited MaxRetryAfter", 200, map[string]string{"RateLimit-Policy": `"y";q=1;w=31000000`, "RateLimit": `"y";r=0;t=30000000`}, &Transport{},
+			Feedback{Pause: time.Minute, HasWindow: true, Remaining: 0, Reset: time.Minute, Size: 1, Window: 31000000 * time.Second}},
 		{"tokens counted", 200, map[string]string{
 			"x-ratelimit-limit-tokens": "1000", "x-ratelimit-remaining-tokens": "10", "x-ratelimit-reset-tokens": "30s"}, &Transport{CostUnit: "tokens"},
 			Feedback{HasWindow: true, Remaining: 10, Reset: 30 * time.Second, Size: 1000}},
@@ -265,4 +267,33 @@ func TestFeedback(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzFeedback checks that no response, however hostile its headers, makes
+// the Transport ask a waiter for a wait longer than MaxRetryAfter, or a
+// negative one, and that applying it never panics.
+func FuzzFeedback(f *testing.F) {
+	f.Add(429, "Retry-After", "3600", "RateLimit", `"a";r=0;t=99999999`)
+	f.Add(200, "RateLimit-Policy", `"y";q=1;w=31000000`, "RateLimit", `"y";r=0;t=30000000`)
+	f.Add(200, "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "99999999999999")
+	f.Add(503, "x-ratelimit-reset-requests", "2m59.56s", "x-ratelimit-remaining-requests", "-1")
+	f.Add(200, "RateLimit-Limit", "10, 10;w=1, 50;w=60", "RateLimit-Remaining", "NaN")
+	f.Fuzz(func(t *testing.T, status int, k1, v1, k2, v2 string) {
+		h := http.Header{}
+		h.Add(k1, v1)
+		h.Add(k2, v2)
+		tr := &Transport{Retry: RetryPolicy{MaxRetryAfter: 10 * time.Second}}
+		limit := tr.Retry.maxRetryAfter()
+		fb := tr.feedback(&http.Response{StatusCode: status, Header: h}, ParseQuota(h, time.Now()), time.Now())
+		if fb.Pause < 0 || fb.Pause > limit || fb.Reset < 0 || fb.Reset > limit || fb.Remaining < 0 {
+			t.Fatalf("feedback %+v: a wait outside [0, %v] or negative remaining", fb, limit)
+		}
+		if fb.HasDeclared && (fb.Limit <= 0 || time.Duration(float64(time.Second)/float64(fb.Limit)) > limit || fb.Burst < 1) {
+			t.Fatalf("feedback %+v: a declared pace slower than one per %v", fb, limit)
+		}
+		var l Limiter
+		if err := l.For("k").(Adapter).Adapt(t.Context(), fb); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
