@@ -85,7 +85,11 @@ func (t *Transport) feedback(resp *http.Response, q Quota, waited time.Time) Fee
 		// Windows are tracked when they are long enough for whole-second
 		// resets to tell them apart: a per-second limit is a pace, which
 		// the declared limit and the pauses keep.
-		long := p.Reset >= minTrackedWindow
+		// A window of unknown length is taken as long only when its reset
+		// is more than a second past minTrackedWindow: resets read from
+		// whole-second epochs against a whole-second Date are up to 2 s
+		// late, and a token bucket's "time until full" is short.
+		long := p.Reset >= minTrackedWindow+time.Second
 		if p.Known&HasWindow != 0 {
 			long = p.Window >= minTrackedWindow
 		}

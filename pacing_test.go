@@ -3,6 +3,7 @@ package throttle
 import (
 	"math"
 	"net/http"
+	"strconv"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -249,6 +250,9 @@ func TestFeedback(t *testing.T) {
 			Feedback{Pause: 30 * time.Second}},
 		{"a year's reset is waited MaxRetryAfter", 200, map[string]string{"RateLimit-Policy": `"y";q=1;w=31000000`, "RateLimit": `"y";r=0;t=30000000`}, &Transport{},
 			Feedback{Pause: time.Minute, HasWindow: true, Remaining: 0, Reset: time.Minute, Size: 1, Window: 31000000 * time.Second}},
+		{"a token bucket's short reset is not a window", 200, map[string]string{"Date": now.UTC().Format(http.TimeFormat),
+			"X-RateLimit-Limit": "50", "X-RateLimit-Remaining": "3", "X-RateLimit-Reset": strconv.FormatInt(now.Unix()+2, 10)}, &Transport{},
+			Feedback{}},
 		{"tokens counted", 200, map[string]string{
 			"x-ratelimit-limit-tokens": "1000", "x-ratelimit-remaining-tokens": "10", "x-ratelimit-reset-tokens": "30s"}, &Transport{CostUnit: "tokens"},
 			Feedback{HasWindow: true, Remaining: 10, Reset: 30 * time.Second, Size: 1000}},

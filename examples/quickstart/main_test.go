@@ -15,10 +15,10 @@ func TestMain(m *testing.M) {
 
 // TestQuickstart runs both phases small and fast against the real loopback
 // server: the bare client collects 429s, the throttled one none, at the
-// limit's rate. Real clocks: the API's burst of 10 at 200/s leaves 50 ms of
+// limit's rate. Real clocks: the API's burst of 10 at 50/s leaves 200 ms of
 // slack for scheduling jitter, far more than loopback needs.
 func TestQuickstart(t *testing.T) {
-	const n, c, limit, burst = 100, 16, 200.0, 10
+	const n, c, limit, burst = 150, 32, 50.0, 10 // the demo's defaults, fewer requests
 	ctx := context.Background()
 
 	bare := run(ctx, "bare", n, c, limit, burst, func(base http.RoundTripper, _ *tally) http.RoundTripper { return base })
