@@ -305,10 +305,19 @@ func (t *Transport) observe(ctx context.Context, req *http.Request, resp *http.R
 		t.emit(Event{Kind: EventPause, Request: req, Key: key, Attempt: attempt, Delay: f.Pause, StatusCode: resp.StatusCode})
 	}
 	d, ok := q.Wait()
-	if !ok || (q.HasRetryAfter && resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable) {
+	switch {
+	case !ok:
 		return 0, false
+	case q.HasRetryAfter:
+		// Retry-After is about this response on a 429 or 503 only; there
+		// "0" means now.
+		rejected := resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable
+		return d, rejected
+	default:
+		// A spent quota's reset; "quota remains" on a rejection says
+		// nothing of when to retry, so the backoff decides.
+		return d, d > 0
 	}
-	return d, true
 }
 
 // rewind returns a copy of req with a fresh body for another attempt.
