@@ -25,6 +25,8 @@ var (
 	refundSrc string
 	//go:embed pause.lua
 	pauseSrc string
+	//go:embed adapt.lua
+	adaptSrc string
 
 	// Scripts are immutable values (source and SHA1): sharing them is safe.
 	// Run sends EVALSHA and, on NOSCRIPT (a new server, a failover, SCRIPT
@@ -32,6 +34,7 @@ var (
 	reserveScript = redis.NewScript(reserveSrc)
 	refundScript  = redis.NewScript(refundSrc)
 	pauseScript   = redis.NewScript(pauseSrc)
+	adaptScript   = redis.NewScript(adaptSrc)
 )
 
 // Quota is a token bucket kept in Redis and shared by every process that
@@ -103,8 +106,9 @@ type Quota struct {
 	// Redis and never part of a shared decision. nil means time.Now.
 	now func() time.Time
 
-	br    breaker
-	local localBuckets
+	br      breaker
+	local   localBuckets
+	changes changes
 
 	once sync.Once // computes def
 	def  *keyWaiter
@@ -136,6 +140,12 @@ func (q *Quota) WaitN(ctx context.Context, n int) error {
 // from now (Redis's clock) before its next turn. See For.
 func (q *Quota) Pause(ctx context.Context, d time.Duration) error {
 	return q.defaultWaiter().Pause(ctx, d)
+}
+
+// Adapt applies what a server said about the quota's own bucket (the one
+// For("") returns) for every process sharing it. See For.
+func (q *Quota) Adapt(ctx context.Context, f throttle.Feedback) error {
+	return q.defaultWaiter().Adapt(ctx, f)
 }
 
 // For returns the waiter of key's bucket: the same limit and burst as q,
