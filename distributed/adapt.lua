@@ -9,6 +9,7 @@
 -- ARGV[4]  the window's reset, µs from now
 -- ARGV[5]  the window's size in units, 0 if unknown
 -- ARGV[6]  the window's length in µs, 0 if unknown
+-- ARGV[8]  burst: units the bucket holds
 -- ARGV[7]  throttled: the age in µs of the rejected request's wait (how
 --          long ago it reserved its turn); "" if the response was no bare
 --          rejection
@@ -23,6 +24,7 @@ local reset = tonumber(ARGV[4])
 local size = tonumber(ARGV[5])
 local length = tonumber(ARGV[6])
 local age = tonumber(ARGV[7]) -- nil: not throttled
+local burst = tonumber(ARGV[8])
 
 local SAME_WINDOW = 2500000 -- µs: resets closer than this are one window
 local WINDOW_KEEP = 10000000 -- µs a window is remembered past its reset (see reserve.lua)
@@ -49,11 +51,33 @@ if pause > 0 and now + pause > paused then
 	table.insert(set, 'p'); table.insert(set, f(paused))
 end
 
+local rate = function(t) -- the cut's pace at t, units/s; nil if no cut in force
+	if am == nil or ac == nil or am <= 0 then
+		return nil
+	end
+	local x = (t - ac - CUBIC_K) / CUBIC_K
+	if x > 0 then
+		x = x * CUBIC_K / CUBIC_P
+	end
+	return math.max(am + am * CUBIC_C * x * x * x, MIN_RATE)
+end
 -- The window: a response's reading of the same window (resets within
 -- SAME_WINDOW, or half the window's length) keeps the least remaining and
 -- the earlier reset; a later window replaces it, and so does any window
 -- while the stored one is a probe's (see reserve.lua).
 if remaining ~= nil then
+	-- The server has not seen the units whose turns are still to come
+	-- (reserved, queued in the bucket): they are spent from the stored
+	-- window already, not from the response's. Without this, the first
+	-- window a fleet learns would not count the queue reserved before it.
+	local pace = interval
+	local cut = rate(now)
+	if cut ~= nil then
+		pace = math.max(pace, 1000000 / cut)
+	end
+	if tat ~= nil and pace > 0 then
+		remaining = math.max(0, remaining - math.max(0, math.floor((tat - now) / pace) - burst))
+	end
 	local r = now + reset
 	local same = SAME_WINDOW
 	if length > 0 then
@@ -74,16 +98,6 @@ if remaining ~= nil then
 end
 
 -- A bare rejection (adaptive.go's reject).
-local rate = function(t) -- the cut's pace at t, units/s; nil if no cut in force
-	if am == nil or ac == nil or am <= 0 then
-		return nil
-	end
-	local x = (t - ac - CUBIC_K) / CUBIC_K
-	if x > 0 then
-		x = x * CUBIC_K / CUBIC_P
-	end
-	return math.max(am + am * CUBIC_C * x * x * x, MIN_RATE)
-end
 if age ~= nil then
 	local ceiling = math.huge
 	if interval > 0 then
