@@ -78,6 +78,21 @@ if remaining ~= nil then
 	if tat ~= nil and pace > 0 then
 		remaining = math.max(0, remaining - math.max(0, math.floor((tat - now) / pace) - burst))
 	end
+	if (wz == nil or wr == nil) and size > 0 then
+		-- The first window the fleet learns: the units it reserved before
+		-- (over the last one to two seconds, the reservation counter's
+		-- reach) are in it, whether or not they reached the server before
+		-- this response. Erring low costs at most those units of this
+		-- window, only if its start fell among them.
+		local sec = math.floor(now / 1000000)
+		local recent = 0
+		if sec == cs then
+			recent = cc + cp
+		elseif sec == cs + 1 then
+			recent = cc
+		end
+		remaining = math.min(remaining, math.max(0, size - recent))
+	end
 	local r = now + reset
 	local same = SAME_WINDOW
 	if length > 0 then
@@ -171,8 +186,10 @@ end
 if #set > 0 then
 	table.insert(set, 'x'); table.insert(set, f(keep))
 	redis.call('HSET', key, unpack(set))
+	-- Never shorter than the key's TTL already is (reserve.lua keeps its
+	-- counter for 2 s).
 	local expire = math.max(tat or now, paused, keep) - now
-	redis.call('PEXPIRE', key, math.max(1, math.ceil(expire / 1000)))
+	redis.call('PEXPIRE', key, math.max(1, math.ceil(expire / 1000), redis.call('PTTL', key)))
 end
 if wr ~= nil and wz ~= nil and (wr >= 1 or now >= wz) then
 	return 1

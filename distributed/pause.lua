@@ -20,6 +20,8 @@ if now + d > paused then
 	paused = now + d
 	redis.call('HSET', key, 'p', string.format('%.17g', paused))
 end
-local expire = math.max(tat, paused, keep) - now
-redis.call('PEXPIRE', key, math.max(1, math.ceil(expire / 1000)))
+-- Never shorter than the key's TTL already is (reserve.lua keeps its
+-- counter for 2 s).
+local expire = math.max(tat or now, paused, keep) - now
+redis.call('PEXPIRE', key, math.max(1, math.ceil(expire / 1000), redis.call('PTTL', key)))
 return paused - now

@@ -35,6 +35,8 @@ redis.call('HSET', key, 't', string.format('%.17g', tat))
 if wr ~= nil and wz ~= nil and wz > now then
 	redis.call('HSET', key, 'wr', string.format('%.17g', wr + n))
 end
-local expire = math.max(tat, paused, keep) - now
-redis.call('PEXPIRE', key, math.max(1, math.ceil(expire / 1000)))
+-- Never shorter than the key's TTL already is (reserve.lua keeps its
+-- counter for 2 s).
+local expire = math.max(tat or now, paused, keep) - now
+redis.call('PEXPIRE', key, math.max(1, math.ceil(expire / 1000), redis.call('PTTL', key)))
 return 1

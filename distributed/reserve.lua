@@ -49,6 +49,7 @@ local maxwait = tonumber(ARGV[4]) -- nil: no limit
 
 local PROBE_WAIT = 1000000 -- µs a probe after a reset may go unanswered
 local WINDOW_KEEP = 10000000 -- µs a window is remembered past its reset, for the probe
+local COUNT_KEEP = 2000000 -- µs the reservation counter is kept after a reservation
 local CUBIC_K, CUBIC_P, CUBIC_C, MIN_RATE = 1000000, 3000000, 0.3, 0.1
 
 local clock = redis.call('TIME')
@@ -128,7 +129,10 @@ elseif sec ~= cs then
 end
 cc = cc + n
 
-local expire = math.max(newtat, paused, keep) - now
+-- The counter must outlive a full bucket by its reach (2 s): the rate an
+-- adaptive cut starts from, and the units a first window must count, are
+-- there.
+local expire = math.max(newtat, paused, keep, now + COUNT_KEEP) - now
 if win then
 	-- Spend from the window at the reservation, so that requests in
 	-- flight count before their responses arrive; while it runs low, the
@@ -143,7 +147,7 @@ else
 	redis.call('HSET', key, 't', f(newtat), 'cs', sec, 'cc', cc, 'cp', cp)
 end
 -- Idle state expires once the bucket is full again, any pause is over,
--- and the window and the cut (x) need no memory: a missing hash means
--- exactly that.
+-- the window and the cut (x) need no memory, and no unit was reserved for
+-- 2 s: a missing hash means exactly that.
 redis.call('PEXPIRE', key, math.max(1, math.ceil(expire / 1000)))
 return {1, wait, now + wait}
