@@ -67,7 +67,9 @@
 //     now+d" where every process's next wait sees it; Adapt does the same
 //     for a window and an adaptive cut.
 //   - One Redis hash per bucket, expiring once the bucket is full again,
-//     any pause is over, and no window or cut needs remembering;
+//     any pause is over, no window or cut needs remembering, and no unit
+//     was reserved for 2 s (the reach of the count an adaptive cut and a
+//     first window read);
 //     the key's text is encoded, so any user key is safe and all of a
 //     bucket's state stays in one Cluster slot.
 //   - When Redis cannot answer within [Quota.Timeout], the [FailMode]

@@ -59,8 +59,9 @@ var (
 // calls reach Redis. A turn past ctx's deadline is refused inside the same
 // script, before anything is reserved. If ctx ends during the sleep, a
 // second call gives the n units back (see WaitN). State is one Redis hash
-// per bucket that expires once the bucket is full again and any pause is
-// over, so idle keys cost nothing.
+// per bucket that expires once the bucket is full again, any pause is
+// over, what servers said needs no remembering, and nothing was reserved
+// for 2 s, so idle keys cost nothing.
 //
 // What servers said narrows this: the same script call blocks a wait on a
 // spent window (the wait sleeps until the reset and reserves again), spends

@@ -90,8 +90,9 @@ func TestTransportFleetWindow(t *testing.T) {
 		pauses   int
 		longest  time.Duration
 		wg       sync.WaitGroup
+		ok       [2]int // 200s per worker
 	)
-	for range 2 {
+	for i := range 2 {
 		q := New(newClient(t, s.Addr()), "transport-fleet", 1000, 50)
 		q.Timeout = time.Second // a busy machine is no outage
 		client := &http.Client{Transport: &throttle.Transport{
@@ -111,11 +112,14 @@ func TestTransportFleetWindow(t *testing.T) {
 					t0 := time.Now()
 					resp, err := client.Get(api.URL)
 					took := time.Since(t0)
+					mu.Lock()
 					if err == nil {
 						io.Copy(io.Discard, resp.Body)
 						resp.Body.Close()
+						if resp.StatusCode == http.StatusOK {
+							ok[i]++
+						}
 					}
-					mu.Lock()
 					requests++
 					longest = max(longest, took)
 					mu.Unlock()
@@ -130,8 +134,8 @@ func TestTransportFleetWindow(t *testing.T) {
 	arrivals := api.accepted + api.late + api.rejected
 	r429 := float64(api.rejected) / float64(arrivals)
 	goodput := float64(api.accepted) / float64(allowance)
-	t.Logf("2 workers × %d goroutines, %v: %d requests, %d arrivals; accepted %d within the run (+%d after), rejected %d (%.2f%% of arrivals); goodput %.3f of %d; %d pause events; longest request %v",
-		goroutines, run, requests, arrivals, api.accepted, api.late, api.rejected, 100*r429, goodput, allowance, pauses, longest.Round(time.Millisecond))
+	t.Logf("2 workers × %d goroutines, %v: %d requests, %d arrivals; accepted %d within the run (+%d after), rejected %d (%.2f%% of arrivals); goodput %.3f of %d; %d pause events; longest request %v; 200s per worker %v",
+		goroutines, run, requests, arrivals, api.accepted, api.late, api.rejected, 100*r429, goodput, allowance, pauses, longest.Round(time.Millisecond), ok)
 	if r429 > 0.01 {
 		t.Errorf("429s were %.2f%% of arrivals; want at most 1%%", 100*r429)
 	}
