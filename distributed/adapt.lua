@@ -10,6 +10,7 @@
 -- ARGV[5]  the window's size in units, 0 if unknown
 -- ARGV[6]  the window's length in µs, 0 if unknown
 -- ARGV[8]  burst: units the bucket holds
+-- ARGV[9]  age: how long ago the response's request began its wait (µs)
 -- ARGV[7]  throttled: the age in µs of the rejected request's wait (how
 --          long ago it reserved its turn); "" if the response was no bare
 --          rejection
@@ -25,9 +26,11 @@ local size = tonumber(ARGV[5])
 local length = tonumber(ARGV[6])
 local age = tonumber(ARGV[7]) -- nil: not throttled
 local burst = tonumber(ARGV[8])
+local rtt = tonumber(ARGV[9])
 
 local SAME_WINDOW = 2500000 -- µs: resets closer than this are one window
 local WINDOW_KEEP = 10000000 -- µs a window is remembered past its reset (see reserve.lua)
+local PROBE_WAIT = 1000000 -- µs a probe may go unanswered (see reserve.lua)
 local STRIKE, SHIFT_SLOTS = 10000000, 2
 local CUBIC_K, CUBIC_P, CUBIC_C, BETA, MIN_RATE = 1000000, 3000000, 0.3, 0.7, 0.1
 
@@ -104,6 +107,10 @@ if remaining ~= nil then
 		-- A new window: the spreading of the old one is over.
 		wr, wz = remaining, r
 		table.insert(set, 'ws'); table.insert(set, 0)
+		if probing then
+			-- The probe's round trip: when the next probe's answer is due.
+			table.insert(set, 'rt'); table.insert(set, f(math.min(rtt, PROBE_WAIT)))
+		end
 	end
 	keep = math.max(keep, wz + math.max(WINDOW_KEEP, length))
 	table.insert(set, 'wr'); table.insert(set, f(wr))

@@ -179,6 +179,7 @@ func TestWindowFleet(t *testing.T) {
 }
 
 func relMs(turns []int64, from float64) []float64 {
+	turns = turns[:min(len(turns), 20)] // enough to see what went wrong
 	out := make([]float64, len(turns))
 	for i, t := range turns {
 		out[i] = math.Round((float64(t)-from)/100) / 10

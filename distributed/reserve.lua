@@ -15,6 +15,7 @@
 --   ws  next turn while the window runs low (spreading)
 --   wp  1 while the window is a probe's (wr, wz made up by this script
 --       after a reset), so that the next response's window replaces it
+--   rt  how long the last probe took to be answered (µs)
 --   am  adaptive cut: the rate (units/s) before the last cut; absent: none
 --   ac  when the last cut happened
 --   al  when the last cut or shift happened
@@ -29,7 +30,8 @@
 --   1  reserved: sleep wait µs, then it is the caller's turn.
 --   0  the turn (wait µs away) is past the caller's limit; nothing written.
 --   2  the server's window is spent: nothing reserved; sleep wait µs (its
---      reset, or a probe's timeout) and call again.
+--      reset, when a probe's answer is due, or a probe's timeout) and
+--      call again.
 -- turn is now + wait, µs of Redis's clock (for tests and tracing).
 --
 -- This is GCRA, the token bucket of golang.org/x/time/rate in another
@@ -55,7 +57,7 @@ local CUBIC_K, CUBIC_P, CUBIC_C, MIN_RATE = 1000000, 3000000, 0.3, 0.1
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
 
-local s = redis.call('HMGET', key, 't', 'p', 'wr', 'wz', 'wl', 'ws', 'am', 'ac', 'cs', 'cc', 'cp', 'x')
+local s = redis.call('HMGET', key, 't', 'p', 'wr', 'wz', 'wl', 'ws', 'am', 'ac', 'cs', 'cc', 'cp', 'x', 'wp', 'rt')
 local tat = tonumber(s[1]) or now
 local paused = tonumber(s[2]) or 0
 local wr, wz = tonumber(s[3]), tonumber(s[4])
@@ -75,7 +77,19 @@ if win and now >= wz then
 	keep = math.max(keep, wz + WINDOW_KEEP)
 end
 if win and wr < n then
-	local wait = math.ceil(math.max(wz, start) - now)
+	local wake = wz
+	local rt = tonumber(s[14])
+	if not probe and s[13] == '1' and rt ~= nil then
+		-- A probe is out: its answer is due about one probe's round trip
+		-- (the last probe's, rt) after it left. Look again then, once,
+		-- rather than at its timeout: waits of other processes are not
+		-- woken by its answer.
+		local due = wz - PROBE_WAIT + 2 * rt + 2000
+		if due > now and due < wz then
+			wake = due
+		end
+	end
+	local wait = math.ceil(math.max(wake, start) - now)
 	if maxwait ~= nil and wait > maxwait then
 		return {0, wait, now + wait}
 	end

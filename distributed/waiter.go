@@ -185,7 +185,7 @@ func (w *keyWaiter) Adapt(ctx context.Context, f throttle.Feedback) error {
 	if f.Throttled {
 		age = us(f.Age)
 	}
-	cmd, err := w.q.call(ctx, adaptScript, w.keys, w.interval, us(f.Pause), remaining, reset, size, length, age, w.burst)
+	cmd, err := w.q.call(ctx, adaptScript, w.keys, w.interval, us(f.Pause), remaining, reset, size, length, age, w.burst, us(f.Age))
 	if err != nil {
 		if f.Pause <= 0 || errCaller(ctx, err) {
 			// What was lost is advice; the next response says it again.
