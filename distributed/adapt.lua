@@ -37,7 +37,7 @@ local CUBIC_K, CUBIC_P, CUBIC_C, BETA, MIN_RATE = 1000000, 3000000, 0.3, 0.7, 0.
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
 
-local s = redis.call('HMGET', key, 't', 'p', 'wr', 'wz', 'am', 'ac', 'al', 'cs', 'cc', 'cp', 'x', 'wp')
+local s = redis.call('HMGET', key, 't', 'p', 'wr', 'wz', 'am', 'ac', 'al', 'cs', 'cc', 'cp', 'x', 'wp', 'rt')
 local tat = tonumber(s[1])
 local paused = tonumber(s[2]) or 0
 local wr, wz = tonumber(s[3]), tonumber(s[4])
@@ -107,11 +107,15 @@ if remaining ~= nil then
 		-- A new window: the spreading of the old one is over.
 		wr, wz = remaining, r
 		table.insert(set, 'ws'); table.insert(set, 0)
-		if probing then
-			-- The probe's round trip: when the next probe's answer is due.
-			table.insert(set, 'rt'); table.insert(set, f(math.min(rtt, PROBE_WAIT)))
-		end
 	end
+	-- A round trip, for when a probe's answer is due (see reserve.lua): a
+	-- probe's own (it did not wait), else the least age seen, since a
+	-- request's age includes its wait for a turn.
+	local rt = tonumber(s[13])
+	if probing or rt == nil or rtt < rt then
+		rt = rtt
+	end
+	table.insert(set, 'rt'); table.insert(set, f(math.min(rt, PROBE_WAIT)))
 	keep = math.max(keep, wz + math.max(WINDOW_KEEP, length))
 	table.insert(set, 'wr'); table.insert(set, f(wr))
 	table.insert(set, 'wz'); table.insert(set, f(wz))

@@ -38,8 +38,8 @@
 //     responses arrive. A spent window holds every wait until its reset;
 //     then one wait goes as a probe, and the rest wait for its response
 //     (waits of the process that gets it wake at once; the others look
-//     again when it is due, two of the last probe's round trips after it
-//     left, and otherwise at its 1 s timeout). A window running low (under a tenth of its size, or 10
+//     again when it is due, two round trips after it left, and otherwise
+//     at its 1 s timeout). A window running low (under a tenth of its size, or 10
 //     units) is spread: at most remaining/(time to reset) per second.
 //   - A bare rejection (429 or 503 that says nothing of when): the fleet's
 //     pace is cut to 0.7 times the rate it was sending at over the last

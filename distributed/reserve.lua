@@ -15,7 +15,8 @@
 --   ws  next turn while the window runs low (spreading)
 --   wp  1 while the window is a probe's (wr, wz made up by this script
 --       after a reset), so that the next response's window replaces it
---   rt  how long the last probe took to be answered (µs)
+--   rt  a request's round trip (µs): the last probe's, or the least age
+--       of a response since
 --   am  adaptive cut: the rate (units/s) before the last cut; absent: none
 --   ac  when the last cut happened
 --   al  when the last cut or shift happened
@@ -80,8 +81,8 @@ if win and wr < n then
 	local wake = wz
 	local rt = tonumber(s[14])
 	if not probe and s[13] == '1' and rt ~= nil then
-		-- A probe is out: its answer is due about one probe's round trip
-		-- (the last probe's, rt) after it left. Look again then, once,
+		-- A probe is out: its answer is due about a round trip (rt) after
+		-- it left. Look again then, once,
 		-- rather than at its timeout: waits of other processes are not
 		-- woken by its answer.
 		local due = wz - PROBE_WAIT + 2 * rt + 2000
