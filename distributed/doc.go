@@ -16,8 +16,43 @@
 //	err := q.For(apiKey).WaitN(ctx, 1)
 //
 // A [Quota] implements [throttle.Waiter] and [throttle.KeyedWaiter]; it and
-// the waiters For returns implement [throttle.Pauser], so [throttle.Transport] uses
-// it as it would the in-process limiter.
+// the waiters For returns implement [throttle.Adapter] and
+// [throttle.Pauser], so [throttle.Transport] uses it as it would the
+// in-process limiter, and what one worker's responses say paces the whole
+// fleet:
+//
+//	client := &http.Client{Transport: &throttle.Transport{Waiter: q}}
+//
+// # Fleet-wide pacing
+//
+// Transport reads every response's rate-limit headers into a
+// [throttle.Feedback] and hands it to the key's waiter (Adapt): one more
+// script call per response that says something, none for one that says
+// nothing. The script writes it into the bucket's hash, where every
+// worker's next wait sees it:
+//
+//   - A pause (Retry-After, or a spent quota's reset): no worker's turn
+//     comes before it.
+//   - A window (remaining units until a reset): every reservation of every
+//     worker spends from it, so requests in flight count before their
+//     responses arrive. A spent window holds every wait until its reset;
+//     then one wait goes as a probe, and the rest wait for its response
+//     (waits of the process that gets it wake at once; the others look
+//     again when it is due, two round trips after it left, and otherwise
+//     at its 1 s timeout). A window running low (under a tenth of its size, or 10
+//     units) is spread: at most remaining/(time to reset) per second.
+//   - A bare rejection (429 or 503 that says nothing of when): the fleet's
+//     pace is cut to 0.7 times the rate it was sending at over the last
+//     second, and regrows along a cubic curve, back to that rate after 1 s
+//     and 30% beyond it 3 s later, never above the configured limit (AWS's
+//     adaptive retry mode; see throttle's Adapter). A lone rejection first
+//     shifts the schedule by two intervals; a second within 10 s cuts.
+//     Rejections of requests that reserved their turns before the last cut
+//     are ignored.
+//
+// A server's declared limit (Feedback.HasDeclared) is not used: a Quota
+// always has a configured limit, and a declared one applies only where
+// none is configured. The window and the cut pace the fleet below it.
 //
 // # Guarantees
 //
@@ -30,8 +65,12 @@
 //     and nothing is reserved; a wait cancelled during its sleep gives its
 //     units back.
 //   - [Quota.Pause] (and the Pause of a For waiter) writes "nothing before
-//     now+d" where every process's next wait sees it.
-//   - One Redis hash per bucket, expiring once the bucket is full again;
+//     now+d" where every process's next wait sees it; Adapt does the same
+//     for a window and an adaptive cut.
+//   - One Redis hash per bucket, expiring once the bucket is full again,
+//     any pause is over, no window or cut needs remembering, and no unit
+//     was reserved for 2 s (the reach of the count an adaptive cut and a
+//     first window read);
 //     the key's text is encoded, so any user key is safe and all of a
 //     bucket's state stays in one Cluster slot.
 //   - When Redis cannot answer within [Quota.Timeout], the [FailMode]
@@ -42,5 +81,8 @@
 //
 // A bucket lives at Prefix + "{" + base64url(name) + "." + base64url(key)
 // + "}" (Prefix defaults to "throttle:"), a hash with fields t (the time
-// the bucket is full again, µs of Redis's clock) and p (paused until).
+// the bucket is full again, µs of Redis's clock), p (paused until), and,
+// once servers said something, the window (wr, wz, wl, ws, wp), the cut
+// (am, ac, al), a per-second count of reserved units (cs, cc, cp) and how
+// long all of it must be kept (x); reserve.lua describes them.
 package distributed

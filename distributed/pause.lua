@@ -12,13 +12,16 @@ local d = tonumber(ARGV[1])
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
 
-local state = redis.call('HMGET', key, 't', 'p')
+local state = redis.call('HMGET', key, 't', 'p', 'x')
 local tat = tonumber(state[1]) or now
 local paused = tonumber(state[2]) or 0
+local keep = tonumber(state[3]) or 0 -- see reserve.lua
 if now + d > paused then
 	paused = now + d
 	redis.call('HSET', key, 'p', string.format('%.17g', paused))
 end
-local expire = math.max(tat, paused) - now
-redis.call('PEXPIRE', key, math.max(1, math.ceil(expire / 1000)))
+-- Never shorter than the key's TTL already is (reserve.lua keeps its
+-- counter for 2 s).
+local expire = math.max(tat or now, paused, keep) - now
+redis.call('PEXPIRE', key, math.max(1, math.ceil(expire / 1000), redis.call('PTTL', key)))
 return paused - now

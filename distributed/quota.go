@@ -25,6 +25,8 @@ var (
 	refundSrc string
 	//go:embed pause.lua
 	pauseSrc string
+	//go:embed adapt.lua
+	adaptSrc string
 
 	// Scripts are immutable values (source and SHA1): sharing them is safe.
 	// Run sends EVALSHA and, on NOSCRIPT (a new server, a failover, SCRIPT
@@ -32,6 +34,7 @@ var (
 	reserveScript = redis.NewScript(reserveSrc)
 	refundScript  = redis.NewScript(refundSrc)
 	pauseScript   = redis.NewScript(pauseSrc)
+	adaptScript   = redis.NewScript(adaptSrc)
 )
 
 // Quota is a token bucket kept in Redis and shared by every process that
@@ -42,8 +45,11 @@ var (
 // Most callers use WaitN, or For(key).WaitN to keep a separate bucket (with
 // the same limit and burst) per key: a host, an API key, a tenant. A Quota
 // implements [throttle.Waiter] and [throttle.KeyedWaiter], and it and the
-// waiters For returns implement [throttle.Pauser], so [throttle.Transport]
-// and workers use it as they would the in-process limiter.
+// waiters For returns implement [throttle.Adapter] and [throttle.Pauser],
+// so [throttle.Transport] and workers use it as they would the in-process
+// limiter; what any worker's responses say (pauses, windows, bare
+// rejections) paces every worker (see "Fleet-wide pacing" in the package
+// doc).
 //
 // # How a wait works
 //
@@ -53,8 +59,15 @@ var (
 // calls reach Redis. A turn past ctx's deadline is refused inside the same
 // script, before anything is reserved. If ctx ends during the sleep, a
 // second call gives the n units back (see WaitN). State is one Redis hash
-// per bucket that expires once the bucket is full again and any pause is
-// over, so idle keys cost nothing.
+// per bucket that expires once the bucket is full again, any pause is
+// over, what servers said needs no remembering, and nothing was reserved
+// for 2 s, so idle keys cost nothing.
+//
+// What servers said narrows this: the same script call blocks a wait on a
+// spent window (the wait sleeps until the reset and reserves again), spends
+// the window's units at the reservation, spreads a window that runs low,
+// and applies an adaptive cut's slower pace. Adapt is a second script,
+// called once per response that carries something.
 //
 // # When Redis is away
 //
@@ -103,8 +116,9 @@ type Quota struct {
 	// Redis and never part of a shared decision. nil means time.Now.
 	now func() time.Time
 
-	br    breaker
-	local localBuckets
+	br      breaker
+	local   localBuckets
+	changes changes
 
 	once sync.Once // computes def
 	def  *keyWaiter
@@ -138,18 +152,27 @@ func (q *Quota) Pause(ctx context.Context, d time.Duration) error {
 	return q.defaultWaiter().Pause(ctx, d)
 }
 
+// Adapt applies what a server said about the quota's own bucket (the one
+// For("") returns) for every process sharing it. See For.
+func (q *Quota) Adapt(ctx context.Context, f throttle.Feedback) error {
+	return q.defaultWaiter().Adapt(ctx, f)
+}
+
 // For returns the waiter of key's bucket: the same limit and burst as q,
 // its own state, shared by every process that uses q's name and the same
 // key. Any string is a safe key (see "Redis keys" in the package doc): it
 // cannot reach another key's state. For is cheap; the
-// result is safe for concurrent use and also implements [throttle.Pauser].
+// result is safe for concurrent use and also implements [throttle.Pauser]
+// and [throttle.Adapter].
 //
 // The result's WaitN(ctx, n) keeps the [throttle.Waiter] contract:
 //
 //   - n = 0 returns nil at once; n < 0, a limit that is not positive or a
 //     burst below 1 fail with [throttle.ErrInvalidLimit], n > burst with
 //     [throttle.ErrCostExceedsBurst], before any Redis call.
-//   - One script call reserves the turn and returns the wait. If the turn
+//   - One script call reserves the turn and returns the wait (one more
+//     each time a spent server window blocked the wait until its reset or
+//     a probe's answer). If the turn
 //     is past ctx's deadline, WaitN returns a [*throttle.DeadlineError]
 //     (matching [throttle.ErrWouldExceedDeadline] and
 //     [context.DeadlineExceeded]) at once, and nothing was reserved. (If
@@ -172,6 +195,18 @@ func (q *Quota) Pause(ctx context.Context, d time.Duration) error {
 // shortens a longer one. A failed Pause returns an error matching
 // [ErrStoreUnavailable], whatever the FailMode; it does not pause the
 // FailLocal buckets.
+//
+// The result's Adapt(ctx, f) implements [throttle.Adapter] for the whole
+// fleet (see "Fleet-wide pacing" in the package doc). A Feedback with no
+// pause, no window and no rejection costs nothing; otherwise one script
+// call, bounded by Timeout, writes it. f.HasDeclared is ignored: the Quota
+// has a configured limit. Adapt never blocks beyond Timeout. If Redis
+// cannot answer, the feedback is dropped: Adapt returns nil, except that a
+// pause that could not be written returns an error matching
+// [ErrStoreUnavailable] (as Pause does, whatever the FailMode), so that
+// Transport does not report a pause that did not happen. Waits already
+// sleeping keep their turns; a cut stretches the queue behind them, so
+// that the fleet's count over time follows the slower pace.
 func (q *Quota) For(key string) throttle.Waiter {
 	return newKeyWaiter(q, key)
 }

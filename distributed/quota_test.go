@@ -141,18 +141,29 @@ func TestCancelRefunds(t *testing.T) {
 }
 
 // TestIdleExpiry: a bucket's hash lives until the bucket would be full
-// again, then disappears.
+// again and no unit was reserved for 2 s (the reservation counter's reach,
+// see reserve.lua), then disappears.
 func TestIdleExpiry(t *testing.T) {
 	_, c := startRedis(t)
-	q := New(c, "expiry", 10, 5) // 100ms per unit
+	q := New(c, "expiry", 1, 5) // 1 s per unit
 	w := q.For("k").(*keyWaiter)
 	ctx := context.Background()
-	if err := w.WaitN(ctx, 5); err != nil { // empties it: full again in 500ms
+	if err := w.WaitN(ctx, 5); err != nil { // empties it: full again in 5 s
 		t.Fatalf("WaitN(5) = %v", err)
 	}
 	_, _, pttl := hashState(t, c, w.rkey)
-	if pttl <= 400*time.Millisecond || pttl > 500*time.Millisecond {
-		t.Errorf("PTTL after spending the burst = %v; want (400ms, 500ms]", pttl)
+	if pttl <= 4900*time.Millisecond || pttl > 5*time.Second {
+		t.Errorf("PTTL after spending the burst = %v; want (4.9s, 5s]: until the bucket is full", pttl)
+	}
+
+	q = New(c, "expiry", 10, 5) // 100ms per unit
+	w = q.For("k2").(*keyWaiter)
+	if err := w.WaitN(ctx, 5); err != nil { // full again in 500ms
+		t.Fatalf("WaitN(5) = %v", err)
+	}
+	_, _, pttl = hashState(t, c, w.rkey)
+	if pttl <= 1900*time.Millisecond || pttl > 2*time.Second {
+		t.Errorf("PTTL after spending a 500ms burst = %v; want (1.9s, 2s]: the counter's reach", pttl)
 	}
 	time.Sleep(pttl + 50*time.Millisecond)
 	if n, err := c.Exists(ctx, w.rkey).Result(); err != nil || n != 0 {

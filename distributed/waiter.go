@@ -3,6 +3,7 @@ package distributed
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -47,45 +48,79 @@ func (w *keyWaiter) waitN(ctx context.Context, n int) (turn int64, err error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	maxWait := "" // no deadline: any turn will do
-	if deadline, ok := ctx.Deadline(); ok {
-		// Relative to this process's monotonic clock, like the returned wait.
-		maxWait = strconv.FormatInt(max(0, time.Until(deadline).Microseconds()), 10)
-	}
-	cmd, err := q.call(ctx, reserveScript, w.keys, w.interval, w.burst, n, maxWait)
-	if err != nil {
-		if errCaller(ctx, err) {
-			return 0, err
+	for {
+		// A change of the server's window read before the call is one
+		// the script has seen: see changes.
+		gen := q.changes.gen.Load()
+		maxWait := "" // no deadline: any turn will do
+		if deadline, ok := ctx.Deadline(); ok {
+			// Relative to this process's monotonic clock, like the returned wait.
+			maxWait = strconv.FormatInt(max(0, time.Until(deadline).Microseconds()), 10)
 		}
-		return 0, w.fail(ctx, n, err)
+		cmd, err := q.call(ctx, reserveScript, w.keys, w.interval, w.burst, n, maxWait)
+		if err != nil {
+			if errCaller(ctx, err) {
+				return 0, err
+			}
+			return 0, w.fail(ctx, n, err)
+		}
+		reply, err := cmd.Int64Slice()
+		if err != nil || len(reply) != 3 {
+			return 0, w.fail(ctx, n, fmt.Errorf("unexpected reply %v from reserve script: %v", cmd.Val(), err))
+		}
+		wait, turn := time.Duration(reply[1])*time.Microsecond, reply[2]
+		switch reply[0] {
+		case 1:
+		case 2:
+			// The server's window is spent: nothing was reserved. Sleep
+			// until its reset (or a probe's timeout), or until a response
+			// to this process says more, and reserve again.
+			if err := w.sleepBlocked(ctx, wait, gen); err != nil {
+				return 0, err
+			}
+			continue
+		default:
+			return 0, &throttle.DeadlineError{Key: w.key, Delay: wait}
+		}
+		if wait <= 0 {
+			return turn, nil
+		}
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
+			// The script compared the turn with the time left when the call
+			// was sent; the round trip used some of it, and the turn is now
+			// past the deadline. Give it back rather than sleep into it.
+			w.refund(ctx, n)
+			return 0, &throttle.DeadlineError{Key: w.key, Delay: wait}
+		}
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+			return turn, nil
+		case <-ctx.Done():
+			w.refund(ctx, n)
+			return 0, ctx.Err()
+		}
 	}
-	reply, err := cmd.Int64Slice()
-	if err != nil || len(reply) != 3 {
-		return 0, w.fail(ctx, n, fmt.Errorf("unexpected reply %v from reserve script: %v", cmd.Val(), err))
+}
+
+// sleepBlocked sleeps d (the script checked it against ctx's deadline),
+// or until a response to this process changes a window (see changes), or
+// until ctx ends. Nothing is reserved, so nothing is given back.
+func (w *keyWaiter) sleepBlocked(ctx context.Context, d time.Duration, gen uint64) error {
+	changed, now := w.q.changes.wait()
+	if now != gen {
+		return nil // changed since the script read the window
 	}
-	wait, turn := time.Duration(reply[1])*time.Microsecond, reply[2]
-	if reply[0] != 1 {
-		return 0, &throttle.DeadlineError{Key: w.key, Delay: wait}
-	}
-	if wait <= 0 {
-		return turn, nil
-	}
-	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
-		// The script compared the turn with the time left when the call
-		// was sent; the round trip used some of it, and the turn is now
-		// past the deadline. Give it back rather than sleep into it.
-		w.refund(ctx, n)
-		return 0, &throttle.DeadlineError{Key: w.key, Delay: wait}
-	}
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
+	t := time.NewTimer(d)
+	defer t.Stop()
 	select {
-	case <-timer.C:
-		return turn, nil
+	case <-t.C:
+	case <-changed:
 	case <-ctx.Done():
-		w.refund(ctx, n)
-		return 0, ctx.Err()
+		return ctx.Err()
 	}
+	return nil
 }
 
 // refund gives n units back (refund.lua), best effort, bounded by Timeout.
@@ -126,6 +161,40 @@ func (w *keyWaiter) Pause(ctx context.Context, d time.Duration) error {
 			return err
 		}
 		return fmt.Errorf("pausing %q: %w", w.key, unavailable(err))
+	}
+	return nil
+}
+
+// Adapt implements [throttle.Adapter]; see Quota.For. A Feedback that
+// says nothing (no pause, no window, no rejection) costs nothing.
+func (w *keyWaiter) Adapt(ctx context.Context, f throttle.Feedback) error {
+	if f.Pause <= 0 && !f.HasWindow && !f.Throttled {
+		return nil
+	}
+	us := func(d time.Duration) string {
+		d = min(max(d, 0), maxPause)
+		return strconv.FormatInt(int64((d+time.Microsecond-1)/time.Microsecond), 10)
+	}
+	remaining, reset, size, length := "", "0", "0", "0"
+	if f.HasWindow && !math.IsNaN(f.Remaining) && !math.IsNaN(f.Size) {
+		remaining = strconv.FormatFloat(max(f.Remaining, 0), 'g', -1, 64)
+		reset, length = us(f.Reset), us(f.Window)
+		size = strconv.FormatFloat(max(f.Size, 0), 'g', -1, 64)
+	}
+	age := ""
+	if f.Throttled {
+		age = us(f.Age)
+	}
+	cmd, err := w.q.call(ctx, adaptScript, w.keys, w.interval, us(f.Pause), remaining, reset, size, length, age, w.burst, us(f.Age))
+	if err != nil {
+		if f.Pause <= 0 || errCaller(ctx, err) {
+			// What was lost is advice; the next response says it again.
+			return nil
+		}
+		return fmt.Errorf("pausing %q: %w", w.key, unavailable(err))
+	}
+	if admits, _ := cmd.Int64(); admits == 1 {
+		w.q.changes.notify()
 	}
 	return nil
 }

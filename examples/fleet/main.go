@@ -1,8 +1,9 @@
 // Command fleet shows N worker processes sharing one API quota through
 // Redis. It starts a local counting HTTP API on loopback, then runs copies
-// of itself as workers; each waits on the shared quota before every
-// request. The totals it prints stay at the quota's rate however many
-// workers there are.
+// of itself as workers; each sends through an http.Client whose
+// throttle.Transport waits on the shared quota before every request (and
+// tells it what each response said, for the whole fleet). The totals it
+// prints stay at the quota's rate however many workers there are.
 //
 // Usage:
 //
@@ -15,6 +16,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -149,8 +151,9 @@ func snapshot(counts []atomic.Int64) (total int64, per []int64) {
 	return total, per
 }
 
-// work is one worker process: 8 goroutines wait on the shared quota, then
-// send, until the common stop time.
+// work is one worker process: 8 goroutines send through a
+// throttle.Transport that waits on the shared quota, until the common stop
+// time.
 func work(addr, quota, api string, id, workers int, limit rate.Limit, burst int, start, until time.Time) error {
 	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 	defer client.Close()
@@ -169,6 +172,9 @@ func work(addr, quota, api string, id, workers int, limit rate.Limit, burst int,
 	}
 	warm.Wait()
 	time.Sleep(time.Until(start))
+	// The Transport waits on the quota (key: the API's host) before each
+	// request, and hands what each response says to it.
+	hc := &http.Client{Transport: &throttle.Transport{Waiter: q}}
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -177,24 +183,29 @@ func work(addr, quota, api string, id, workers int, limit rate.Limit, burst int,
 	for range 8 {
 		wg.Go(func() {
 			for {
-				// The lead will switch this to throttle.Transport, which
-				// waits the same way before each request.
-				err := q.For("api").WaitN(ctx, 1)
-				if errors.Is(err, throttle.ErrWouldExceedDeadline) || ctx.Err() != nil {
-					return // the run is over
-				}
-				if err == nil {
-					var resp *http.Response
-					if resp, err = http.Get(url); err == nil {
-						resp.Body.Close()
-					}
-				}
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 				if err != nil {
 					mu.Lock()
 					errs = append(errs, err.Error())
 					mu.Unlock()
 					return
 				}
+				resp, err := hc.Do(req)
+				if errors.Is(err, throttle.ErrWouldExceedDeadline) || ctx.Err() != nil {
+					if err == nil {
+						resp.Body.Close()
+					}
+					return // the run is over
+				}
+				if err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					continue
+				}
+				mu.Lock()
+				errs = append(errs, err.Error())
+				mu.Unlock()
+				return
 			}
 		})
 	}
