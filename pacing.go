@@ -172,7 +172,7 @@ func (w *window) update(now float64, f Feedback, others float64) {
 		w.remaining = min(w.remaining, f.Remaining)
 		w.reset = min(w.reset, reset)
 	} else if !w.valid || reset > w.reset {
-		w.valid, w.remaining, w.reset = true, remaining, reset
+		w.valid, w.remaining, w.reset, w.spreadTat = true, remaining, reset, 0
 	}
 	w.limit = f.Size
 }
@@ -186,8 +186,8 @@ func (w *window) admit(now float64, n int) (until float64, blocked bool) {
 	}
 	if now >= w.reset {
 		// The window has reset; its new size is unknown until a response
-		// says. Let one probe through.
-		w.remaining, w.reset = 1, now+probeWait
+		// says. Let one probe through (of n units: a probe must fit).
+		w.remaining, w.reset = float64(n), now+probeWait
 	}
 	if w.remaining < float64(n) {
 		return w.reset, true

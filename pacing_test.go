@@ -70,6 +70,23 @@ func TestAdaptWindow(t *testing.T) {
 	})
 }
 
+// TestAdaptWindowProbeCost checks that the probe after a reset fits a
+// wait of more than one unit.
+func TestAdaptWindowProbeCost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l Limiter
+		w := l.For("k")
+		w.(Adapter).Adapt(t.Context(), Feedback{HasWindow: true, Remaining: 0, Reset: 5 * time.Second, Window: time.Minute})
+		start := time.Now()
+		if err := w.WaitN(t.Context(), 3); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := time.Since(start), 5*time.Second; got != want {
+			t.Errorf("a 3-unit wait after the reset ended at %v; want %v", got, want)
+		}
+	})
+}
+
 // TestAdaptWindowSpread checks that a window running low is spread over
 // the time left to its reset.
 func TestAdaptWindowSpread(t *testing.T) {
