@@ -1,0 +1,56 @@
+// Package throttle is the client side of rate limits: it makes a program
+// that calls someone else's API stop collecting 429s.
+//
+// Requests wait for their turn in a token bucket instead of being refused;
+// every response's rate-limit headers are read, and what they say paces the
+// next requests; 429s and transient failures are retried with jittered
+// exponential backoff.
+//
+// # Wrapping an http.Client
+//
+// Most programs need one line:
+//
+//	client := &http.Client{Transport: &throttle.Transport{
+//		Waiter: &throttle.Limiter{Limit: 10, Burst: 10}, // per host
+//	}}
+//
+// [Transport] waits for quota per key (the host by default), pauses a key
+// whose quota the server says is spent, spreads a server's window that runs
+// low, adopts a server's declared limit where none is configured, slows down
+// on bare 429s, and retries. The zero Transport works: no pacing of its own,
+// only what servers say.
+//
+// # Queue workers
+//
+// A worker that spends a quota per job, HTTP or not, waits on the [Limiter]
+// itself:
+//
+//	err := lim.For(tenant).WaitN(ctx, cost)
+//
+// # The Waiter seam
+//
+// [Waiter] is what Transport and workers wait on: WaitN(ctx, n), the method
+// of x/time/rate's Limiter, so a plain *rate.Limiter fits. [KeyedWaiter]
+// keeps a quota per key, [Pauser] can be told "nothing before d from now",
+// and [Adapter] takes all a response said ([Feedback]). The in-process
+// [Limiter] and the Redis-shared waiter of package
+// github.com/throttle-go/throttle/distributed implement all four. Every
+// wait is a reservation (no polling; callers served in arrival order), is
+// deadline-aware ([ErrWouldExceedDeadline], reserving nothing), and gives
+// its units back when its context ends.
+//
+// # Reading headers
+//
+// [ParseQuota] reads every dialect in use into a [Quota]: Retry-After, the
+// IETF RateLimit and RateLimit-Policy fields of every draft generation,
+// X-RateLimit-* and the vendors' own (GitHub, OpenAI, Anthropic, Discord,
+// Azure, Shopify, …). Absolute times are measured against the response's
+// own Date, so a client whose clock is off computes the same waits.
+//
+// # Errors
+//
+// Errors are sentinels wrapped with context: [ErrWouldExceedDeadline] (also
+// [context.DeadlineExceeded]; type [DeadlineError]), [ErrCostExceedsBurst],
+// [ErrInvalidLimit]. HTTP statuses are never errors: a final 429 is a
+// response.
+package throttle
