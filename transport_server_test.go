@@ -166,3 +166,61 @@ func TestTransportTransientErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestTransportServerRetryAfter runs 429s with Retry-After in seconds and
+// as a date from a server whose clock (and Date) is an hour off, against a
+// real server. Bounds: the retry comes no sooner than the server asked (1 s;
+// 2 s after the server's Date, both in whole seconds) and at most 300 ms
+// later (scheduling and loopback on a busy machine; reading the date
+// against the local clock would show as an hour).
+func TestTransportServerRetryAfter(t *testing.T) {
+	tests := []struct {
+		name     string
+		header   func(now time.Time) (date, retryAfter string)
+		min, max time.Duration
+	}{
+		{"seconds", func(time.Time) (string, string) { return "", "1" }, time.Second, 1300 * time.Millisecond},
+		{"date, server clock an hour ahead", func(now time.Time) (string, string) {
+			srv := now.Add(time.Hour)
+			return srv.UTC().Format(http.TimeFormat), srv.Add(2 * time.Second).UTC().Format(http.TimeFormat)
+		}, 2 * time.Second, 2300 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var arrivals []time.Time
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				now := time.Now()
+				mu.Lock()
+				first := len(arrivals) == 0
+				arrivals = append(arrivals, now)
+				mu.Unlock()
+				if first {
+					date, ra := tt.header(now)
+					if date != "" {
+						w.Header().Set("Date", date)
+					}
+					w.Header().Set("Retry-After", ra)
+					w.WriteHeader(http.StatusTooManyRequests)
+					return
+				}
+				io.WriteString(w, "ok")
+			}))
+			defer srv.Close()
+			client := &http.Client{Transport: &Transport{Base: srv.Client().Transport}}
+			resp, err := client.Get(srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			mu.Lock()
+			defer mu.Unlock()
+			if resp.StatusCode != 200 || len(arrivals) != 2 {
+				t.Fatalf("final status %d after %d attempts; want 200 after 2", resp.StatusCode, len(arrivals))
+			}
+			if gap := arrivals[1].Sub(arrivals[0]); gap < tt.min || gap > tt.max {
+				t.Errorf("retry arrived %v after the 429; want within [%v, %v]", gap, tt.min, tt.max)
+			}
+		})
+	}
+}
