@@ -25,6 +25,8 @@
 --       is remembered until 10 s (or its length) past its reset, so that
 --       the first wait after the reset goes as a probe; a cut until its
 --       curve is back at the configured rate, and at least 10 s
+--   xe  when the TTL this script last set runs out (it sets it a second
+--       long, so that most waits need no PEXPIRE)
 -- adapt.lua writes the window, the cut and the pause; see there.
 --
 -- Returns {status, wait, turn}:
@@ -58,14 +60,23 @@ local CUBIC_K, CUBIC_P, CUBIC_C, MIN_RATE = 1000000, 3000000, 0.3, 0.1
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
 
-local s = redis.call('HMGET', key, 't', 'p', 'wr', 'wz', 'wl', 'ws', 'am', 'ac', 'cs', 'cc', 'cp', 'x', 'wp', 'rt')
+-- The fields every wait needs; the window's and the cut's only when a
+-- server said something (adapt.lua, or this script for a window, writes x
+-- with them), so that the common wait reads and writes little.
+local s = redis.call('HMGET', key, 't', 'p', 'cs', 'cc', 'cp', 'x', 'xe')
 local tat = tonumber(s[1]) or now
 local paused = tonumber(s[2]) or 0
-local wr, wz = tonumber(s[3]), tonumber(s[4])
-local wl, ws = tonumber(s[5]) or 0, tonumber(s[6]) or 0
-local am, ac = tonumber(s[7]), tonumber(s[8])
-local cs, cc, cp = tonumber(s[9]) or 0, tonumber(s[10]) or 0, tonumber(s[11]) or 0
-local keep = tonumber(s[12]) or 0
+local cs, cc, cp = tonumber(s[3]) or 0, tonumber(s[4]) or 0, tonumber(s[5]) or 0
+local keep = tonumber(s[6]) or 0
+local expiresAt = tonumber(s[7]) or 0 -- the TTL this script last set, µs
+local wr, wz, wl, ws, am, ac, wp, rt = nil, nil, 0, 0, nil, nil, nil, nil
+if s[6] then
+	local e = redis.call('HMGET', key, 'wr', 'wz', 'wl', 'ws', 'am', 'ac', 'wp', 'rt')
+	wr, wz = tonumber(e[1]), tonumber(e[2])
+	wl, ws = tonumber(e[3]) or 0, tonumber(e[4]) or 0
+	am, ac = tonumber(e[5]), tonumber(e[6])
+	wp, rt = e[7], tonumber(e[8])
+end
 local start = math.max(now, paused)
 local f = function(v) return string.format('%.17g', v) end -- every bit of a double
 
@@ -79,8 +90,7 @@ if win and now >= wz then
 end
 if win and wr < n then
 	local wake = wz
-	local rt = tonumber(s[14])
-	if not probe and s[13] == '1' and rt ~= nil then
+	if not probe and wp == '1' and rt ~= nil then
 		-- A probe is out: its answer is due about a round trip (rt) after
 		-- it left. Look again then, once,
 		-- rather than at its timeout: waits of other processes are not
@@ -137,17 +147,23 @@ end
 
 -- Units reserved per second, for the measured rate adapt.lua cuts from.
 local sec = math.floor(now / 1000000)
-if sec == cs + 1 then
-	cp, cc = cc, 0
-elseif sec ~= cs then
-	cp, cc = 0, 0
+local set = {'t', f(newtat)}
+if sec ~= cs then
+	if sec == cs + 1 then
+		cp, cc = cc, 0
+	else
+		cp, cc = 0, 0
+	end
+	table.insert(set, 'cs'); table.insert(set, sec)
+	table.insert(set, 'cp'); table.insert(set, cp)
 end
 cc = cc + n
+table.insert(set, 'cc'); table.insert(set, cc)
 
 -- The counter must outlive a full bucket by its reach (2 s): the rate an
 -- adaptive cut starts from, and the units a first window must count, are
 -- there.
-local expire = math.max(newtat, paused, keep, now + COUNT_KEEP) - now
+local expire = math.max(newtat, paused, keep, now + COUNT_KEEP)
 if win then
 	-- Spend from the window at the reservation, so that requests in
 	-- flight count before their responses arrive; while it runs low, the
@@ -156,13 +172,20 @@ if win then
 	if low(wr) then
 		ws = at + (wz - at) / math.max(wr + 1, 1)
 	end
-	redis.call('HSET', key, 't', f(newtat), 'cs', sec, 'cc', cc, 'cp', cp,
-		'wr', f(wr), 'wz', f(wz), 'ws', f(ws), 'x', f(keep), 'wp', probe and 1 or 0)
-else
-	redis.call('HSET', key, 't', f(newtat), 'cs', sec, 'cc', cc, 'cp', cp)
+	for _, v in ipairs({'wr', f(wr), 'wz', f(wz), 'ws', f(ws), 'x', f(keep), 'wp', probe and 1 or 0}) do
+		table.insert(set, v)
+	end
 end
 -- Idle state expires once the bucket is full again, any pause is over,
 -- the window and the cut (x) need no memory, and no unit was reserved for
--- 2 s: a missing hash means exactly that.
-redis.call('PEXPIRE', key, math.max(1, math.ceil(expire / 1000)))
+-- 2 s: a missing hash means exactly that. The TTL is set a second beyond
+-- what is needed, so that the waits of the next second need no PEXPIRE.
+if expire > expiresAt then
+	expiresAt = expire + 1000000
+	table.insert(set, 'xe'); table.insert(set, f(expiresAt))
+	redis.call('HSET', key, unpack(set))
+	redis.call('PEXPIRE', key, math.max(1, math.ceil((expiresAt - now) / 1000)))
+else
+	redis.call('HSET', key, unpack(set))
+end
 return {1, wait, now + wait}
