@@ -211,3 +211,29 @@ func ExampleWaiter() {
 	// <nil>
 	// <nil>
 }
+
+// What a response says paces the key's next waits. Here a server said 2
+// requests are left in a window that resets in a minute: the first goes at
+// once, and the rest is spread over the minute rather than spent at once.
+// (Transport does this by itself with each response; Adapt is how.)
+func ExampleAdapter() {
+	var lim throttle.Limiter // no limit of its own
+	w := lim.For("api.example.com")
+	w.(throttle.Adapter).Adapt(context.Background(), throttle.Feedback{
+		HasWindow: true, Remaining: 2, Reset: time.Minute, Size: 1000, Window: time.Hour,
+	})
+	for range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := w.WaitN(ctx, 1)
+		cancel()
+		var de *throttle.DeadlineError
+		if errors.As(err, &de) {
+			fmt.Println("next turn in", de.Delay.Round(time.Second))
+			continue
+		}
+		fmt.Println("sent", err)
+	}
+	// Output:
+	// sent <nil>
+	// next turn in 30s
+}
