@@ -1,7 +1,6 @@
 package throttle
 
 import (
-	"net/http"
 	"strings"
 	"time"
 )
@@ -36,7 +35,7 @@ func (c *clock) at() time.Time {
 	if !c.ready {
 		c.now, c.ready = c.received, true
 		for _, v := range c.date {
-			if t, err := http.ParseTime(v); err == nil {
+			if t, ok := parseHTTPDate(v); ok {
 				c.now = t
 				break
 			}
@@ -223,8 +222,8 @@ func (c *clock) isoTime(v string) (time.Duration, bool) {
 // httpDate reads an HTTP-date in any of the three forms RFC 9110 §5.6.7
 // requires recipients to accept: IMF-fixdate, RFC 850 and asctime.
 func (c *clock) httpDate(v string) (time.Duration, bool) {
-	t, err := http.ParseTime(v)
-	if err != nil {
+	t, ok := parseHTTPDate(v)
+	if !ok {
 		return 0, false
 	}
 	return c.until(t)
