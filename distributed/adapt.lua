@@ -14,6 +14,8 @@
 -- ARGV[7]  throttled: the age in µs of the rejected request's wait (how
 --          long ago it reserved its turn); "" if the response was no bare
 --          rejection
+-- ARGV[10] the quota's pause channel: a new or longer pause moves the
+--          queue and is announced there, as in pause.lua
 --
 -- Returns 1 when the stored window now admits a unit (waits blocked on it
 -- may reserve again), 0 otherwise.
@@ -48,10 +50,17 @@ local probing = s[12] == '1'
 local f = function(v) return string.format('%.17g', v) end
 local set = {}
 
--- A pause never shortens a longer one (as pause.lua).
+-- A pause never shortens a longer one, and moves the turns reserved
+-- after its start back by its length (as pause.lua).
 if pause > 0 and now + pause > paused then
+	local start = math.max(now, paused)
 	paused = now + pause
 	table.insert(set, 'p'); table.insert(set, f(paused))
+	if tat ~= nil and tat - burst * interval > start then
+		tat = tat + (paused - start)
+		table.insert(set, 't'); table.insert(set, f(tat))
+	end
+	redis.call('PUBLISH', ARGV[10], string.format('%.0f %.0f %.0f %s', now, start, paused, key))
 end
 
 local rate = function(t) -- the cut's pace at t, units/s; nil if no cut in force

@@ -65,8 +65,10 @@
 //     and nothing is reserved; a wait cancelled during its sleep gives its
 //     units back.
 //   - [Quota.Pause] (and the Pause of a For waiter) writes "nothing before
-//     now+d" where every process's next wait sees it; Adapt does the same
-//     for a window and an adaptive cut.
+//     now+d" where every process's next wait sees it, and pushes it to
+//     the waits already sleeping on their turns in every process (see
+//     Pauses below); Adapt does the same for a pause, a window and an
+//     adaptive cut.
 //   - One Redis hash per bucket, expiring once the bucket is full again,
 //     any pause is over, no window or cut needs remembering, and no unit
 //     was reserved for 2 s (the reach of the count an adaptive cut and a
@@ -76,6 +78,36 @@
 //   - When Redis cannot answer within [Quota.Timeout], the [FailMode]
 //     decides; a breaker keeps an outage from charging every wait the
 //     timeout, and recovery is automatic.
+//
+// # Pauses
+//
+// A pause (Pause, or Adapt with a Retry-After) stops the whole fleet,
+// including turns handed out before it: "one worker gets 429 with
+// Retry-After: 2; no worker sends for 2 s". The script that writes a new
+// or longer pause, from start (now, or the end of the pause it extends)
+// to its end, moves the queue's end back by the pause's length, so later
+// reservations come after the turns it moves, and PUBLISHes
+// "now start end key" (µs of Redis's clock) on the quota's channel,
+// Prefix + "pause." + base64url(name). In Cluster a PUBLISH reaches every
+// node. A wait sleeping on a turn it reserved before the pause, at or
+// after start, moves its wake by end − start: every turn keeps its
+// spacing and none comes before the end. It computes this from Redis's µs
+// and its own timer only, never comparing clocks.
+//
+// The subscription costs no command per wait: each process subscribes
+// (one connection, one goroutine per Quota) when its first wait starts a
+// sleep of 10ms or more, and ends it when the last such wait ends; a busy
+// quota stays subscribed. What that leaves out, each bounded:
+//
+//   - A wait whose turn comes before the message reaches it (about when
+//     Pause returns to its caller, one round trip after it was sent) goes;
+//     so does one that sleeps less than 10ms.
+//   - A sleeper that starts the subscription does not see a pause
+//     published before the subscription is active, one round trip later.
+//   - If Redis is down or the subscription fails, waits are unaffected,
+//     they only miss pushed pauses until it is back (retried every
+//     250ms). On a Ring, a channel lives on one shard: only pauses of keys
+//     on that shard are pushed.
 //
 // # Redis keys
 //

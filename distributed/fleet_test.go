@@ -34,6 +34,16 @@ type fleet struct {
 	procs      int // worker processes
 	goroutines int // per process and quota
 	duration   time.Duration
+
+	// pause, if set, is a pause this process writes into the first
+	// quota's own bucket at pause.at after the start (its own client).
+	pause *fleetPause
+}
+
+// fleetPause is a pause written during a fleet run, and when.
+type fleetPause struct {
+	at, d      time.Duration
+	sent, done time.Time // around the Pause call
 }
 
 // arrival is one request the counting server saw.
@@ -94,6 +104,16 @@ func runFleet(t *testing.T, f fleet) ([]arrival, time.Time) {
 			t.Fatalf("starting worker %d: %v", i, err)
 		}
 		cmds = append(cmds, cmd)
+	}
+	if p := f.pause; p != nil {
+		q := New(newClient(t, f.addrs[0]), f.quotas[0], rate.Limit(f.limit), f.burst)
+		q.Timeout = 2 * time.Second
+		time.Sleep(time.Until(start.Add(p.at)))
+		p.sent = time.Now()
+		if err := q.Pause(context.Background(), p.d); err != nil {
+			t.Errorf("Pause = %v", err)
+		}
+		p.done = time.Now()
 	}
 	for i, cmd := range cmds {
 		if err := cmd.Wait(); err != nil {

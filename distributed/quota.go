@@ -88,7 +88,11 @@ var (
 //
 // A Quota must be made by [New]; the exported fields may be set after New
 // and before first use, and must not change afterwards. Its methods are
-// safe for concurrent use. It starts no goroutines and needs no Close.
+// safe for concurrent use. It needs no Close: while any of its waits in
+// this process sleeps 10ms or more, one goroutine (and one Redis
+// connection) holds a subscription to the quota's pause channel; the last
+// such wait to end stops it and waits for it, so no goroutine outlives
+// the waits.
 type Quota struct {
 	// FailMode says what a wait does when Redis cannot answer. The zero
 	// value is FailLocal.
@@ -119,6 +123,7 @@ type Quota struct {
 	br      breaker
 	local   localBuckets
 	changes changes
+	pauses  pauses // pushed to sleeping waits
 
 	once sync.Once // computes def
 	def  *keyWaiter
@@ -191,8 +196,13 @@ func (q *Quota) Adapt(ctx context.Context, f throttle.Feedback) error {
 //
 // The result's Pause(ctx, d) writes "nothing before now+d" (Redis's clock)
 // into the bucket (d is capped at a week): every process's next wait ends
-// no earlier. Waits already sleeping keep their turns. A pause never
-// shortens a longer one. A failed Pause returns an error matching
+// no earlier, and the turns already reserved at or after its start
+// move back by its length, keeping their spacing: the queue's end in
+// Redis, and the waits sleeping on those turns in every process, which
+// learn it by pub/sub (see "Pauses" in the package doc). A sleeping wait
+// whose moved turn is past ctx's deadline gives its units back and
+// returns a [*throttle.DeadlineError] at once. A pause never shortens a
+// longer one. A failed Pause returns an error matching
 // [ErrStoreUnavailable], whatever the FailMode; it does not pause the
 // FailLocal buckets.
 //
@@ -204,9 +214,10 @@ func (q *Quota) Adapt(ctx context.Context, f throttle.Feedback) error {
 // cannot answer, the feedback is dropped: Adapt returns nil, except that a
 // pause that could not be written returns an error matching
 // [ErrStoreUnavailable] (as Pause does, whatever the FailMode), so that
-// Transport does not report a pause that did not happen. Waits already
-// sleeping keep their turns; a cut stretches the queue behind them, so
-// that the fleet's count over time follows the slower pace.
+// Transport does not report a pause that did not happen. A pause moves
+// the queued turns as Pause does; a cut keeps the turns already handed out
+// and stretches the queue behind them, so that the fleet's count over time
+// follows the slower pace.
 func (q *Quota) For(key string) throttle.Waiter {
 	return newKeyWaiter(q, key)
 }

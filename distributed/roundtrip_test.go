@@ -4,7 +4,9 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/throttle-go/throttle/internal/redistest"
 )
@@ -73,6 +75,65 @@ func TestOneCommandPerWait(t *testing.T) {
 		case strings.HasPrefix(cmd, "config"): // the measurement itself
 		default:
 			t.Errorf("Redis ran %d × %s during the waits; want only EVALSHA (and the script's own commands)", n, cmd)
+		}
+	}
+}
+
+// TestOneCommandPerSleepingWait: waits that sleep long enough to listen
+// for pushed pauses (see pauses) still cost one EVALSHA each in steady
+// state: goroutines that keep sleeping keep one subscription up, so the
+// only other commands are that subscription's HELLO (a new connection)
+// and SUBSCRIBE: here once, as the measured waits start sleeping, at most
+// once more should every sleeper wake at the same instant.
+func TestOneCommandPerSleepingWait(t *testing.T) {
+	s, c := startRedis(t)
+	ctx := context.Background()
+	q := New(c, "roundtrip-sleep", 200, 1) // 5ms per unit, 4 goroutines: ~20ms sleeps
+	q.Timeout = time.Second                // a loaded machine must not make this an outage test
+	w := q.For("k")
+	const goroutines, waits = 4, 50
+	var started, measured sync.WaitGroup
+	started.Add(goroutines)
+	reset := make(chan struct{})
+	for range goroutines {
+		measured.Go(func() {
+			for range 5 { // warm up: connections, script load
+				if err := w.WaitN(ctx, 1); err != nil {
+					t.Errorf("warm-up WaitN = %v", err)
+				}
+			}
+			started.Done()
+			<-reset
+			for range waits {
+				if err := w.WaitN(ctx, 1); err != nil {
+					t.Errorf("WaitN = %v", err)
+					return
+				}
+			}
+		})
+	}
+	started.Wait()
+	if reply, err := s.Do("CONFIG", "RESETSTAT"); err != nil || reply != "+OK" {
+		t.Fatalf("CONFIG RESETSTAT = %q, %v", reply, err)
+	}
+	close(reset)
+	measured.Wait()
+	calls := commandStats(t, s)
+	total := goroutines * waits
+	t.Logf("%d waits: %d EVALSHA; all commands: %v", total, calls["evalsha"], calls)
+	if calls["evalsha"] != int64(total) {
+		t.Errorf("EVALSHA = %d in %d waits; want one per wait", calls["evalsha"], total)
+	}
+	inScript := map[string]bool{"time": true, "hmget": true, "hset": true, "pexpire": true}
+	for cmd, n := range calls {
+		switch {
+		case cmd == "evalsha", inScript[cmd], strings.HasPrefix(cmd, "config"):
+		case cmd == "subscribe", cmd == "unsubscribe", cmd == "hello": // hello: the subscription's connection
+			if n > 2 {
+				t.Errorf("%d × %s in %d waits; want the subscription kept up while waits sleep", n, cmd, total)
+			}
+		default:
+			t.Errorf("Redis ran %d × %s during the waits; want only EVALSHA, the script's commands and the subscription", n, cmd)
 		}
 	}
 }

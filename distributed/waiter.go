@@ -17,6 +17,9 @@ type keyWaiter struct {
 	key  string   // the user's key, for errors
 	rkey string   // the Redis key (see redisKey)
 	keys []string // {rkey}, the scripts' KEYS
+	// channel is where pause.lua and adapt.lua announce the key's pauses
+	// (see pauseChannel).
+	channel string
 
 	// The scripts' fixed arguments, converted and boxed once: a wait
 	// then allocates only what the round trip itself needs.
@@ -26,7 +29,7 @@ type keyWaiter struct {
 
 func newKeyWaiter(q *Quota, key string) *keyWaiter {
 	rkey := redisKey(q.Prefix, q.name, key)
-	return &keyWaiter{q: q, key: key, rkey: rkey, keys: []string{rkey}, interval: q.interval(), burst: q.burst}
+	return &keyWaiter{q: q, key: key, rkey: rkey, keys: []string{rkey}, channel: pauseChannel(q.Prefix, q.name), interval: q.interval(), burst: q.burst}
 }
 
 // WaitN implements throttle.Waiter; see Quota.For for the contract.
@@ -92,15 +95,61 @@ func (w *keyWaiter) waitN(ctx context.Context, n int) (turn int64, err error) {
 			w.refund(ctx, n)
 			return 0, &throttle.DeadlineError{Key: w.key, Delay: wait}
 		}
-		timer := time.NewTimer(wait)
-		defer timer.Stop()
+		return w.sleepTurn(ctx, n, wait, turn)
+	}
+}
+
+// sleepTurn sleeps wait until turn (µs of Redis's clock), the n units'
+// reserved turn, and returns the turn it went at. A pause of the key
+// announced meanwhile (see pauses) that covers the turn moves it back by
+// the pause's length, as the script that wrote the pause moved the queue,
+// so the turns keep their spacing; all of it in differences of Redis's
+// µs, never comparing this process's clock with Redis's. If ctx ends, or
+// a moved turn falls past its deadline, the units are given back.
+func (w *keyWaiter) sleepTurn(ctx context.Context, n int, wait time.Duration, turn int64) (int64, error) {
+	wake := time.Now().Add(wait)
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	var sig <-chan struct{}
+	var s *sleeper
+	if wait >= minPushedSleep {
+		s = w.q.pauses.add(w.q, w.rkey)
+		defer w.q.pauses.remove(s)
+		sig = s.sig
+	}
+	reserved := turn - wait.Microseconds() // when the script ran
+	for {
 		select {
 		case <-timer.C:
 			return turn, nil
 		case <-ctx.Done():
 			w.refund(ctx, n)
 			return 0, ctx.Err()
+		case <-sig:
 		}
+		moved := false
+		for _, p := range w.q.pauses.take(s) {
+			// Reserved before the pause was written (at the same µs only
+			// if the turn is inside it: a later reservation's is not), and
+			// the turn is at or after the pause's start: the scripts moved
+			// it, so this wait moves too.
+			before := reserved < p.now || reserved == p.now && turn < p.end
+			if before && turn >= p.start {
+				shift := p.end - p.start
+				turn += shift
+				wake = wake.Add(time.Duration(shift) * time.Microsecond)
+				moved = true
+			}
+		}
+		if !moved {
+			continue
+		}
+		left := time.Until(wake)
+		if deadline, ok := ctx.Deadline(); ok && wake.After(deadline) {
+			w.refund(ctx, n)
+			return 0, &throttle.DeadlineError{Key: w.key, Delay: left}
+		}
+		timer.Reset(left)
 	}
 }
 
@@ -155,7 +204,7 @@ func (w *keyWaiter) Pause(ctx context.Context, d time.Duration) error {
 	}
 	d = min(d, maxPause)
 	us := strconv.FormatInt(int64((d+time.Microsecond-1)/time.Microsecond), 10)
-	_, err := w.q.call(ctx, pauseScript, w.keys, us)
+	_, err := w.q.call(ctx, pauseScript, w.keys, us, w.channel, w.interval, w.burst)
 	if err != nil {
 		if errCaller(ctx, err) {
 			return err
@@ -185,7 +234,7 @@ func (w *keyWaiter) Adapt(ctx context.Context, f throttle.Feedback) error {
 	if f.Throttled {
 		age = us(f.Age)
 	}
-	cmd, err := w.q.call(ctx, adaptScript, w.keys, w.interval, us(f.Pause), remaining, reset, size, length, age, w.burst, us(f.Age))
+	cmd, err := w.q.call(ctx, adaptScript, w.keys, w.interval, us(f.Pause), remaining, reset, size, length, age, w.burst, us(f.Age), w.channel)
 	if err != nil {
 		if f.Pause <= 0 || errCaller(ctx, err) {
 			// What was lost is advice; the next response says it again.
