@@ -55,21 +55,33 @@ type Adapter interface {
 	Adapt(ctx context.Context, f Feedback) error
 }
 
-// feedback reads one response into the Feedback for its quota's waiter.
-func (t *Transport) feedback(resp *http.Response, q Quota, waited time.Time) Feedback {
-	f := Feedback{Age: time.Since(waited)}
+// feedback reads one response into the Feedback for its quota's waiter,
+// and into the retry delay the server asked for: wait, and whether the
+// server said (said is false when the backoff decides).
+//
+// A Retry-After is about the quota on a 429 or 503 only; on a redirect or
+// a success it is advice for that response alone (RFC 9110, 10.2.3), and
+// there "0" means now. A spent quota's reset is about the quota on any
+// response; "quota remains" on a rejection says nothing of when to retry.
+func (t *Transport) feedback(resp *http.Response, q Quota, waited time.Time) (f Feedback, wait time.Duration, said bool) {
+	f.Age = time.Since(waited)
 	status := resp.StatusCode
 	rejected := status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable
-	if d, ok := q.Wait(); ok && d > 0 {
-		// A Retry-After on a redirect or a success is advice for that
-		// response alone (RFC 9110, 10.2.3); on a 429 or 503, and a reset
-		// of an exhausted quota on any response, it is about the quota.
-		if rejected || !q.HasRetryAfter {
-			f.Pause = min(d, t.Retry.maxRetryAfter())
-		}
+	wait, known := q.Wait()
+	switch {
+	case !known:
+	case q.HasRetryAfter:
+		said = rejected
+	default:
+		said = wait > 0
+	}
+	if !said {
+		wait = 0
+	}
+	if wait > 0 {
+		f.Pause = min(wait, t.Retry.maxRetryAfter())
 	}
 	if rejected && f.Pause == 0 && !t.DisableAdaptive {
-		_, known := q.Wait()
 		f.Throttled = !known || status == http.StatusTooManyRequests
 	}
 
@@ -84,11 +96,11 @@ func (t *Transport) feedback(resp *http.Response, q Quota, waited time.Time) Fee
 		}
 		// Windows are tracked when they are long enough for whole-second
 		// resets to tell them apart: a per-second limit is a pace, which
-		// the declared limit and the pauses keep.
-		// A window of unknown length is taken as long only when its reset
-		// is more than a second past minTrackedWindow: resets read from
-		// whole-second epochs against a whole-second Date are up to 2 s
-		// late, and a token bucket's "time until full" is short.
+		// the declared limit and the pauses keep. A window of unknown
+		// length counts as long only when its reset is a second past
+		// that more: resets read from whole-second epochs against a
+		// whole-second Date are up to 2 s late, and a token bucket's
+		// "time until full" is short.
 		long := p.Reset >= minTrackedWindow+time.Second
 		if p.Known&HasWindow != 0 {
 			long = p.Window >= minTrackedWindow
@@ -123,7 +135,7 @@ func (t *Transport) feedback(resp *http.Response, q Quota, waited time.Time) Fee
 			}
 		}
 	}
-	return f
+	return f, wait, said
 }
 
 // window is a key's view of the server's current quota window: Remaining

@@ -281,7 +281,7 @@ func TestFeedback(t *testing.T) {
 				h.Set(k, v)
 			}
 			resp := &http.Response{StatusCode: tt.status, Header: h}
-			got := tt.tr.feedback(resp, ParseQuota(h, now), time.Now())
+			got, _, _ := tt.tr.feedback(resp, ParseQuota(h, now), time.Now())
 			got.Age = 0
 			if got != tt.want {
 				t.Errorf("feedback =\n%+v\nwant\n%+v", got, tt.want)
@@ -305,7 +305,7 @@ func FuzzFeedback(f *testing.F) {
 		h.Add(k2, v2)
 		tr := &Transport{Retry: RetryPolicy{MaxRetryAfter: 10 * time.Second}}
 		limit := tr.Retry.maxRetryAfter()
-		fb := tr.feedback(&http.Response{StatusCode: status, Header: h}, ParseQuota(h, time.Now()), time.Now())
+		fb, _, _ := tr.feedback(&http.Response{StatusCode: status, Header: h}, ParseQuota(h, time.Now()), time.Now())
 		if fb.Pause < 0 || fb.Pause > limit || fb.Reset < 0 || fb.Reset > limit || fb.Remaining < 0 {
 			t.Fatalf("feedback %+v: a wait outside [0, %v] or negative remaining", fb, limit)
 		}
@@ -317,4 +317,36 @@ func FuzzFeedback(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestFeedbackRetryDelay checks when a response's wait sets the retry
+// delay (said) and when the backoff decides.
+func TestFeedbackRetryDelay(t *testing.T) {
+	tests := []struct {
+		name   string
+		status int
+		h      map[string]string
+		wait   time.Duration
+		said   bool
+	}{
+		{"429 Retry-After", 429, map[string]string{"Retry-After": "3"}, 3 * time.Second, true},
+		{"503 Retry-After 0 means now", 503, map[string]string{"Retry-After": "0"}, 0, true},
+		{"Retry-After on a 200 is advice for it alone", 200, map[string]string{"Retry-After": "3"}, 0, false},
+		{"Retry-After on a 502 is advice for it alone", 502, map[string]string{"Retry-After": "3600"}, 0, false},
+		{"429 saying quota remains: the backoff decides", 429, map[string]string{"X-RateLimit-Limit": "10", "X-RateLimit-Remaining": "5"}, 0, false},
+		{"spent quota's reset on a 200", 200, map[string]string{"RateLimit-Policy": `"h";q=100;w=60`, "RateLimit": `"h";r=0;t=40`}, 40 * time.Second, true},
+		{"bare 429", 429, nil, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := make(http.Header)
+			for k, v := range tt.h {
+				h.Set(k, v)
+			}
+			_, wait, said := (&Transport{}).feedback(&http.Response{StatusCode: tt.status, Header: h}, ParseQuota(h, time.Now()), time.Now())
+			if wait != tt.wait || said != tt.said {
+				t.Errorf("feedback wait, said = %v, %v; want %v, %v", wait, said, tt.wait, tt.said)
+			}
+		})
+	}
 }

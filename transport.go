@@ -284,10 +284,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // observe reads resp's rate-limit headers and tells the key's waiter what
 // they say: a pause when the quota is spent, the quota's window, the
 // server's declared limit, a bare rejection. It returns how long the
-// server asked to wait, and whether it said.
+// server asked to wait, and whether it said (see feedback).
 func (t *Transport) observe(ctx context.Context, req *http.Request, resp *http.Response, w Waiter, key string, attempt, n int, waited time.Time) (time.Duration, bool) {
-	q := ParseQuota(resp.Header, time.Now())
-	f := t.feedback(resp, q, waited)
+	f, wait, said := t.feedback(resp, ParseQuota(resp.Header, time.Now()), waited)
 	f.Cost = n
 	switch w := w.(type) {
 	case Adapter:
@@ -304,20 +303,7 @@ func (t *Transport) observe(ctx context.Context, req *http.Request, resp *http.R
 	if f.Pause > 0 {
 		t.emit(Event{Kind: EventPause, Request: req, Key: key, Attempt: attempt, Delay: f.Pause, StatusCode: resp.StatusCode})
 	}
-	d, ok := q.Wait()
-	switch {
-	case !ok:
-		return 0, false
-	case q.HasRetryAfter:
-		// Retry-After is about this response on a 429 or 503 only; there
-		// "0" means now.
-		rejected := resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable
-		return d, rejected
-	default:
-		// A spent quota's reset; "quota remains" on a rejection says
-		// nothing of when to retry, so the backoff decides.
-		return d, d > 0
-	}
+	return wait, said
 }
 
 // rewind returns a copy of req with a fresh body for another attempt.
