@@ -39,9 +39,11 @@ func TestQuickstart(t *testing.T) {
 	if min := time.Duration(float64(n-1) / limit * float64(time.Second)); throttled.wall < min {
 		t.Errorf("throttled: %d requests took %v; the limit allows no less than %v", n, throttled.wall, min)
 	}
-	// Not much slower: a needless pause (a Retry-After of 1 s) would take
-	// the rate below half the limit; a busy machine does not.
-	if got := float64(throttled.arrivals) / throttled.wall.Seconds(); got < limit/2 {
+	// Not much slower: 150 requests take 2.98 s at the limit; a single
+	// needless 1 s pause (a Retry-After, a spent "window" misread) takes
+	// the rate under 0.8 of the limit, scheduling jitter under -race does
+	// not (it delays a turn, and the next ones keep their times).
+	if got := float64(throttled.arrivals) / throttled.wall.Seconds(); got < 0.8*limit {
 		t.Errorf("throttled: %.1f requests/s; want about %v", got, limit)
 	}
 }
