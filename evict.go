@@ -51,9 +51,15 @@ func (l *Limiter) sweep() {
 func (b *bucket) forgetIf(now float64, force bool) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !force && (b.tat > now || b.paused > now || b.adapt.active || (b.win.valid && b.win.reset > now)) {
+	if !force && (b.tat > now || b.paused > now || b.srv.holds(now)) {
 		return false
 	}
 	b.dead = true
 	return true
+}
+
+// holds reports whether s still matters at now: a cut in force, or a
+// server window not yet reset. A nil s holds nothing.
+func (s *serverState) holds(now float64) bool {
+	return s != nil && (s.adapt.active || (s.win.valid && s.win.reset > now))
 }

@@ -93,20 +93,36 @@ type bucket struct {
 	paused float64    // nothing before this, ns since epoch
 	dead   bool       // evicted from l.keys: re-resolve through l
 
-	// What servers said (see Adapt); fed is false until they said anything.
-	fed       bool
+	pending  float64 // units reserved whose feedback has not come
+	lastResv float64 // when the last units were reserved
+	txSec    int64   // the second txCur counts
+	txCur    float64 // units sent in second txSec
+	txPrev   float64 // units sent in the second before
+
+	// srv is what servers said (see Adapt) and how pauses and cuts moved
+	// the queue; nil until either happens, so that a key that only waits
+	// stays small and on the fast path.
+	srv *serverState
+}
+
+// serverState is a bucket's state from what servers said. The bucket's mutex
+// protects it.
+type serverState struct {
 	win       window   // the server's quota window
 	adapt     adaptive // slowing down after bare rejections
 	dInterval float64  // the server's declared pace, ns per unit; 0 if none
 	dBurst    int
 	changed   chan struct{} // closed when what the server said changes; nil if no one waits
-	cuts      uint64        // adaptive cuts so far
-	pending   float64       // units reserved whose feedback has not come
-	lastResv  float64       // when the last units were reserved
-	stretches [8]stretch    // the last cuts, by cuts % 8
-	txSec     int64         // the second txCur counts
-	txCur     float64       // units sent in second txSec
-	txPrev    float64       // units sent in the second before
+	cuts      uint64        // moves of the queue (pauses, cuts) so far
+	stretches [8]stretch    // the last moves, by cuts % 8
+}
+
+// server returns b's server state, made on first use. It requires b.mu.
+func (b *bucket) server() *serverState {
+	if b.srv == nil {
+		b.srv = new(serverState)
+	}
+	return b.srv
 }
 
 func (l *Limiter) init() {
@@ -206,10 +222,10 @@ func (b *bucket) WaitN(ctx context.Context, n int) error {
 		}
 		now := b.l.now()
 		start := max(now, b.paused)
-		if b.fed {
+		if b.srv != nil {
 			// The server's window is spent: wait for its reset (or for a
 			// response that says more), then reserve anew.
-			if until, blocked := b.win.admit(now, n); blocked {
+			if until, blocked := b.srv.win.admit(now, n); blocked {
 				changed := b.changedLocked()
 				b.mu.Unlock()
 				if err := b.sleepUntil(ctx, max(until, start)-now, changed); err != nil {
@@ -218,10 +234,7 @@ func (b *bucket) WaitN(ctx context.Context, n int) error {
 				continue
 			}
 		}
-		interval, burst := b.interval, b.burst
-		if b.fed {
-			interval, burst = b.pace(now, n)
-		}
+		interval, burst := b.pace(now, n)
 		turn := start
 		var tat float64
 		if interval > 0 {
@@ -229,8 +242,10 @@ func (b *bucket) WaitN(ctx context.Context, n int) error {
 			tat = from + float64(n)*interval
 			turn = max(start, from+float64(n-burst)*interval)
 		}
-		if b.fed {
-			turn = b.win.spreadTurn(turn)
+		var cuts uint64
+		if b.srv != nil {
+			turn = b.srv.win.spreadTurn(turn)
+			cuts = b.srv.cuts
 		}
 		delay := time.Duration(math.Ceil(turn - now))
 		if delay > 0 {
@@ -242,12 +257,11 @@ func (b *bucket) WaitN(ctx context.Context, n int) error {
 		if interval > 0 {
 			b.tat = tat
 		}
-		if b.fed {
-			b.win.spend(turn, n)
+		if b.srv != nil {
+			b.srv.win.spend(turn, n)
 		}
 		b.countSent(now, n)
 		b.notePending(now, n)
-		cuts := b.cuts
 		b.mu.Unlock()
 		if delay <= 0 {
 			return nil
@@ -278,10 +292,11 @@ func (b *bucket) sleepUntil(ctx context.Context, d float64, changed <-chan struc
 // changedLocked returns a channel closed at the next change of what the
 // server said. It requires b.mu.
 func (b *bucket) changedLocked() <-chan struct{} {
-	if b.changed == nil {
-		b.changed = make(chan struct{})
+	s := b.server()
+	if s.changed == nil {
+		s.changed = make(chan struct{})
 	}
-	return b.changed
+	return s.changed
 }
 
 // sleepTurn sleeps until a reserved turn. If ctx ends first, the n units
@@ -299,8 +314,11 @@ func (b *bucket) sleepTurn(ctx context.Context, turn float64, n int, interval fl
 			return ctx.Err()
 		}
 		b.mu.Lock()
-		now, wake := b.l.now(), max(b.paused, b.stretched(turn, cuts))
-		cuts = b.cuts
+		now, wake := b.l.now(), b.paused
+		if b.srv != nil {
+			wake = max(wake, b.srv.stretched(turn, cuts))
+			cuts = b.srv.cuts
+		}
 		b.mu.Unlock()
 		if wake <= now {
 			return nil
@@ -325,8 +343,8 @@ func (b *bucket) refund(n int, interval float64) {
 	}
 	b.tat -= float64(n) * interval
 	b.pending = max(b.pending-float64(n), 0)
-	if b.win.valid {
-		b.win.remaining += float64(n)
+	if b.srv != nil && b.srv.win.valid {
+		b.srv.win.remaining += float64(n)
 	}
 }
 
@@ -355,10 +373,7 @@ func (b *bucket) pauseLocked(now, d float64) {
 		return
 	}
 	at := max(b.paused, now)
-	interval, burst := b.interval, b.burst
-	if b.fed {
-		interval, burst = b.pace(now, 1)
-	}
+	interval, burst := b.pace(now, 1)
 	// The last reserved turn is tat - burst·interval: is it still to come?
 	if b.tat-float64(burst)*interval > at {
 		b.shiftQueue(stretch{at: at, ratio: 1, shift: until - at})

@@ -243,14 +243,18 @@ func (w *window) spend(turn float64, n int) {
 // after bare rejections. It requires b.mu.
 func (b *bucket) pace(now float64, n int) (interval float64, burst int) {
 	interval, burst = b.interval, b.burst
-	if interval == 0 && b.dInterval > 0 {
-		interval, burst = b.dInterval, max(b.dBurst, n)
+	s := b.srv
+	if s == nil {
+		return interval, burst
+	}
+	if interval == 0 && s.dInterval > 0 {
+		interval, burst = s.dInterval, max(s.dBurst, n)
 	}
 	ceiling := math.Inf(1)
 	if interval > 0 {
 		ceiling = 1e9 / interval
 	}
-	if ai := b.adapt.interval(now, ceiling); ai > interval {
+	if ai := s.adapt.interval(now, ceiling); ai > interval {
 		interval = ai
 		burst = max(burst, n)
 	}
@@ -293,19 +297,19 @@ func (b *bucket) Adapt(ctx context.Context, f Feedback) error {
 	if f.Pause == 0 && !f.HasWindow && !f.HasDeclared && !f.Throttled {
 		return nil // nothing said; the request is answered
 	}
-	b.fed = true
+	srv := b.server()
 	if f.Pause > 0 {
 		b.pauseLocked(now, float64(f.Pause))
 	}
 	if f.HasDeclared && b.interval == 0 && f.Limit > 0 && f.Limit != rate.Inf {
-		b.dInterval, b.dBurst = 1e9/float64(f.Limit), max(f.Burst, 1)
+		srv.dInterval, srv.dBurst = 1e9/float64(f.Limit), max(f.Burst, 1)
 	}
 	if f.HasWindow {
-		b.win.update(now, f, b.pending)
+		srv.win.update(now, f, b.pending)
 	}
-	if b.changed != nil && (f.HasWindow || f.Pause > 0) {
-		close(b.changed)
-		b.changed = nil
+	if srv.changed != nil && (f.HasWindow || f.Pause > 0) {
+		close(srv.changed)
+		srv.changed = nil
 	}
 	if f.Throttled {
 		interval, _ := b.pace(now, 1)
@@ -313,7 +317,7 @@ func (b *bucket) Adapt(ctx context.Context, f Feedback) error {
 		if interval > 0 {
 			ceiling = 1e9 / interval
 		}
-		switch b.adapt.reject(now, now-float64(f.Age), b.measured(now), ceiling) {
+		switch srv.adapt.reject(now, now-float64(f.Age), b.measured(now), ceiling) {
 		case rejectShift:
 			b.tat = max(b.tat, now) + shiftSlots*interval
 		case rejectCut:
@@ -346,18 +350,19 @@ func (st stretch) apply(t float64) float64 {
 // b.mu.
 func (b *bucket) shiftQueue(st stretch) {
 	b.tat = st.apply(b.tat)
-	b.cuts++
-	b.stretches[b.cuts%uint64(len(b.stretches))] = st
+	s := b.server()
+	s.cuts++
+	s.stretches[s.cuts%uint64(len(s.stretches))] = st
 }
 
-// stretched returns where the cuts since seq moved turn. It requires b.mu.
-func (b *bucket) stretched(turn float64, seq uint64) float64 {
-	n := uint64(len(b.stretches))
-	if b.cuts-seq > n {
-		seq = b.cuts - n // older cuts are forgotten
+// stretched returns where the moves since seq moved turn.
+func (s *serverState) stretched(turn float64, seq uint64) float64 {
+	n := uint64(len(s.stretches))
+	if s.cuts-seq > n {
+		seq = s.cuts - n // older moves are forgotten
 	}
-	for c := seq + 1; c <= b.cuts; c++ {
-		turn = b.stretches[c%n].apply(turn)
+	for c := seq + 1; c <= s.cuts; c++ {
+		turn = s.stretches[c%n].apply(turn)
 	}
 	return turn
 }
