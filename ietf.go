@@ -195,30 +195,17 @@ func (q *Quota) readDraft07(c *clock, d *httpsfv.Dictionary, unnamed []quotaPoli
 func (q *Quota) readTrio(c *clock, f *fields, unnamed []quotaPolicy) []quotaPolicy {
 	p := Policy{Unit: "requests"}
 	if len(f.rlLimit) > 0 {
-		if l, err := httpsfv.UnmarshalList(f.rlLimit); err == nil {
-			for i, m := range l {
-				it, ok := m.(httpsfv.Item)
-				if !ok {
-					continue
+		limitList(f.rlLimit, func(i int, n int64, w time.Duration, hasW bool) {
+			if i == 0 {
+				// The first member is the limit in force now.
+				p.setLimit(n)
+				if hasW {
+					p.setWindow(w)
 				}
-				n, ok := sfInt(it.Value)
-				if !ok {
-					continue
-				}
-				w, hasW := sfWindow(it.Params)
-				if i == 0 {
-					// The first member is the limit in force now.
-					p.setLimit(n)
-					if hasW {
-						p.setWindow(w)
-					}
-					continue
-				}
-				if len(unnamed) < maxPolicies {
-					unnamed = append(unnamed, quotaPolicy{n, w, hasW})
-				}
+			} else if len(unnamed) < maxPolicies {
+				unnamed = append(unnamed, quotaPolicy{n, w, hasW})
 			}
-		}
+		})
 	}
 	for _, v := range f.rlRemaining {
 		if n, ok := parseUint(trimOWS(v)); ok {
@@ -316,6 +303,27 @@ func dictInt(d *httpsfv.Dictionary, k string) (int64, bool) {
 
 // sfInt accepts a non-negative SF Integer; a Decimal, a String or a
 // negative number is absent.
+// limitList reads a draft-02 style List of limits ("10, 10;w=1, 50;w=60",
+// the limit in force now first, then the policies) and calls f with each
+// Integer member: its index in the List, its value, and its window if it
+// has one. A List that does not parse is ignored whole.
+func limitList(lines []string, f func(i int, n int64, w time.Duration, hasW bool)) {
+	l, err := httpsfv.UnmarshalList(lines)
+	if err != nil {
+		return
+	}
+	for i, m := range l {
+		it, ok := m.(httpsfv.Item)
+		if !ok {
+			continue
+		}
+		if n, ok := sfInt(it.Value); ok {
+			w, hasW := sfWindow(it.Params)
+			f(i, n, w, hasW)
+		}
+	}
+}
+
 func sfInt(v any) (int64, bool) {
 	n, ok := v.(int64)
 	return n, ok && n >= 0

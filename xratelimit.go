@@ -3,8 +3,6 @@ package throttle
 import (
 	"strings"
 	"time"
-
-	"github.com/dunglas/httpsfv"
 )
 
 // readXRateLimit reads X-RateLimit-Limit, -Remaining, -Reset and the
@@ -54,20 +52,7 @@ func (q *Quota) readXRateLimit(c *clock, f *fields) {
 			continue
 		}
 		// Envoy's "10, 10;w=60": the limit now, then its policies.
-		l, err := httpsfv.UnmarshalList([]string{v})
-		if err != nil {
-			continue
-		}
-		for i, m := range l {
-			it, ok := m.(httpsfv.Item)
-			if !ok {
-				continue
-			}
-			n, ok := sfInt(it.Value)
-			if !ok {
-				continue
-			}
-			w, hasW := sfWindow(it.Params)
+		limitList([]string{v}, func(i int, n int64, w time.Duration, hasW bool) {
 			switch {
 			case i == 0:
 				p.setLimit(n)
@@ -83,7 +68,7 @@ func (q *Quota) readXRateLimit(c *clock, f *fields) {
 				}
 				extra = append(extra, e)
 			}
-		}
+		})
 	}
 	for _, v := range f.xRemaining {
 		if n, ok := parseCount(v); ok {
