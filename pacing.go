@@ -63,8 +63,8 @@ type Adapter interface {
 // a success it is advice for that response alone (RFC 9110, 10.2.3), and
 // there "0" means now. A spent quota's reset is about the quota on any
 // response; "quota remains" on a rejection says nothing of when to retry.
-func (t *Transport) feedback(resp *http.Response, q Quota, waited time.Time) (f Feedback, wait time.Duration, said bool) {
-	f.Age = time.Since(waited)
+func (t *Transport) feedback(resp *http.Response, q Quota, age time.Duration) (f Feedback, wait time.Duration, said bool) {
+	f.Age = age
 	status := resp.StatusCode
 	rejected := status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable
 	wait, known := q.Wait()

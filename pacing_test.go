@@ -281,8 +281,7 @@ func TestFeedback(t *testing.T) {
 				h.Set(k, v)
 			}
 			resp := &http.Response{StatusCode: tt.status, Header: h}
-			got, _, _ := tt.tr.feedback(resp, ParseQuota(h, now), time.Now())
-			got.Age = 0
+			got, _, _ := tt.tr.feedback(resp, ParseQuota(h, now), 0)
 			if got != tt.want {
 				t.Errorf("feedback =\n%+v\nwant\n%+v", got, tt.want)
 			}
@@ -305,7 +304,7 @@ func FuzzFeedback(f *testing.F) {
 		h.Add(k2, v2)
 		tr := &Transport{Retry: RetryPolicy{MaxRetryAfter: 10 * time.Second}}
 		limit := tr.Retry.maxRetryAfter()
-		fb, _, _ := tr.feedback(&http.Response{StatusCode: status, Header: h}, ParseQuota(h, time.Now()), time.Now())
+		fb, _, _ := tr.feedback(&http.Response{StatusCode: status, Header: h}, ParseQuota(h, time.Now()), 0)
 		if fb.Pause < 0 || fb.Pause > limit || fb.Reset < 0 || fb.Reset > limit || fb.Remaining < 0 {
 			t.Fatalf("feedback %+v: a wait outside [0, %v] or negative remaining", fb, limit)
 		}
@@ -343,7 +342,7 @@ func TestFeedbackRetryDelay(t *testing.T) {
 			for k, v := range tt.h {
 				h.Set(k, v)
 			}
-			_, wait, said := (&Transport{}).feedback(&http.Response{StatusCode: tt.status, Header: h}, ParseQuota(h, time.Now()), time.Now())
+			_, wait, said := (&Transport{}).feedback(&http.Response{StatusCode: tt.status, Header: h}, ParseQuota(h, time.Now()), 0)
 			if wait != tt.wait || said != tt.said {
 				t.Errorf("feedback wait, said = %v, %v; want %v, %v", wait, said, tt.wait, tt.said)
 			}

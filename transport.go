@@ -221,8 +221,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			closeBody(r)
 			return nil, err
 		}
-		if d := time.Since(waitStart); d >= minReportedWait && t.OnEvent != nil {
-			t.emit(Event{Kind: EventWait, Request: req, Key: key, Attempt: attempt, Delay: d})
+		if t.OnEvent != nil {
+			if d := time.Since(waitStart); d >= minReportedWait {
+				t.emit(Event{Kind: EventWait, Request: req, Key: key, Attempt: attempt, Delay: d})
+			}
 		}
 
 		resp, err := t.base().RoundTrip(r)
@@ -286,7 +288,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // server's declared limit, a bare rejection. It returns how long the
 // server asked to wait, and whether it said (see feedback).
 func (t *Transport) observe(ctx context.Context, req *http.Request, resp *http.Response, w Waiter, key string, attempt, n int, waited time.Time) (time.Duration, bool) {
-	f, wait, said := t.feedback(resp, ParseQuota(resp.Header, time.Now()), waited)
+	now := time.Now()
+	f, wait, said := t.feedback(resp, ParseQuota(resp.Header, now), now.Sub(waited))
 	f.Cost = n
 	switch w := w.(type) {
 	case Adapter:
