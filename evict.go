@@ -1,65 +1,57 @@
 package throttle
 
 // Keys may come from user input, so a Limiter must not remember every key
-// it has seen. A bucket that is full again and not paused (and holds no
-// server window or adaptive cut) is indistinguishable from a new one, so
-// forgetting it loses nothing: sweeps forget those first. Past MaxKeys,
-// buckets are forgotten even if not full (such a key gets a fresh burst).
+// it has seen. A key whose state is that of a new key (see schedule.idle:
+// full, nothing queued, held, cut or windowed) is forgotten without loss;
+// past MaxKeys, keys are forgotten even if not idle (such a key gets a fresh
+// burst), those with no sleeping waits first.
 //
-// A sweep runs on the goroutine that adds a key, when the number of keys
-// has doubled since the last sweep (from at least minSweep), so its cost is
-// amortized over the insertions; no background goroutine is needed.
+// Insertions of new keys and sweeps take one mutex, so the count of keys
+// remembered never passes MaxKeys, however many goroutines insert at once.
+// A sweep runs on the goroutine that adds a key, when the number of keys has
+// doubled since the last sweep (from at least minSweep), or reached
+// MaxKeys, so its cost is amortized over the insertions; no background
+// goroutine is needed.
 
 // minSweep is the number of keys below which no sweep runs.
 const minSweep = 1024
 
-// sweep forgets every full, unpaused bucket (losslessly), then, while more
-// than MaxKeys remain, any bucket. The next sweep runs when the count has
-// doubled, so the cost is amortized over the insertions.
+// sweep forgets every idle bucket (losslessly), then, while the count is at
+// MaxKeys, buckets with no sleeping waits, then any, down to 3/4 of
+// MaxKeys. It requires l.insertMu.
 func (l *Limiter) sweep() {
-	if !l.sweepMu.TryLock() {
-		return // another goroutine is sweeping
-	}
-	defer l.sweepMu.Unlock()
-	maxKeys := int64(l.MaxKeys)
-	if maxKeys <= 0 {
-		maxKeys = 1 << 20
-	}
+	maxKeys := l.maxKeys()
 	now := l.now()
-	l.keys.Range(func(k, v any) bool {
-		if b := v.(*bucket); b.forgetIf(now, false) {
-			l.keys.CompareAndDelete(k, v)
-			l.count.Add(-1)
+	for pass := range 3 {
+		if pass > 0 && l.count.Load() < maxKeys {
+			break
 		}
-		return true
-	})
-	if l.count.Load() >= maxKeys {
-		target := maxKeys * 3 / 4
+		target := int64(0)
+		if pass > 0 {
+			target = maxKeys * 3 / 4
+		}
 		l.keys.Range(func(k, v any) bool {
-			if v.(*bucket).forgetIf(now, true) {
-				l.keys.CompareAndDelete(k, v)
+			if v.(*bucket).forgetIf(now, pass) {
+				l.keys.Delete(k)
 				l.count.Add(-1)
 			}
-			return l.count.Load() > target
+			return pass == 0 || l.count.Load() > target
 		})
 	}
-	l.next.Store(min(max(2*l.count.Load(), minSweep), maxKeys))
+	l.next = min(max(2*l.count.Load(), minSweep), maxKeys)
 }
 
-// forgetIf marks b dead and reports true if it is full and not paused, or
-// if force is set.
-func (b *bucket) forgetIf(now float64, force bool) bool {
+// forgetIf marks b dead and reports true if it is idle (pass 0), has no
+// sleeping waits (pass 1), or in any case (pass 2).
+func (b *bucket) forgetIf(now float64, pass int) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !force && (b.tat > now || b.paused > now || b.srv.holds(now)) {
+	switch {
+	case pass == 0 && !b.s.idle(now, b.pacing):
+		return false
+	case pass == 1 && b.sleepers > 0:
 		return false
 	}
 	b.dead = true
 	return true
-}
-
-// holds reports whether s still matters at now: a cut in force, or a
-// server window not yet reset. A nil s holds nothing.
-func (s *serverState) holds(now float64) bool {
-	return s != nil && (s.adapt.active || (s.win.valid && s.win.reset > now))
 }

@@ -28,28 +28,30 @@ type Rate struct {
 // Most callers should use it through [Transport], or call WaitN on For(key)
 // before each job that spends the quota.
 //
-// Waits are reservations: a wait computes its exact turn once and sleeps
-// until then, callers are served in arrival order, a turn past ctx's
-// deadline fails at once with [ErrWouldExceedDeadline] reserving nothing,
-// and a wait whose ctx ends gives its units back exactly. A key can be
-// paused ([Pauser]) when a server says its quota is spent.
+// Waits are turns in a queue: a wait takes its place once and sleeps until
+// its turn, callers are served in arrival order (retries, through
+// [RetryWaiter], ahead of first attempts), a turn past ctx's deadline fails
+// at once with [ErrWouldExceedDeadline] reserving nothing, and a wait whose
+// ctx ends gives its units back exactly: the waits behind it move up. A
+// key can be paused ([Pauser]) and paced by what servers say ([Adapter]).
+// A turn is never stored: it follows from the key's state whenever it is
+// asked for, so that pauses, slow-downs and refunds move every queued turn
+// at once (see schedule.go for the model and its invariants).
 //
 // Memory is bounded however many distinct keys arrive: a key whose bucket is
-// full again (and not paused) is indistinguishable from a new one, so it is
-// forgotten losslessly when the map is swept; past MaxKeys, keys are
-// forgotten even if not yet full (such a key gets a fresh burst).
+// full again, with nothing queued, paused, cut or windowed, is
+// indistinguishable from a new one, so it is forgotten losslessly when the
+// map is swept; past MaxKeys, keys are forgotten even if not idle (such a
+// key gets a fresh burst). Never more than MaxKeys are remembered.
 //
 // The bucket arithmetic is x/time/rate's (same Limit unit, same burst
-// semantics) kept as a theoretical arrival time rather than in a
+// semantics), kept as a theoretical arrival time rather than in a
 // rate.Limiter, because a rate.Limiter's Reservation.Cancel restores the
-// wrong count when other reservations follow (golang/go#56924, #69419) and
-// its time can run backwards under contention; here a refund is exact and
-// the state tells at once whether a bucket is full, which lossless
-// eviction needs.
+// wrong count when other reservations follow (golang/go#56924, #69419).
 //
-// The zero Limiter has no limit: it only honours pauses. Set the fields
-// before the first wait and do not change them after; a Limiter is safe for
-// concurrent use.
+// The zero Limiter has no limit: it only honours pauses and what servers
+// say. Set the fields before the first wait and do not change them after;
+// a Limiter is safe for concurrent use.
 type Limiter struct {
 	// Limit is the rate of every key without an override, in units per
 	// second. Zero means no limit (pauses are still honoured); negative is
@@ -67,62 +69,29 @@ type Limiter struct {
 	// MaxKeys bounds how many keys are remembered at once. Zero means 1<<20.
 	MaxKeys int
 
-	once    sync.Once
-	epoch   time.Time       // time zero of the buckets' offsets; monotonic
-	rates   map[string]Rate // copy of Overrides, read-only after once
-	keys    sync.Map        // string -> *bucket
-	count   atomic.Int64    // entries in keys
-	next    atomic.Int64    // count at which the next sweep runs
-	sweepMu sync.Mutex      // one sweep at a time
-	def     *bucket         // the bucket of WaitN on the Limiter itself
+	once     sync.Once
+	epoch    time.Time       // time zero of the schedules; monotonic
+	rates    map[string]Rate // copy of Overrides, read-only after once
+	keys     sync.Map        // string -> *bucket
+	count    atomic.Int64    // entries in keys
+	insertMu sync.Mutex      // serializes insertions and sweeps, so count never passes MaxKeys
+	next     int64           // count at which the next sweep runs; insertMu
+	def      *bucket         // the bucket of WaitN on the Limiter itself
 }
 
-// bucket is one key's token bucket, kept as GCRA state: tat is the
-// theoretical arrival time in nanoseconds since l.epoch; the bucket is full
-// when tat <= now, and a wait for n units at time now has its turn at
-// max(tat, now) + n·interval - burst·interval.
+// bucket is one key's schedule and the waits sleeping on it.
 type bucket struct {
-	l        *Limiter
-	key      string
-	limit    rate.Limit // rate.Inf: no limit
-	burst    int
-	interval float64 // nanoseconds per unit; 0 when limit is rate.Inf
+	l      *Limiter
+	key    string
+	limit  rate.Limit // rate.Inf: no limit
+	burst  int
+	pacing pacing
 
-	mu     sync.Mutex // protects the fields below
-	tat    float64    // theoretical arrival time, ns since epoch
-	paused float64    // nothing before this, ns since epoch
-	dead   bool       // evicted from l.keys: re-resolve through l
-
-	pending  float64 // units reserved whose feedback has not come
-	lastResv float64 // when the last units were reserved
-	txSec    int64   // the second txCur counts
-	txCur    float64 // units sent in second txSec
-	txPrev   float64 // units sent in the second before
-
-	// srv is what servers said (see Adapt) and how pauses and cuts moved
-	// the queue; nil until either happens, so that a key that only waits
-	// stays small and on the fast path.
-	srv *serverState
-}
-
-// serverState is a bucket's state from what servers said. The bucket's mutex
-// protects it.
-type serverState struct {
-	win       window   // the server's quota window
-	adapt     adaptive // slowing down after bare rejections
-	dInterval float64  // the server's declared pace, ns per unit; 0 if none
-	dBurst    int
-	changed   chan struct{} // closed when what the server said changes; nil if no one waits
-	cuts      uint64        // moves of the queue (pauses, cuts) so far
-	stretches [8]stretch    // the last moves, by cuts % 8
-}
-
-// server returns b's server state, made on first use. It requires b.mu.
-func (b *bucket) server() *serverState {
-	if b.srv == nil {
-		b.srv = new(serverState)
-	}
-	return b.srv
+	mu       sync.Mutex    // protects the fields below
+	s        schedule      // the key's state
+	changed  chan struct{} // closed when turns may have moved; nil if no one sleeps
+	sleepers int           // waits sleeping on s
+	dead     bool          // forgotten by l: new waits re-resolve through l
 }
 
 func (l *Limiter) init() {
@@ -131,11 +100,15 @@ func (l *Limiter) init() {
 	for k, r := range l.Overrides {
 		l.rates[k] = r
 	}
-	l.next.Store(minSweep)
-	if l.MaxKeys > 0 && l.MaxKeys < minSweep {
-		l.next.Store(int64(l.MaxKeys))
-	}
+	l.next = min(minSweep, l.maxKeys())
 	l.def = l.newBucket("")
+}
+
+func (l *Limiter) maxKeys() int64 {
+	if l.MaxKeys > 0 {
+		return int64(l.MaxKeys)
+	}
+	return 1 << 20
 }
 
 func (l *Limiter) newBucket(key string) *bucket {
@@ -150,9 +123,13 @@ func (l *Limiter) newBucket(key string) *bucket {
 	if b.burst == 0 {
 		b.burst = 1
 	}
+	b.pacing = pacing{burst: float64(b.burst), sec: 1e9}
 	if b.limit != rate.Inf && b.limit > 0 {
-		b.interval = 1e9 / float64(b.limit)
+		b.pacing.interval = 1e9 / float64(b.limit)
 	}
+	// A new key's bucket is full: any time before now will do.
+	b.s.tat = math.Inf(-1)
+	b.s.lastGo = math.Inf(-1)
 	return b
 }
 
@@ -163,9 +140,9 @@ func (l *Limiter) WaitN(ctx context.Context, n int) error {
 	return l.def.WaitN(ctx, n)
 }
 
-// For returns the waiter of key's quota; it also implements [Pauser]. For
-// allocates only the first time a key is seen (or seen again after it was
-// forgotten).
+// For returns the waiter of key's quota; it also implements [Pauser],
+// [Adapter] and [RetryWaiter]. For allocates only the first time a key is
+// seen (or seen again after it was forgotten).
 func (l *Limiter) For(key string) Waiter {
 	return l.bucket(key)
 }
@@ -175,15 +152,16 @@ func (l *Limiter) bucket(key string) *bucket {
 	if v, ok := l.keys.Load(key); ok {
 		return v.(*bucket)
 	}
-	// Sweep before storing, so that the new bucket (full, so forgettable)
-	// is not the one forgotten.
-	if l.count.Load() >= l.next.Load() {
+	l.insertMu.Lock()
+	defer l.insertMu.Unlock()
+	if v, ok := l.keys.Load(key); ok {
+		return v.(*bucket)
+	}
+	if l.count.Load() >= l.next {
 		l.sweep()
 	}
 	b := l.newBucket(key)
-	if v, loaded := l.keys.LoadOrStore(key, b); loaded {
-		return v.(*bucket)
-	}
+	l.keys.Store(key, b)
 	l.count.Add(1)
 	return b
 }
@@ -194,162 +172,162 @@ func (l *Limiter) now() float64 {
 	return float64(time.Since(l.epoch))
 }
 
-// WaitN waits for n units of the bucket's quota.
-func (b *bucket) WaitN(ctx context.Context, n int) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	default:
+// duration converts a span of schedule time to a Duration, rounded up and
+// saturated: a pace slower than one unit per 292 years still waits (for
+// ever, in effect) instead of overflowing to no wait at all.
+func duration(ns float64) time.Duration {
+	if ns >= math.MaxInt64 {
+		return math.MaxInt64
 	}
-	if n <= 0 {
-		if n < 0 {
-			return fmt.Errorf("throttle: wait for %d units of %q: %w", n, b.key, ErrInvalidLimit)
-		}
-		return nil
+	if ns <= 0 || math.IsNaN(ns) {
+		return 0
 	}
-	if b.limit < 0 || b.burst < 0 || math.IsNaN(float64(b.limit)) {
-		return fmt.Errorf("throttle: %q has limit %v, burst %d: %w", b.key, b.limit, b.burst, ErrInvalidLimit)
-	}
-	if b.interval > 0 && n > b.burst {
-		return fmt.Errorf("throttle: wait for %d units of %q, burst %d: %w", n, b.key, b.burst, ErrCostExceedsBurst)
-	}
-
-	for {
-		b.mu.Lock()
-		if b.dead {
-			b.mu.Unlock()
-			return b.l.bucket(b.key).WaitN(ctx, n)
-		}
-		now := b.l.now()
-		start := max(now, b.paused)
-		if b.srv != nil {
-			// The server's window is spent: wait for its reset (or for a
-			// response that says more), then reserve anew.
-			if until, blocked := b.srv.win.admit(now, n); blocked {
-				changed := b.changedLocked()
-				b.mu.Unlock()
-				if err := b.sleepUntil(ctx, max(until, start)-now, changed); err != nil {
-					return err
-				}
-				continue
-			}
-		}
-		interval, burst := b.pace(now, n)
-		turn := start
-		var tat float64
-		if interval > 0 {
-			from := max(b.tat, start)
-			tat = from + float64(n)*interval
-			turn = max(start, from+float64(n-burst)*interval)
-		}
-		var cuts uint64
-		if b.srv != nil {
-			turn = b.srv.win.spreadTurn(turn)
-			cuts = b.srv.cuts
-		}
-		delay := time.Duration(math.Ceil(turn - now))
-		if delay > 0 {
-			if dl, ok := ctx.Deadline(); ok && delay > time.Until(dl) {
-				b.mu.Unlock()
-				return &DeadlineError{Key: b.key, Delay: delay}
-			}
-		}
-		if interval > 0 {
-			b.tat = tat
-		}
-		if b.srv != nil {
-			b.srv.win.spend(turn, n)
-		}
-		b.countSent(now, n)
-		b.notePending(now, n)
-		b.mu.Unlock()
-		if delay <= 0 {
-			return nil
-		}
-		return b.sleepTurn(ctx, turn, n, interval, cuts)
-	}
+	return time.Duration(math.Ceil(ns))
 }
 
-// sleepUntil sleeps d, or until changed is closed (what the server said
-// changed), or until ctx ends. Nothing is reserved, so nothing is given
-// back; a wake past ctx's deadline fails at once.
-func (b *bucket) sleepUntil(ctx context.Context, d float64, changed <-chan struct{}) error {
-	delay := time.Duration(math.Ceil(d))
-	if dl, ok := ctx.Deadline(); ok && delay > time.Until(dl) {
-		return &DeadlineError{Key: b.key, Delay: delay}
-	}
-	t := time.NewTimer(delay)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-changed:
-	case <-ctx.Done():
-		return ctx.Err()
+// WaitN waits for n units of the bucket's quota.
+func (b *bucket) WaitN(ctx context.Context, n int) error {
+	return b.wait(ctx, n, queueFirst)
+}
+
+// WaitRetryN waits for n units of the bucket's quota ahead of first
+// attempts: see [RetryWaiter].
+func (b *bucket) WaitRetryN(ctx context.Context, n int) error {
+	return b.wait(ctx, n, queueRetry)
+}
+
+func (b *bucket) check(n int) error {
+	switch {
+	case n < 0:
+		return fmt.Errorf("throttle: wait for %d units of %q: %w", n, b.key, ErrInvalidLimit)
+	case b.limit < 0 || b.burst < 0 || math.IsNaN(float64(b.limit)):
+		return fmt.Errorf("throttle: %q has limit %v, burst %d: %w", b.key, b.limit, b.burst, ErrInvalidLimit)
+	case b.pacing.interval > 0 && n > b.burst:
+		return fmt.Errorf("throttle: wait for %d units of %q, burst %d: %w", n, b.key, b.burst, ErrCostExceedsBurst)
 	}
 	return nil
 }
 
-// changedLocked returns a channel closed at the next change of what the
-// server said. It requires b.mu.
-func (b *bucket) changedLocked() <-chan struct{} {
-	s := b.server()
-	if s.changed == nil {
-		s.changed = make(chan struct{})
+func (b *bucket) wait(ctx context.Context, n, qi int) error {
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	return s.changed
+	if err := b.check(n); err != nil || n == 0 {
+		return err
+	}
+	b.mu.Lock()
+	if b.dead {
+		b.mu.Unlock()
+		return b.l.bucket(b.key).wait(ctx, n, qi)
+	}
+	now := b.l.now()
+	s := &b.s
+	s.advance(now, b.pacing)
+	e := s.enqueue(now, b.pacing, qi, int64(n))
+	turn := s.turn(now, b.pacing, qi, e)
+	if turn <= now {
+		s.advance(now, b.pacing) // lets the ticket go
+		b.mu.Unlock()
+		return nil
+	}
+	if err := b.overDeadline(ctx, turn-now); err != nil {
+		s.cancel(qi, e, int64(n))
+		b.mu.Unlock()
+		return err
+	}
+	b.sleepers++
+	b.mu.Unlock()
+	return b.sleep(ctx, qi, e, int64(n), turn)
 }
 
-// sleepTurn sleeps until a reserved turn. If ctx ends first, the n units
-// (reserved at interval) are given back. A wait queued when the pace was
-// cut (cuts changed) moves its turn as the cut stretched the queue, and a
-// pause that came while it slept holds it off too.
-func (b *bucket) sleepTurn(ctx context.Context, turn float64, n int, interval float64, cuts uint64) error {
-	t := time.NewTimer(time.Duration(math.Ceil(turn - b.l.now())))
+// overDeadline returns a *DeadlineError if a wait of d would pass ctx's
+// deadline.
+func (b *bucket) overDeadline(ctx context.Context, d float64) error {
+	delay := duration(d)
+	if dl, ok := ctx.Deadline(); ok && delay > time.Until(dl) {
+		return &DeadlineError{Key: b.key, Delay: delay}
+	}
+	return nil
+}
+
+// sleep sleeps until the ticket (qi, e) of n units goes. It wakes at its
+// turn, when a cut's pace steps, when the key's state changes (turns may
+// have moved either way), and when ctx ends; each time it asks the state
+// again. A wait whose ctx ends, or whose moved turn is past ctx's deadline,
+// gives its units back: the tickets behind it move up.
+func (b *bucket) sleep(ctx context.Context, qi int, e, n int64, turn float64) error {
+	t := time.NewTimer(time.Hour)
 	defer t.Stop()
+	b.mu.Lock()
+	defer func() {
+		b.sleepers--
+		b.mu.Unlock()
+	}()
 	for {
+		now := b.l.now()
+		changed := b.changedLocked()
+		wake := min(turn, b.s.recheck(now, b.pacing))
+		b.mu.Unlock()
+		t.Reset(duration(wake - now))
 		select {
 		case <-t.C:
+		case <-changed:
 		case <-ctx.Done():
-			b.refund(n, interval)
-			return ctx.Err()
 		}
+		// Since Go 1.23 a Reset timer delivers no stale tick.
 		b.mu.Lock()
-		now, wake := b.l.now(), b.paused
-		if b.srv != nil {
-			wake = max(wake, b.srv.stretched(turn, cuts))
-			cuts = b.srv.cuts
-		}
-		b.mu.Unlock()
-		if wake <= now {
+		now = b.l.now()
+		b.s.advance(now, b.pacing)
+		if e <= b.s.q[qi].rel {
 			return nil
 		}
-		delay := time.Duration(math.Ceil(wake - now))
-		if dl, ok := ctx.Deadline(); ok && delay > time.Until(dl) {
-			b.refund(n, interval)
-			return &DeadlineError{Key: b.key, Delay: delay}
+		if err := ctx.Err(); err != nil {
+			b.giveBack(qi, e, n)
+			return err
 		}
-		t.Reset(delay)
+		turn = b.s.turn(now, b.pacing, qi, e)
+		if turn <= now {
+			// advance let go every unit whose turn has come; a ticket it
+			// kept has its turn later (rounding aside): never loop.
+			turn = now + 1
+		}
+		if err := b.overDeadline(ctx, turn-now); err != nil {
+			b.giveBack(qi, e, n)
+			return err
+		}
 	}
 }
 
-// refund gives back the n units of a reservation that will not be used.
-// Taking n·interval off the arrival time is exact: later reservations keep
-// their turns, and the units go to the next caller.
-func (b *bucket) refund(n int, interval float64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.dead {
-		return
-	}
-	b.tat -= float64(n) * interval
-	b.pending = max(b.pending-float64(n), 0)
-	if b.srv != nil && b.srv.win.valid {
-		b.srv.win.remaining += float64(n)
+// giveBack cancels a ticket that has not gone and wakes the waits behind
+// it. It requires b.mu.
+func (b *bucket) giveBack(qi int, e, n int64) {
+	if b.s.cancel(qi, e, n) {
+		b.notifyLocked()
 	}
 }
 
-// Pause holds off every caller of the key until d from now. A pause never
-// shortens a longer one. It does not block and never fails.
+// changedLocked returns a channel closed at the next change of the key's
+// state. It requires b.mu.
+func (b *bucket) changedLocked() <-chan struct{} {
+	if b.changed == nil {
+		b.changed = make(chan struct{})
+	}
+	return b.changed
+}
+
+// notifyLocked wakes every sleeping wait to ask for its turn again. It
+// requires b.mu.
+func (b *bucket) notifyLocked() {
+	if b.changed != nil {
+		close(b.changed)
+		b.changed = nil
+	}
+}
+
+// Pause holds off every caller of the key until d from now: the queued
+// waits included, which then go at the key's pace from the pause's end (a
+// burst at most at once). A pause never shortens a longer one. It does not
+// block and never fails.
 func (b *bucket) Pause(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return nil
@@ -359,26 +337,47 @@ func (b *bucket) Pause(ctx context.Context, d time.Duration) error {
 		b.mu.Unlock()
 		return b.l.bucket(b.key).Pause(ctx, d)
 	}
-	b.pauseLocked(b.l.now(), float64(d))
-	b.mu.Unlock()
+	defer b.mu.Unlock()
+	now := b.l.now()
+	b.s.advance(now, b.pacing)
+	if b.s.pause(now + float64(d)) {
+		b.notifyLocked()
+	}
 	return nil
 }
 
-// pauseLocked holds off the key until now+d. The turns already reserved
-// after the pause's start move back by its length, keeping their spacing,
-// so that they do not all go at once when it ends. It requires b.mu.
-func (b *bucket) pauseLocked(now, d float64) {
-	until := now + d
-	if until <= b.paused {
-		return
+// Adapt applies what a server said about the key's quota: see [Adapter].
+// It never blocks and never fails.
+func (b *bucket) Adapt(ctx context.Context, f Feedback) error {
+	b.mu.Lock()
+	if b.dead {
+		b.mu.Unlock()
+		return b.l.bucket(b.key).Adapt(ctx, f)
 	}
-	at := max(b.paused, now)
-	interval, burst := b.pace(now, 1)
-	// The last reserved turn is tat - burst·interval: is it still to come?
-	if b.tat-float64(burst)*interval > at {
-		b.shiftQueue(stretch{at: at, ratio: 1, shift: until - at})
+	defer b.mu.Unlock()
+	now := b.l.now()
+	s := &b.s
+	s.advance(now, b.pacing)
+	s.answered(float64(max(f.Cost, 1)))
+	moved := false
+	if f.Pause > 0 {
+		moved = s.pause(now + float64(f.Pause))
 	}
-	b.paused = until
+	if f.HasDeclared && b.pacing.interval == 0 && f.Limit > 0 && f.Limit != rate.Inf && !math.IsNaN(float64(f.Limit)) {
+		s.declare(1e9/float64(f.Limit), float64(max(f.Burst, 1)))
+		moved = true
+	}
+	if f.HasWindow && !math.IsNaN(f.Remaining) && !math.IsNaN(f.Size) {
+		s.window(now, max(f.Remaining, 0), float64(max(f.Reset, 0)), max(f.Size, 0), float64(max(f.Window, 0)), b.pacing)
+		moved = true
+	}
+	if f.Throttled && s.reject(now, now-float64(max(f.Age, 0)), float64(max(f.Cost, 1)), b.pacing) {
+		moved = true
+	}
+	if moved {
+		b.notifyLocked()
+	}
+	return nil
 }
 
 // Pause holds off every caller of the Limiter's own quota (key "").

@@ -188,9 +188,12 @@ func TestLimiterCancelRefund(t *testing.T) {
 		if err := <-cancelled; !errors.Is(err, context.Canceled) {
 			t.Errorf("cancelled wait = %v; want context.Canceled", err)
 		}
-		// At 1 s, with the 3 units back, the bucket is owed only the
-		// follower's unit: 1 unit refilled - 1 for the follower = 0 left,
-		// so the next unit comes at 2 s and the one after at 3 s.
+		// At 1 s the 3 units are back: the follower moves up to the first
+		// of them (1 s), and the next waits take the next ones, after
+		// the follower (FIFO): 2 s and 3 s.
+		if got, want := <-follower, time.Second; got != want {
+			t.Errorf("follower's turn was %v; want %v (it moves up)", got, want)
+		}
 		for i, want := range []time.Duration{2 * time.Second, 3 * time.Second} {
 			if err := b.WaitN(t.Context(), 1); err != nil {
 				t.Fatal(err)
@@ -198,9 +201,6 @@ func TestLimiterCancelRefund(t *testing.T) {
 			if got := time.Since(start); got != want {
 				t.Errorf("wait %d after the refund ended at %v; want %v", i, got, want)
 			}
-		}
-		if got, want := <-follower, 4*time.Second; got != want {
-			t.Errorf("follower's turn was %v; want %v (it keeps its place)", got, want)
 		}
 	})
 }

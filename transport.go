@@ -194,6 +194,15 @@ func (c chain) WaitN(ctx context.Context, n int) error {
 	return nil
 }
 
+// WaitRetryN waits on the first waiter ahead of its first attempts, then
+// on the second.
+func (c chain) WaitRetryN(ctx context.Context, n int) error {
+	if err := c[0].(RetryWaiter).WaitRetryN(ctx, n); err != nil {
+		return err
+	}
+	return c[1].WaitN(ctx, n)
+}
+
 func (t *Transport) emit(e Event) {
 	if t.OnEvent != nil {
 		t.OnEvent(e)
@@ -217,7 +226,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 		}
 		waitStart := time.Now()
-		if err := w.WaitN(ctx, n); err != nil {
+		if err := t.wait(ctx, w, attempt, n); err != nil {
 			closeBody(r)
 			return nil, err
 		}
@@ -227,13 +236,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 		}
 
+		sent := time.Now()
 		resp, err := t.base().RoundTrip(r)
 		var serverWait time.Duration
 		serverSaid := false
 		if err == nil {
-			serverWait, serverSaid = t.observe(ctx, req, resp, fb, key, attempt, n, waitStart)
+			serverWait, serverSaid = t.observe(ctx, req, resp, fb, key, attempt, n, sent)
 		} else if a, ok := fb.(Adapter); ok {
-			a.Adapt(ctx, Feedback{Cost: n, Age: time.Since(waitStart)}) // answered, with nothing said
+			a.Adapt(ctx, Feedback{Cost: n, Age: time.Since(sent)}) // answered, with nothing said
 		}
 		if !retryable(req, resp, err) {
 			return resp, err
@@ -283,13 +293,23 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
+// wait waits for n units of w's quota for one attempt: a retry through
+// [RetryWaiter] when w has it, so that it keeps its place ahead of the
+// requests that arrived since its first attempt.
+func (t *Transport) wait(ctx context.Context, w Waiter, attempt, n int) error {
+	if rw, ok := w.(RetryWaiter); ok && attempt > 1 {
+		return rw.WaitRetryN(ctx, n)
+	}
+	return w.WaitN(ctx, n)
+}
+
 // observe reads resp's rate-limit headers and tells the key's waiter what
 // they say: a pause when the quota is spent, the quota's window, the
 // server's declared limit, a bare rejection. It returns how long the
 // server asked to wait, and whether it said (see feedback).
-func (t *Transport) observe(ctx context.Context, req *http.Request, resp *http.Response, w Waiter, key string, attempt, n int, waited time.Time) (time.Duration, bool) {
+func (t *Transport) observe(ctx context.Context, req *http.Request, resp *http.Response, w Waiter, key string, attempt, n int, sent time.Time) (time.Duration, bool) {
 	now := time.Now()
-	f, wait, said := t.feedback(resp, ParseQuota(resp.Header, now), now.Sub(waited))
+	f, wait, said := t.feedback(resp, ParseQuota(resp.Header, now), now.Sub(sent))
 	f.Cost = n
 	switch w := w.(type) {
 	case Adapter:

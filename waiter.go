@@ -53,3 +53,13 @@ type KeyedWaiter interface {
 type Pauser interface {
 	Pause(ctx context.Context, d time.Duration) error
 }
+
+// RetryWaiter is a Waiter that can queue a wait ahead of first attempts:
+// for a request sent again after a server refused it, so that a retry
+// keeps its place instead of going behind every request that arrived
+// meanwhile. Retries wait among themselves in arrival order; the quota's
+// pace, pauses and windows apply to them as to any wait. [Transport] uses
+// it for retries when the key's waiter implements it.
+type RetryWaiter interface {
+	WaitRetryN(ctx context.Context, n int) error
+}

@@ -1,0 +1,641 @@
+package throttle
+
+import (
+	"math"
+	"slices"
+)
+
+// A key's schedule: the one model of turns that [Limiter] keeps in memory
+// and the distributed package keeps in Redis (its script mirrors this file
+// rule for rule, and takes its constants from [ScheduleConstants]).
+//
+// # State
+//
+// A key's state is a token bucket kept as GCRA (tat: the time the bucket is
+// full again, counting the units that have gone), a hold (nothing goes
+// before it: pauses), two queues of tickets (retries ahead of first
+// attempts), the server's window, a declared pace and an adaptive cut.
+//
+// A wait takes a ticket: a range of n unit numbers at the end of its queue.
+// Its turn is never stored: it is a function of the ticket's position (the
+// units queued ahead of it, plus its own n) and of the state as it is when
+// the turn is asked for:
+//
+//	turn(p) = max(hold, max(tat, hold) + p·interval − τ, window(p))
+//
+// where interval is the pace in force (the slowest of the configured or
+// declared pace, the adaptive cut and the spreading of a window that runs
+// low), τ is the bucket's depth in time (burst·interval of the configured
+// pace, less when a slower pace binds, so that a slow-down never lets more
+// through at once than the bucket holds), and window(p) is when the
+// server's window admits the ticket's last unit.
+//
+// Units go in queue order as their turns pass (advance): tat moves by
+// interval per unit, the window spends them, and the queue's head moves
+// past them. Because turns are derived, never stored:
+//
+//   - a pause, a cut, a shift or a window moves every queued turn at once,
+//     however many come, in any order (nothing to patch afterwards);
+//   - a cut that regrows gives the time back to the queue, step by step;
+//   - a cancelled ticket becomes a hole: every ticket behind it moves up by
+//     its units, so the units are reused by the next ticket in line, and
+//     never by two (positions are unique);
+//   - a store that loses the state loses no rule: a fresh state is a full
+//     bucket at the configured pace, never a slower one.
+//
+// # Invariants
+//
+// The property suite (schedule_prop_test.go, and the distributed package's
+// against Redis) drives random sequences of waits, cancels, deadlines,
+// pauses, windows, declared limits and bare rejections, and checks: never
+// more than τ/interval + t/interval units in any interval t of a constant
+// pace; nothing inside a pause; FIFO per queue for waits not cancelled;
+// cancelled units reusable by exactly one later ticket; every queued wait
+// done within its position at the configured pace plus a bounded recovery
+// once the server stops rejecting; and bounded memory.
+//
+// All times are float64 in one unit (nanoseconds in Go, microseconds in
+// Lua); sec is the number of those units in a second.
+
+// The schedule's constants, in seconds or as plain numbers. The Lua script
+// receives them from ScheduleConstants, so each exists once.
+const (
+	// probeWait: after a window's reset, with no response yet telling the
+	// next window, one probe (of up to the key's largest cost) goes per
+	// probeWait.
+	probeWait = 1.0
+	// windowKeep: a window no response refreshed is forgotten this long
+	// after its reset (then the key runs at its other limits).
+	windowKeep = 10.0
+	// sameWindow: two resets closer than this are the same window (at most
+	// half the window's length): resets come in whole seconds in most
+	// dialects, and so does the Date they are measured against.
+	sameWindow = 2.5
+	// cutBeta: a cut multiplies the pace by this (AWS SDKs' and CUBIC's β).
+	cutBeta = 0.7
+	// cutFloor: no cut goes below this fraction of its reference rate.
+	cutFloor = 0.25
+	// cutMinRequests: nor below this many requests a second (in units: times
+	// the rejected request's cost), so that a floor is in requests.
+	cutMinRequests = 1.0
+	// cutRecover: a cut regrows to its reference rate over this long, in
+	// steps of cutStep, and is over then.
+	cutRecover = 2.0
+	cutStep    = 0.25
+	// strikeWindow: a lone rejection under a known limit only shifts the
+	// schedule (timer jitter against a strict server); a second one within
+	// strikeWindow cuts.
+	strikeWindow = 10.0
+	// shiftSlots: intervals a lone rejection shifts the schedule by.
+	shiftSlots = 2.0
+	// pendingIdle: a key idle this long forgets the units it counted as in
+	// flight (responses that never came back through Adapt).
+	pendingIdle = 10.0
+	// lowShare: a window runs low (and is spread until its reset) under
+	// this share of its size, or under lowUnits when its size is unknown.
+	lowShare = 0.1
+	lowUnits = 10.0
+)
+
+// ScheduleConstants returns the schedule's constants by the names the
+// distributed package's Lua script uses, times in seconds. It exists so
+// that the script's rules share this file's numbers; it is not meant for
+// other callers.
+func ScheduleConstants() map[string]float64 {
+	return map[string]float64{
+		"PROBE_WAIT":      probeWait,
+		"WINDOW_KEEP":     windowKeep,
+		"SAME_WINDOW":     sameWindow,
+		"CUT_BETA":        cutBeta,
+		"CUT_FLOOR":       cutFloor,
+		"CUT_MIN_REQ":     cutMinRequests,
+		"CUT_RECOVER":     cutRecover,
+		"CUT_STEP":        cutStep,
+		"STRIKE_WINDOW":   strikeWindow,
+		"SHIFT_SLOTS":     shiftSlots,
+		"PENDING_IDLE":    pendingIdle,
+		"LOW_SHARE":       lowShare,
+		"LOW_UNITS":       lowUnits,
+		"QUEUE_RETRY":     queueRetry,
+		"QUEUE_FIRST":     queueFirst,
+		"MAX_HOLES":       maxHoles,
+	}
+}
+
+// The two queues: retries go ahead of first attempts.
+const (
+	queueRetry = 0
+	queueFirst = 1
+)
+
+// maxHoles bounds the cancelled tickets a queue remembers; beyond it, the
+// oldest hole is kept as queued units (its units are lost, never
+// over-spent), so memory stays bounded whatever the cancel pattern.
+const maxHoles = 256
+
+// span is a cancelled ticket: the unit numbers (end-n, end].
+type span struct{ end, n int64 }
+
+// line is one queue: unit numbers 1, 2, … are given out in order; rel of
+// them have gone; holes are cancelled tickets not yet passed, by end; big
+// are the tickets of more than one unit not yet passed, so that a ticket's
+// units go together (never some of them early), by end.
+type line struct {
+	rel, end int64
+	holes    []span
+	big      []span
+}
+
+// live returns the units queued.
+func (q *line) live() int64 {
+	n := q.end - q.rel
+	for _, h := range q.holes {
+		n -= h.n
+	}
+	return n
+}
+
+// ahead returns the live units in (rel, e]: a ticket's position in its
+// queue; 0 if it has gone.
+func (q *line) ahead(e int64) int64 {
+	if e <= q.rel {
+		return 0
+	}
+	n := e - q.rel
+	for _, h := range q.holes {
+		if h.end > e {
+			break
+		}
+		n -= h.n
+	}
+	return n
+}
+
+// release lets at most k live units go from the head, whole tickets only,
+// and returns how many went.
+func (q *line) release(k int64) int64 {
+	gone := int64(0)
+	i, j := 0, 0 // holes and big tickets passed
+	for {
+		if i < len(q.holes) && q.holes[i].end-q.holes[i].n == q.rel {
+			q.rel = q.holes[i].end // skip the hole
+			i++
+			continue
+		}
+		if k <= 0 {
+			break
+		}
+		next := q.end
+		if i < len(q.holes) {
+			next = q.holes[i].end - q.holes[i].n
+		}
+		to := min(q.rel+k, next)
+		for j < len(q.big) && q.big[j].end <= q.rel {
+			j++
+		}
+		if j < len(q.big) && q.big[j].end-q.big[j].n < to && to < q.big[j].end {
+			to = q.big[j].end - q.big[j].n // not part of a ticket
+		}
+		if to <= q.rel {
+			break
+		}
+		gone += to - q.rel
+		k -= to - q.rel
+		q.rel = to
+	}
+	for j < len(q.big) && q.big[j].end <= q.rel {
+		j++
+	}
+	q.holes = trim(q.holes[i:])
+	q.big = trim(q.big[j:])
+	return gone
+}
+
+func trim(s []span) []span {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+// take gives out a ticket of n units and returns its end.
+func (q *line) take(n int64) int64 {
+	q.end += n
+	if n > 1 {
+		q.big = append(q.big, span{end: q.end, n: n})
+	}
+	return q.end
+}
+
+// drop forgets the big ticket ending at e, if any.
+func (q *line) drop(e int64) {
+	q.big = slices.DeleteFunc(q.big, func(b span) bool { return b.end == e })
+}
+
+// cancel gives back the ticket (e-n, e], which has not gone. The tail's
+// units are taken back outright; any other ticket becomes a hole.
+func (q *line) cancel(e, n int64) {
+	if e <= q.rel || e > q.end {
+		return
+	}
+	if n > 1 {
+		q.drop(e)
+	}
+	if e == q.end {
+		q.end -= n
+		for len(q.holes) > 0 && q.holes[len(q.holes)-1].end == q.end {
+			q.end -= q.holes[len(q.holes)-1].n
+			q.holes = q.holes[:len(q.holes)-1]
+		}
+		return
+	}
+	i, _ := slices.BinarySearchFunc(q.holes, e, func(h span, e int64) int { return int(h.end - e) })
+	if i < len(q.holes) && q.holes[i].end == e {
+		return // cancelled already
+	}
+	if len(q.holes) >= maxHoles {
+		return // kept as queued units: lost, never over-spent
+	}
+	q.holes = slices.Insert(q.holes, i, span{end: e, n: n})
+}
+
+// window is the server's quota window as responses told it: left units may
+// go before reset; after the reset, until a response tells the next window,
+// units go as probes, probe units per probeWait (the n-th unit past left
+// at reset + ⌊(probed+n−1)/probe⌋·probeWait).
+type window struct {
+	valid  bool
+	left   float64 // units that may go before reset
+	reset  float64 // when the window resets
+	size   float64 // the window's size when known, else 0
+	probed float64 // units gone as probes since reset
+	// While the window runs low its units are spread until the reset:
+	// spreadLeft units from spreadAt, one per (reset-spreadAt)/spreadLeft,
+	// the first at once.
+	spreadAt, spreadLeft float64
+}
+
+// admits returns how many units past the head the window lets go by now,
+// with probe units per probe period.
+func (w *window) admits(now, probe, sec float64) float64 {
+	if !w.valid {
+		return math.Inf(1)
+	}
+	if now < w.reset {
+		return w.left
+	}
+	periods := math.Floor((now-w.reset)/(probeWait*sec)) + 1
+	return w.left + max(periods*probe-w.probed, 0)
+}
+
+// turn returns when the window lets the p-th unit past the head go.
+func (w *window) turn(p, probe, sec float64) float64 {
+	if !w.valid || p <= w.left {
+		return math.Inf(-1)
+	}
+	return w.reset + math.Floor((w.probed+p-w.left-1)/probe)*probeWait*sec
+}
+
+// spend takes k units that went at now.
+func (w *window) spend(k, now float64) {
+	if !w.valid {
+		return
+	}
+	if k <= w.left {
+		w.left -= k
+	} else {
+		w.probed += k - w.left
+		w.left = 0
+	}
+	if !w.spreading() && w.low() && now < w.reset && w.left > 0 {
+		w.spreadAt, w.spreadLeft = now, w.left
+	}
+}
+
+// low reports whether the window's units are few enough to spread.
+func (w *window) low() bool {
+	if w.size > 0 {
+		return w.left < max(1, w.size*lowShare)
+	}
+	return w.left < lowUnits
+}
+
+func (w *window) spreading() bool { return w.spreadLeft > 0 }
+
+// spreadInterval returns the pace of a window spread over the time left,
+// 0 when it is not spreading.
+func (w *window) spreadInterval(now float64) float64 {
+	if !w.valid || !w.spreading() || now >= w.reset || w.left <= 0 {
+		return 0
+	}
+	return (w.reset - w.spreadAt) / w.spreadLeft
+}
+
+// update applies a response's window at now: left units until reset from
+// now, of size units (0 if unknown) per length (0 if unknown). inFlight is
+// the units that went and whose responses have not come: the server has
+// not counted them yet.
+func (w *window) update(now, left, reset, size, length, inFlight, sec float64) {
+	at := now + reset
+	same := sameWindow * sec
+	if length > 0 {
+		same = min(same, length/2)
+	}
+	left = max(left-inFlight, 0)
+	switch {
+	case w.valid && w.probed == 0 && math.Abs(at-w.reset) < same:
+		// The same window: the local count has spent the units in flight
+		// already, so take the server's count as it is, if lower.
+		w.left = min(w.left, left+inFlight)
+		w.reset = min(w.reset, at)
+	case !w.valid || w.probed > 0 || at > w.reset:
+		*w = window{valid: true, left: left, reset: at}
+	}
+	w.size = size
+	if !w.spreading() && w.low() && w.left > 0 {
+		w.spreadAt, w.spreadLeft = now, w.left
+	}
+}
+
+// cut is an adaptive slow-down after bare rejections (429 or 503 without a
+// Retry-After): the pace is cut to a fraction of a reference rate that
+// means something (the configured or declared limit; without one, what
+// the key sent over the last second), and regrows to it over cutRecover in
+// steps of cutStep. A rejection of a request sent before the last cut or
+// shift does not cut again: it was in flight under the old pace.
+type cut struct {
+	frac  float64 // fraction of ref at the cut; 0: none ever
+	at    float64 // when the cut happened
+	ref   float64 // units a second the cut is a fraction of
+	floor float64 // units a second it never goes below
+	last  float64 // when the last cut or shift happened
+	moved bool    // a cut or shift has happened: last is set
+}
+
+// rate returns the cut's pace at now in units a second; 0 when no cut is
+// in force.
+func (c *cut) rate(now, sec float64) float64 {
+	if c.frac == 0 {
+		return 0
+	}
+	g := math.Floor((now-c.at)/(cutStep*sec)) * cutStep / cutRecover
+	if g >= 1 || now < c.at {
+		return 0
+	}
+	return max(c.ref*(c.frac+(1-c.frac)*g), c.floor)
+}
+
+// nextStep returns when the cut's pace next changes, +Inf if no cut is in
+// force.
+func (c *cut) nextStep(now, sec float64) float64 {
+	if c.rate(now, sec) == 0 {
+		return math.Inf(1)
+	}
+	return c.at + (math.Floor((now-c.at)/(cutStep*sec))+1)*cutStep*sec
+}
+
+// schedule is one key's state. Its methods take the time now, the
+// configured pace (interval per unit, 0 for none, and burst) and sec.
+type schedule struct {
+	tat  float64 // the bucket is full again at tat, counting units gone
+	hold float64 // nothing goes before hold
+	q    [2]line // queueRetry, queueFirst
+
+	win      window
+	cut      cut
+	dInt     float64 // the server's declared interval; 0 if none
+	dBurst   float64
+	pending  float64 // units gone whose responses have not come
+	lastGo   float64 // when units last went
+	sentSec  float64 // the second sentCur counts
+	sentCur  float64 // units gone in second sentSec
+	sentPrev float64 // units gone in the second before
+	maxCost  float64 // the largest cost of a wait on the key
+}
+
+// pacing is a key's fixed configuration in schedule units.
+type pacing struct {
+	interval float64 // per unit; 0 for no configured limit
+	burst    float64
+	sec      float64 // schedule units in a second
+}
+
+// base returns the configured pace, or the declared one where none is
+// configured: interval (0 for none) and burst.
+func (s *schedule) base(c pacing) (float64, float64) {
+	if c.interval == 0 && s.dInt > 0 {
+		return s.dInt, max(s.dBurst, 1)
+	}
+	return c.interval, c.burst
+}
+
+// pace returns the interval in force at now and the bucket's depth in
+// time, τ.
+func (s *schedule) pace(now float64, c pacing) (interval, tau float64) {
+	interval, burst := s.base(c)
+	tau = burst * interval
+	if r := s.cut.rate(now, c.sec); r > 0 && c.sec/r > interval {
+		ci := c.sec / r
+		if interval == 0 {
+			tau = max(s.cut.floor/cutMinRequests, 1) * ci // a request's cost at once
+		}
+		interval = ci
+	}
+	if si := s.win.spreadInterval(now); si > interval {
+		interval = si
+		tau = min(tau, si)
+		if tau == 0 {
+			tau = si
+		}
+	}
+	return interval, tau
+}
+
+// queued returns the units queued in both queues.
+func (s *schedule) queued() int64 {
+	return s.q[queueRetry].live() + s.q[queueFirst].live()
+}
+
+// probe returns the units a window probe may carry: the largest cost of a
+// wait on the key, so that any wait fits in one probe.
+func (s *schedule) probe(c pacing) float64 {
+	return max(s.maxCost, 1)
+}
+
+// advance lets go, at now, the queued units whose turns have come.
+func (s *schedule) advance(now float64, c pacing) {
+	if s.win.valid && now >= s.win.reset+windowKeep*c.sec && s.queued() == 0 {
+		s.win = window{}
+	}
+	if now-s.lastGo > pendingIdle*c.sec {
+		s.pending = 0
+	}
+	live := s.queued()
+	if live == 0 || now < s.hold {
+		return
+	}
+	interval, tau := s.pace(now, c)
+	k := float64(live)
+	from := max(s.tat, s.hold)
+	if interval > 0 {
+		// The epsilon absorbs rounding: a turn computed as exactly now
+		// has come.
+		k = min(k, math.Floor((now-from+tau)/interval+1e-9))
+	}
+	k = min(k, math.Floor(s.win.admits(now, s.probe(c), c.sec)))
+	if k <= 0 {
+		return
+	}
+	n := int64(k)
+	gone := s.q[queueRetry].release(n)
+	if s.q[queueRetry].live() == 0 { // retries first
+		gone += s.q[queueFirst].release(n - gone)
+	}
+	if gone == 0 {
+		return
+	}
+	k = float64(gone)
+	if interval > 0 {
+		s.tat = from + k*interval
+	}
+	s.win.spend(k, now)
+	s.pending += k
+	s.lastGo = now
+	s.count(now, k, c.sec)
+}
+
+// count counts k units gone at now, for the rate a cut without a limit
+// starts from.
+func (s *schedule) count(now, k, sec float64) {
+	cur := math.Floor(now / sec)
+	switch cur {
+	case s.sentSec:
+	case s.sentSec + 1:
+		s.sentSec, s.sentPrev, s.sentCur = cur, s.sentCur, 0
+	default:
+		s.sentSec, s.sentPrev, s.sentCur = cur, 0, 0
+	}
+	s.sentCur += k
+}
+
+// sent returns the units gone over the last second.
+func (s *schedule) sent(now, sec float64) float64 {
+	s.count(now, 0, sec)
+	frac := now/sec - s.sentSec
+	return s.sentCur + s.sentPrev*(1-frac)
+}
+
+// position returns the units ahead of the ticket (qi, e), its own
+// included; 0 if it has gone.
+func (s *schedule) position(qi int, e int64) int64 {
+	p := s.q[qi].ahead(e)
+	if p > 0 && qi == queueFirst {
+		p += s.q[queueRetry].live()
+	}
+	return p
+}
+
+// turn returns the turn at now of the ticket (qi, e): -Inf if it has gone.
+func (s *schedule) turn(now float64, c pacing, qi int, e int64) float64 {
+	p := float64(s.position(qi, e))
+	if p <= 0 {
+		return math.Inf(-1)
+	}
+	interval, tau := s.pace(now, c)
+	t := s.hold
+	if interval > 0 {
+		t = max(t, max(s.tat, s.hold)+p*interval-tau)
+	}
+	return max(t, s.win.turn(p, s.probe(c), c.sec))
+}
+
+// enqueue gives a ticket of n units in queue qi at now, after advance.
+func (s *schedule) enqueue(now float64, c pacing, qi int, n int64) int64 {
+	if s.queued() == 0 {
+		// GCRA: a bucket refills to its burst and no further; a window's
+		// probes do not bank time either.
+		s.tat = max(s.tat, now)
+		if w := &s.win; w.valid && w.left == 0 && now >= w.reset+math.Ceil(w.probed/s.probe(c))*probeWait*c.sec {
+			w.reset, w.probed = now, 0
+		}
+	}
+	s.maxCost = max(s.maxCost, float64(n))
+	return s.q[qi].take(n)
+}
+
+// cancel gives back the ticket (qi, e) of n units at now, after advance.
+// It reports whether the ticket had not gone (so its units came back).
+func (s *schedule) cancel(qi int, e, n int64) bool {
+	if e <= s.q[qi].rel {
+		return false
+	}
+	s.q[qi].cancel(e, n)
+	return true
+}
+
+// pause holds everything until until, after advance. It reports whether
+// the hold moved (a pause never shortens a longer one).
+func (s *schedule) pause(until float64) bool {
+	if until <= s.hold {
+		return false
+	}
+	s.hold = until
+	return true
+}
+
+// reject applies a bare rejection at now of a request of cost units that
+// went at sentAt. It reports whether the schedule moved.
+func (s *schedule) reject(now, sentAt, cost float64, c pacing) bool {
+	if s.cut.moved && sentAt < s.cut.last {
+		return false // in flight before the last change
+	}
+	interval, _ := s.base(c)
+	cur := s.cut.rate(now, c.sec)
+	if interval > 0 && cur == 0 && (!s.cut.moved || now-s.cut.last > strikeWindow*c.sec) {
+		s.tat = max(s.tat, now) + shiftSlots*interval
+		s.cut.last, s.cut.moved = now, true
+		return true
+	}
+	ref := s.sent(now, c.sec)
+	if interval > 0 {
+		ref = c.sec / interval
+	}
+	floor := cutMinRequests * max(cost, 1)
+	ref = max(ref, floor)
+	frac := cutBeta
+	if cur > 0 {
+		frac = max(cutBeta*cur/ref, cutFloor)
+	}
+	s.cut = cut{frac: frac, at: now, ref: ref, floor: min(floor, ref), last: now, moved: true}
+	return true
+}
+
+// adapt applies a window at now (see window.update).
+func (s *schedule) window(now, left, reset, size, length float64, c pacing) {
+	s.win.update(now, left, reset, size, length, s.pending, c.sec)
+}
+
+// declare adopts a server's declared pace.
+func (s *schedule) declare(interval, burst float64) {
+	s.dInt, s.dBurst = interval, burst
+}
+
+// answered counts a response to n units that went.
+func (s *schedule) answered(n float64) {
+	s.pending = max(s.pending-n, 0)
+}
+
+// idle reports whether the state at now is that of a new key, so that
+// forgetting it loses nothing: a full bucket, nothing queued, held, cut or
+// windowed. A declared pace is not kept for an idle key: the next response
+// declares it again.
+func (s *schedule) idle(now float64, c pacing) bool {
+	return s.queued() == 0 && s.tat <= now && s.hold <= now && s.cut.rate(now, c.sec) == 0 &&
+		(!s.cut.moved || now-s.cut.last > strikeWindow*c.sec) && !s.win.valid
+}
+
+// recheck returns when a sleeping wait must look at its turn again
+// without being told: the cut's next step, when it regrows; +Inf if never.
+func (s *schedule) recheck(now float64, c pacing) float64 {
+	return s.cut.nextStep(now, c.sec)
+}
