@@ -34,10 +34,11 @@ type Recorder struct {
 	// a few hosts or routes.
 	Keys int
 
-	// Key names the quota of a request for the throttle.quota.remaining
-	// gauge, when none of the request's events said it: set it to the
-	// Transport's Key. Nil means the request's host (req.URL.Host), as for
-	// the Transport. Only Wrap uses it.
+	// Key names the quota of a request that Wrap records (its outcome and
+	// the quota remaining) when none of the request's events said it. Nil
+	// means the Key of the [throttle.Transport] that Wrap wraps, when it
+	// has one, else the request's host (req.URL.Host). Set it when Wrap
+	// wraps something else around a Transport with a Key.
 	Key KeyFunc
 
 	once sync.Once

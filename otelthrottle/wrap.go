@@ -76,7 +76,7 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 
 	key, known := st.getKey()
 	if !known {
-		key = r.keyOf(req)
+		key = rt.keyOf(req)
 	}
 	keyAttr, hasKey := r.keyAttr(key)
 	var buf [4]attribute.KeyValue
@@ -100,9 +100,13 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-func (r *Recorder) keyOf(req *http.Request) string {
-	if r.Key != nil {
-		return r.Key(req)
+// keyOf names req's quota when none of its events did.
+func (rt *roundTripper) keyOf(req *http.Request) string {
+	if rt.r.Key != nil {
+		return rt.r.Key(req)
+	}
+	if t, ok := rt.next.(*throttle.Transport); ok && t.Key != nil {
+		return t.Key(req)
 	}
 	return req.URL.Host
 }
