@@ -38,8 +38,8 @@
 //	throttle.retry.delay      histogram  s          EventRetry: the delay before the retry
 //	throttle.requests         counter    {request}  requests by throttle.outcome: "gave_up" (EventGiveUp),
 //	                                                 "ok" and "error" (only through Wrap)
-//	throttle.quota.remaining  gauge      {unit}     the binding policy's remaining units in a final
-//	                                                 response (only through Wrap)
+//	throttle.quota.remaining  gauge      {unit}     units left as a final response says, the least of
+//	                                                 its policies of each unit (only through Wrap)
 //	throttle.events           counter    {event}    every event, by throttle.event (its Kind.String())
 //	throttle.event.delay      histogram  s          the Delay of event kinds this package does not
 //	                                                 know, by throttle.event

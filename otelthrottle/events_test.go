@@ -37,7 +37,7 @@ func TestUnknownKinds(t *testing.T) {
 	}
 	kind := future.String()
 	want := []string{
-		point{metric: "throttle.event.delay", unit: "s", kind: "histogram", attrs: "throttle.event=" + kind, count: 1, value: 0.25, min: 0.25, max: 0.25}.String(),
+		point{metric: "throttle.event.delay", unit: "s", kind: "histogram", attrs: "throttle.event=" + kind + " throttle.key=api.example", count: 1, value: 0.25, min: 0.25, max: 0.25}.String(),
 		point{metric: "throttle.events", unit: "{event}", kind: "counter", attrs: "throttle.event=" + kind + " throttle.key=api.example", value: 2}.String(),
 	}
 	if !slices.Equal(got, want) {

@@ -20,7 +20,8 @@ const ScopeName = "github.com/throttle-go/throttle/otelthrottle"
 //
 // The zero Recorder records into the global MeterProvider with no key
 // attribute. A Recorder is safe for concurrent use; its methods never
-// block, as [throttle.Transport.OnEvent] requires.
+// block, as [throttle.Transport.OnEvent] requires. It must not be copied
+// after first use.
 type Recorder struct {
 	// MeterProvider makes the Recorder's instruments. Nil means the
 	// global one, [otel.GetMeterProvider], at first use.
@@ -39,7 +40,7 @@ type Recorder struct {
 	// means the Key of the [throttle.Transport] that Wrap wraps, when it
 	// has one, else the request's host (req.URL.Host). Set it when Wrap
 	// wraps something else around a Transport with a Key.
-	Key KeyFunc
+	Key func(*http.Request) string
 
 	once sync.Once
 	inst instruments
@@ -47,9 +48,6 @@ type Recorder struct {
 	reas bounded // throttle.reason values
 	unit bounded // throttle.quota.unit values
 }
-
-// KeyFunc names the quota a request spends, as [throttle.Transport.Key] does.
-type KeyFunc = func(*http.Request) string
 
 // Bounds of the attribute values that are not opt-in.
 const (
@@ -136,10 +134,16 @@ func (r *Recorder) OnEvent(e throttle.Event) {
 	if e.Request != nil {
 		ctx = e.Request.Context()
 	}
+	st := stateOf(ctx) // set when the request came through Wrap
+	if st != nil {
+		st.setKey(e.Key)
+	}
 	kind := e.Kind.String()
 	key, hasKey := r.keyAttr(e.Key)
 
-	var buf [4]attribute.KeyValue
+	// The appends below may share buf: metric.WithAttributes copies them
+	// into a set at once.
+	var buf [5]attribute.KeyValue
 	attrs := buf[:0]
 	if hasKey {
 		attrs = append(attrs, key)
@@ -150,35 +154,24 @@ func (r *Recorder) OnEvent(e throttle.Event) {
 	case throttle.EventWait:
 		in.waitDuration.Record(ctx, secs, metric.WithAttributes(attrs...))
 	case throttle.EventPause:
-		attrs = r.resultAttrs(attrs, e)
-		opt := metric.WithAttributes(attrs...)
+		opt := metric.WithAttributes(r.resultAttrs(attrs, e)...)
 		in.pauses.Add(ctx, 1, opt)
 		in.pauseDuration.Record(ctx, secs, opt)
 	case throttle.EventRetry:
-		attrs = r.resultAttrs(attrs, e)
-		opt := metric.WithAttributes(attrs...)
+		opt := metric.WithAttributes(r.resultAttrs(attrs, e)...)
 		in.retries.Add(ctx, 1, opt)
 		in.retryDelay.Record(ctx, secs, opt)
 	case throttle.EventGiveUp:
-		if st := stateOf(ctx); st != nil {
+		if st != nil {
 			st.gaveUp.Store(true) // Wrap counts no other outcome for it
 		}
-		attrs = append(attrs, outcomeGaveUp)
-		attrs = r.resultAttrs(attrs, e)
-		in.requests.Add(ctx, 1, metric.WithAttributes(attrs...))
+		in.requests.Add(ctx, 1, metric.WithAttributes(r.resultAttrs(append(attrs, outcomeGaveUp), e)...))
 	default:
 		if e.Delay > 0 {
-			in.eventDelay.Record(ctx, secs, metric.WithAttributes(eventKey.String(kind)))
+			in.eventDelay.Record(ctx, secs, metric.WithAttributes(append(attrs, eventKey.String(kind))...))
 		}
 	}
-	if hasKey {
-		in.events.Add(ctx, 1, metric.WithAttributes(eventKey.String(kind), key))
-	} else {
-		in.events.Add(ctx, 1, metric.WithAttributes(eventKey.String(kind)))
-	}
-	if st := stateOf(ctx); st != nil {
-		st.setKey(e.Key)
-	}
+	in.events.Add(ctx, 1, metric.WithAttributes(append(attrs, eventKey.String(kind))...))
 	r.addSpanEvent(ctx, e, kind, key, hasKey)
 }
 
