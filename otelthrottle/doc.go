@@ -41,8 +41,8 @@
 //	throttle.quota.remaining  gauge      {unit}     units left as a final response says, the least of
 //	                                                 its policies of each unit (only through Wrap)
 //	throttle.events           counter    {event}    every event, by throttle.event (its Kind.String())
-//	throttle.event.delay      histogram  s          the Delay of event kinds this package does not
-//	                                                 know, by throttle.event
+//	throttle.event.delay      histogram  s          the Delay of event kinds without an instrument
+//	                                                 of their own, by throttle.event
 //
 // Event kinds added to throttle after this package was written are counted
 // in throttle.events (and their delays in throttle.event.delay) under their

@@ -28,11 +28,11 @@ type Recorder struct {
 	MeterProvider metric.MeterProvider
 
 	// Keys is how many distinct quota keys are named in the throttle.key
-	// attribute, the first Keys seen; later keys are recorded as "_OTHER".
-	// Zero means no throttle.key attribute at all (on metrics and span
-	// events): keys may come from user input or hold an API key, and each
-	// named key is one more series of every metric. Set it when keys are
-	// a few hosts or routes.
+	// attribute: the first Keys seen, for the Recorder's life; later keys
+	// are recorded as "_OTHER". Zero (or negative) means no throttle.key
+	// attribute at all, on metrics and span events: keys may come from
+	// user input or hold an API key, and each named key is one more
+	// series of every metric. Set it when keys are a few hosts or routes.
 	Keys int
 
 	// Key names the quota of a request that Wrap records (its outcome and

@@ -28,8 +28,10 @@ import (
 //     zero) the gauge is the last value any key reported: meaningful when
 //     the Transport serves one quota.
 //
-// The request next sees is a shallow copy of req whose context carries the
-// request's state; its events still report it as Event.Request.
+// Wrap expects next's events to reach r.OnEvent; without them every request
+// is counted as "ok" or "error". The request next sees is a shallow copy of
+// req (as [http.Request.WithContext] makes) whose context carries what the
+// events tell Wrap; Event.Request is that copy.
 func (r *Recorder) Wrap(next http.RoundTripper) http.RoundTripper {
 	return &roundTripper{r: r, next: next}
 }
