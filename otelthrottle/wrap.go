@@ -76,14 +76,14 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := rt.next.RoundTrip(req.WithContext(ctx))
 	ctx = req.Context() // the metrics' context: the caller's, not the state
 
-	key, known := st.getKey()
-	if !known {
-		key = rt.keyOf(req)
-	}
-	keyAttr, hasKey := r.keyAttr(key)
 	var buf [4]attribute.KeyValue
 	attrs := buf[:0]
-	if hasKey {
+	if r.keys.max > 0 {
+		key, known := st.getKey()
+		if !known {
+			key = rt.keyOf(req)
+		}
+		keyAttr, _ := r.keyAttr(key)
 		attrs = append(attrs, keyAttr)
 	}
 
