@@ -17,6 +17,9 @@ go vet ./...
 # -p 1: packages one at a time, so the real-clock accuracy tests of one
 # package do not share the CPUs with another package's load.
 go test -race -count=1 -p 1 ./...
+# The OpenTelemetry module (otelthrottle/) has a go.mod of its own, so
+# that the core keeps its few dependencies; ./... above does not reach it.
+(cd otelthrottle && go vet ./... && go test -race -count=1 ./...)
 
 # Every fuzz target, briefly (FUZZTIME, default 20000 inputs each; a count,
 # not a time, because of golang/go#75804): the seed corpus
