@@ -9,20 +9,23 @@ import (
 
 // fields holds the values of the header fields ParseQuota reads, gathered
 // in one pass over the header map so that each key is canonicalized once
-// and most lookups cost a switch, not a map probe per dialect.
+// and most lookups cost a switch, not a map probe per dialect. Every key of
+// the map is offered to slot and collectExt, whatever its first letter:
+// those two functions are the only list of the keys read, so a dialect
+// added there is read, with nothing else to keep in step.
 type fields struct {
-	date []string
+	date lines
 
-	retryAfter, retryAfterMS, msRetryAfterMS []string
+	retryAfter, retryAfterMS, msRetryAfterMS, shouldRetry lines
 
 	// IETF draft-ietf-httpapi-ratelimit-headers, every generation.
-	rateLimit, rlPolicy, rlLimit, rlRemaining, rlReset, rlResetTime []string
+	rateLimit, rlPolicy, rlLimit, rlRemaining, rlReset, rlResetTime lines
 
 	// X-RateLimit-* and X-Rate-Limit-*.
-	xLimit, xRemaining, xReset, xResetAfter, xUsed        []string
-	xResource, xBucket, xGlobal, xScope, xNear, xInterval []string
+	xLimit, xRemaining, xReset, xResetAfter, xUsed        lines
+	xResource, xBucket, xGlobal, xScope, xNear, xInterval lines
 
-	shopify, salesforce []string
+	shopify, salesforce lines
 
 	// Families whose key carries a variable part (a unit, a window, a
 	// name). Bounded: a response with more such keys than fit is read in
@@ -42,32 +45,28 @@ const (
 	famAzure                   // x-ms-ratelimit-remaining-<name>
 	famZendesk                 // Zendesk-RateLimit-<name>
 	famHubSpot                 // X-HubSpot-RateLimit-*
+	famXDaily                  // X API v2: x-{user,app}-limit-24hour-{limit,remaining,reset}
 )
 
 // extField is one field of a family with a variable key.
 type extField struct {
 	fam  family
 	rest string // the key after the family's prefix, canonical case
-	vals []string
+	vals lines
 }
 
-// collect sorts h's fields into f. Keys are canonicalized, which costs no
-// allocation for keys already canonical (textproto returns them as is).
+// collect sorts h's fields into f, then applies the byte budgets. Keys are
+// canonicalized, which costs no allocation for keys already canonical
+// (textproto returns them as is). The cost is linear in the size of h,
+// however many keys differ only in case.
 func (f *fields) collect(h http.Header) {
 	for k, v := range h {
-		if len(v) == 0 || k == "" {
-			continue
-		}
-		// Every key read starts with one of these letters; skipping the
-		// others early spares canonicalizing Content-Type and friends.
-		switch k[0] | 0x20 {
-		case 'a', 'd', 'r', 's', 'x', 'z':
-		default:
+		if len(v) == 0 || k == "" || len(k) > maxKeyBytes {
 			continue
 		}
 		ck := textproto.CanonicalMIMEHeaderKey(k)
-		if slot := f.slot(ck); slot != nil {
-			add(slot, v)
+		if l := f.slot(ck); l != nil {
+			l.add(v)
 			continue
 		}
 		f.collectExt(ck, v)
@@ -79,22 +78,10 @@ func (f *fields) collect(h http.Header) {
 		}
 		return strings.Compare(a.rest, b.rest)
 	})
+	f.budget()
 }
 
-// add appends v to *slot, copying rather than writing into the header
-// map's arrays when two keys (say "ratelimit" and "RateLimit") fill one
-// slot. The merged lines are sorted: the map's order is random, and the
-// result must not be.
-func add(slot *[]string, v []string) {
-	if *slot == nil {
-		*slot = v
-		return
-	}
-	*slot = append(slices.Clip(*slot), v...)
-	slices.Sort(*slot)
-}
-
-func (f *fields) slot(ck string) *[]string {
+func (f *fields) slot(ck string) *lines {
 	switch ck {
 	case "Date":
 		return &f.date
@@ -104,6 +91,8 @@ func (f *fields) slot(ck string) *[]string {
 		return &f.retryAfterMS
 	case "X-Ms-Retry-After-Ms":
 		return &f.msRetryAfterMS
+	case "X-Should-Retry":
+		return &f.shouldRetry
 	case "Ratelimit":
 		return &f.rateLimit
 	case "Ratelimit-Policy":
@@ -172,6 +161,9 @@ func (f *fields) collectExt(ck string, v []string) {
 		fam, rest = famZendesk, ck[len("Zendesk-Ratelimit-"):]
 	case strings.HasPrefix(ck, "X-Hubspot-Ratelimit-"):
 		fam, rest = famHubSpot, ck[len("X-Hubspot-Ratelimit-"):]
+	case strings.HasPrefix(ck, "X-User-Limit-"), strings.HasPrefix(ck, "X-App-Limit-"):
+		// The whole key is kept: its who (User, App) names the policy.
+		fam, rest = famXDaily, ck[len("X-"):]
 	default:
 		return
 	}
@@ -180,12 +172,14 @@ func (f *fields) collectExt(ck string, v []string) {
 	}
 	for i := range f.ext[:f.next] {
 		if e := &f.ext[i]; e.fam == fam && e.rest == rest {
-			add(&e.vals, v)
+			e.vals.add(v)
 			return
 		}
 	}
 	if f.next < maxExt {
-		f.ext[f.next] = extField{fam, rest, v}
+		e := &f.ext[f.next]
+		*e = extField{fam: fam, rest: rest}
+		e.vals.add(v)
 		f.next++
 	}
 }

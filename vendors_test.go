@@ -16,7 +16,8 @@ func TestParseQuotaXRateLimit(t *testing.T) {
 		{name: "GitHub documented epoch against its Date",
 			h: hdr("Date", "Mon, 01 Jul 2013 17:27:53 GMT", "X-RateLimit-Limit", "60", "X-RateLimit-Remaining", "0",
 				"X-RateLimit-Reset", "1372700873"),
-			want: Quota{Policies: []Policy{pol("", "requests", 60, 0, no, 20*time.Minute)}}},
+			received: near("Mon, 01 Jul 2013 17:27:53 GMT", 3*time.Minute),
+			want:     Quota{Policies: []Policy{pol("", "requests", 60, 0, no, 20*time.Minute)}}},
 		{name: "GitHub used without remaining", h: hdr("X-RateLimit-Limit", "60", "X-RateLimit-Used", "60"),
 			want: Quota{Policies: []Policy{pol("", "requests", 60, 0, no, no)}}},
 		// https://docs.x.com/x-api/fundamentals/rate-limits
@@ -30,7 +31,8 @@ func TestParseQuotaXRateLimit(t *testing.T) {
 		// https://www.twilio.com/docs/sendgrid/api-reference/how-to-use-the-sendgrid-v3-api/rate-limits
 		{name: "SendGrid", h: hdr("Date", "Wed, 19 Feb 2014 13:07:13 GMT", "X-RateLimit-Limit", "500",
 			"X-RateLimit-Remaining", "499", "X-RateLimit-Reset", "1392815263"),
-			want: Quota{Policies: []Policy{pol("", "requests", 500, 499, no, 30*time.Second)}}},
+			received: near("Wed, 19 Feb 2014 13:07:13 GMT", -time.Minute),
+			want:     Quota{Policies: []Policy{pol("", "requests", 500, 499, no, 30*time.Second)}}},
 		// https://www.envoyproxy.io/docs/envoy/latest/api-v3/extensions/filters/http/ratelimit/v3/rate_limit.proto
 		{name: "Envoy", h: hdr("x-ratelimit-limit", "10, 10;w=60, 1000;w=3600", "x-ratelimit-remaining", "9", "x-ratelimit-reset", "45"),
 			want: Quota{Policies: []Policy{
@@ -54,7 +56,8 @@ func TestParseQuotaXRateLimit(t *testing.T) {
 			want: Quota{RetryAfter: 65 * time.Second, HasRetryAfter: true, Global: true}},
 		{name: "Discord float epoch reset", h: hdr("Date", "Tue, 02 Aug 2016 21:23:42 GMT", "X-RateLimit-Remaining", "0",
 			"X-RateLimit-Reset", "1470173023.123"),
-			want: Quota{Policies: []Policy{pol("", "requests", no, 0, no, 1123*time.Millisecond)}}},
+			received: near("Tue, 02 Aug 2016 21:23:42 GMT", 0),
+			want:     Quota{Policies: []Policy{pol("", "requests", no, 0, no, 1123*time.Millisecond)}}},
 		// https://support.reddithelp.com/hc/en-us/articles/16160319875092-Reddit-Data-API-Wiki
 		{name: "Reddit", h: hdr("X-Ratelimit-Used", "2", "X-Ratelimit-Remaining", "598.0", "X-Ratelimit-Reset", "540"),
 			want: Quota{Policies: []Policy{pol("", "requests", 600, 598, no, 9*time.Minute)}}},
@@ -152,10 +155,11 @@ func TestParseQuotaVendors(t *testing.T) {
 		// https://learn.microsoft.com/en-us/azure/ai-services/openai/how-to/quota
 		{name: "Azure OpenAI", h: hdr("x-ratelimit-remaining-requests", "0", "x-ratelimit-remaining-tokens", "3000",
 			"retry-after-ms", "8500", "retry-after", "9"),
+			// retry-after is retry-after-ms rounded up: the milliseconds win.
 			want: Quota{Policies: []Policy{
 				pol("", "requests", no, 0, no, no),
 				pol("", "tokens", no, 3000, no, no),
-			}, RetryAfter: 9 * time.Second, HasRetryAfter: true}},
+			}, RetryAfter: 8500 * time.Millisecond, HasRetryAfter: true}},
 		// https://shopify.dev/docs/api/admin-rest/usage/rate-limits
 		{name: "Shopify", h: hdr("X-Shopify-Shop-Api-Call-Limit", "32/40"),
 			want: Quota{Policies: []Policy{pol("", "requests", 40, 8, no, no)}}},
