@@ -77,19 +77,12 @@ func (l *lines) settle(left *int) {
 	}
 }
 
-// budget applies maxResponseBytes to the fields gathered, in the fixed
-// order of the struct, then the variable-key families in their sorted
-// order.
+// budget applies maxResponseBytes to the fields gathered, in the order of
+// their slots, then the variable-key families in their sorted order.
 func (f *fields) budget() {
 	left := maxResponseBytes
-	for _, l := range [...]*lines{
-		&f.retryAfter, &f.retryAfterMS, &f.msRetryAfterMS, &f.shouldRetry, &f.date,
-		&f.rateLimit, &f.rlPolicy, &f.rlLimit, &f.rlRemaining, &f.rlReset, &f.rlResetTime,
-		&f.xLimit, &f.xRemaining, &f.xReset, &f.xResetAfter, &f.xUsed,
-		&f.xResource, &f.xBucket, &f.xGlobal, &f.xScope, &f.xNear, &f.xInterval,
-		&f.shopify, &f.salesforce,
-	} {
-		l.settle(&left)
+	for i := range f.slot {
+		f.slot[i].settle(&left)
 	}
 	for i := range f.ext[:f.next] {
 		f.ext[i].vals.settle(&left)

@@ -117,10 +117,10 @@ type Quota struct {
 func ParseQuota(h http.Header, received time.Time) Quota {
 	var f fields
 	f.collect(h)
-	c := &clock{date: f.date.v, received: received}
+	c := &clock{date: f.vals(slotDate), received: received}
 	var q Quota
-	q.readRetryAfter(c, f.retryAfter.v, f.retryAfterMS.v, f.msRetryAfterMS.v)
-	q.readShouldRetry(f.shouldRetry.v)
+	q.readRetryAfter(c, f.vals(slotRetryAfter), f.vals(slotRetryAfterMS), f.vals(slotMsRetryAfterMS))
+	q.readShouldRetry(f.vals(slotShouldRetry))
 	q.readIETF(c, &f)
 	q.readXRateLimit(c, &f)
 	q.readVendors(c, &f)

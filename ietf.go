@@ -51,19 +51,19 @@ type quotaPolicy struct {
 func (q *Quota) readIETF(c *clock, f *fields) {
 	var unnamed []quotaPolicy
 	from := len(q.Policies)
-	if len(f.rlPolicy.v) > 0 {
-		if l, err := httpsfv.UnmarshalList(f.rlPolicy.v); err == nil {
+	if len(f.vals(slotRlPolicy)) > 0 {
+		if l, err := httpsfv.UnmarshalList(f.vals(slotRlPolicy)); err == nil {
 			unnamed = q.readPolicyList(l)
 		}
 	}
-	if len(f.rateLimit.v) > 0 {
-		if d, err := httpsfv.UnmarshalDictionary(f.rateLimit.v); err == nil && isDraft07(d) {
+	if len(f.vals(slotRateLimit)) > 0 {
+		if d, err := httpsfv.UnmarshalDictionary(f.vals(slotRateLimit)); err == nil && isDraft07(d) {
 			unnamed = q.readDraft07(d, unnamed)
-		} else if l, err := httpsfv.UnmarshalList(f.rateLimit.v); err == nil {
+		} else if l, err := httpsfv.UnmarshalList(f.vals(slotRateLimit)); err == nil {
 			q.readNamedLimits(l, from)
 		}
 	}
-	if len(f.rlLimit.v)+len(f.rlRemaining.v)+len(f.rlReset.v)+len(f.rlResetTime.v) > 0 {
+	if len(f.vals(slotRlLimit))+len(f.vals(slotRlRemaining))+len(f.vals(slotRlReset))+len(f.vals(slotRlResetTime)) > 0 {
 		unnamed = q.readTrio(c, f, unnamed)
 	}
 	for _, u := range unnamed {
@@ -200,8 +200,8 @@ func (q *Quota) readDraft07(d *httpsfv.Dictionary, unnamed []quotaPolicy) []quot
 // integers; anything else is parsed as an SF List.
 func (q *Quota) readTrio(c *clock, f *fields, unnamed []quotaPolicy) []quotaPolicy {
 	p := Policy{Unit: "requests"}
-	if len(f.rlLimit.v) > 0 {
-		limitList(f.rlLimit.v, func(i int, n int64, w time.Duration, hasW bool) {
+	if len(f.vals(slotRlLimit)) > 0 {
+		limitList(f.vals(slotRlLimit), func(i int, n int64, w time.Duration, hasW bool) {
 			if i == 0 {
 				// The first member is the limit in force now.
 				p.setLimit(n)
@@ -213,7 +213,7 @@ func (q *Quota) readTrio(c *clock, f *fields, unnamed []quotaPolicy) []quotaPoli
 			}
 		})
 	}
-	for _, v := range f.rlRemaining.v {
+	for _, v := range f.vals(slotRlRemaining) {
 		if n, ok := parseUint(trimOWS(v)); ok {
 			p.setRemaining(n)
 		} else if it, ok := firstItem(v); ok {
@@ -225,7 +225,7 @@ func (q *Quota) readTrio(c *clock, f *fields, unnamed []quotaPolicy) []quotaPoli
 			}
 		}
 	}
-	for _, v := range f.rlReset.v {
+	for _, v := range f.vals(slotRlReset) {
 		if d, ok := c.reset(v, resetAuto); ok {
 			p.setReset(d)
 		} else if it, ok := firstItem(v); ok {
@@ -237,7 +237,7 @@ func (q *Quota) readTrio(c *clock, f *fields, unnamed []quotaPolicy) []quotaPoli
 		}
 	}
 	if p.Known&HasReset == 0 {
-		for _, v := range f.rlResetTime.v {
+		for _, v := range f.vals(slotRlResetTime) {
 			if d, ok := c.httpDate(trimOWS(v)); ok {
 				p.setReset(d)
 			}

@@ -15,11 +15,11 @@ func (q *Quota) readVendors(c *clock, f *fields) {
 			q.readExt(c, &f.ext[i], from)
 		}
 	}
-	if len(f.shopify.v) > 0 {
-		q.readShopify(f.shopify.v)
+	if len(f.vals(slotShopify)) > 0 {
+		q.readShopify(f.vals(slotShopify))
 	}
-	if len(f.salesforce.v) > 0 {
-		q.readSalesforce(f.salesforce.v)
+	if len(f.vals(slotSalesforce)) > 0 {
+		q.readSalesforce(f.vals(slotSalesforce))
 	}
 }
 
