@@ -56,7 +56,7 @@ func TestParseQuotaFieldBudget(t *testing.T) {
 			h:    hdr("RateLimit-Policy", hostilePolicy(9_500_000), "RateLimit", `"p0";r=0;t=30`),
 			want: Quota{Policies: []Policy{pol("p0", "requests", no, 0, no, 30*time.Second)}}},
 		{name: "a key over maxKeyBytes is skipped",
-			h: http.Header{"X-Ratelimit-Limit-" + strings.Repeat("a", maxKeyBytes): {"10"}, "X-Ratelimit-Remaining": {"3"}},
+			h:    http.Header{"X-Ratelimit-Limit-" + strings.Repeat("a", maxKeyBytes): {"10"}, "X-Ratelimit-Remaining": {"3"}},
 			want: Quota{Policies: []Policy{pol("", "requests", no, 3, no, no)}}},
 	})
 }
@@ -89,7 +89,7 @@ func TestParseQuotaResponseBudget(t *testing.T) {
 		{"RateLimit-Policy", f.vals(slotRlPolicy), true},
 		{"RateLimit-Limit", f.vals(slotRlLimit), true},
 		{"X-RateLimit-Limit", f.vals(slotXLimit), true},
-		{"Sforce-Limit-Info", f.vals(slotSalesforce), true}, // 3 + 8192 + 8190 + 8190 + 8192 bytes: fits
+		{"Sforce-Limit-Info", f.vals(slotSalesforce), true},           // 3 + 8192 + 8190 + 8190 + 8192 bytes: fits
 		{"X-Ms-Ratelimit-Remaining-Resource", f.ext[0].vals.v, false}, // 1 byte left
 	} {
 		if (tt.got != nil) != tt.read {
