@@ -351,3 +351,27 @@ func TestParseQuotaBindingAndWait(t *testing.T) {
 		})
 	}
 }
+
+// TestParseQuotaImplausibleDate checks that a Date more than a day from
+// the receive time is ignored: measured against it, a short Retry-After
+// date became a long wait, and a spent window no wait at all.
+func TestParseQuotaImplausibleDate(t *testing.T) {
+	date := func(d time.Duration) string { return now.Add(d).UTC().Format(http.TimeFormat) }
+	runQuotaCases(t, []quotaCase{
+		{name: "Date 10 days behind: Retry-After date measured against the receive time",
+			h:    hdr("Date", date(-10*24*time.Hour), "Retry-After", date(30*time.Second)),
+			want: Quota{RetryAfter: 30 * time.Second, HasRetryAfter: true}},
+		{name: "Date 10 days ahead: a spent window still waits for its reset",
+			h:    hdr("Date", date(10*24*time.Hour), "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", epoch(time.Minute)),
+			want: Quota{Policies: []Policy{pol("", "requests", no, 0, no, time.Minute)}}},
+		{name: "Date 2000-01-01 (a server whose clock was never set)",
+			h:    hdr("Date", "Sat, 01 Jan 2000 00:00:00 GMT", "Anthropic-Ratelimit-Tokens-Remaining", "0", "Anthropic-Ratelimit-Tokens-Reset", "2025-05-26T05:00:16Z"),
+			want: Quota{Policies: []Policy{pol("", "tokens", no, 0, no, 12*time.Second)}}},
+		{name: "Date 23 hours ahead is skew: it is the clock",
+			h:    hdr("Date", date(23*time.Hour), "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", epoch(23*time.Hour+time.Minute)),
+			want: Quota{Policies: []Policy{pol("", "requests", no, 0, no, time.Minute)}}},
+		{name: "an implausible Date line is passed over for a plausible one",
+			h:    http.Header{"Date": {date(-72 * time.Hour), nowDate}, "Retry-After": {date(5 * time.Second)}},
+			want: Quota{RetryAfter: 5 * time.Second, HasRetryAfter: true}},
+	})
+}

@@ -185,3 +185,54 @@ func TestParseQuotaVendors(t *testing.T) {
 			}}},
 	})
 }
+
+// TestParseQuotaDialectFixes holds one case per dialect read wrong before,
+// each with the vendor's documented example where there is one.
+func TestParseQuotaDialectFixes(t *testing.T) {
+	runQuotaCases(t, []quotaCase{
+		// X API v2 sends its daily caps beside the 15-minute window:
+		// POST /2/tweets allows 100 a day per user and 1667 per app;
+		// resets are epoch seconds.
+		// https://docs.x.com/x-api/fundamentals/rate-limits
+		{name: "X daily caps: the user is blocked for 12 hours",
+			h: hdr("Date", nowDate, "x-rate-limit-limit", "100", "x-rate-limit-remaining", "99",
+				"x-rate-limit-reset", epoch(15*time.Minute),
+				"x-user-limit-24hour-limit", "100", "x-user-limit-24hour-remaining", "0",
+				"x-user-limit-24hour-reset", epoch(12*time.Hour),
+				"x-app-limit-24hour-limit", "1667", "x-app-limit-24hour-remaining", "1500",
+				"x-app-limit-24hour-reset", epoch(20*time.Hour)),
+			want: Quota{Policies: []Policy{
+				pol("", "requests", 100, 99, no, 15*time.Minute),
+				pol("app-24hour", "requests", 1667, 1500, 24*time.Hour, 20*time.Hour),
+				pol("user-24hour", "requests", 100, 0, 24*time.Hour, 12*time.Hour),
+			}}},
+		{name: "X daily reset is an epoch, never a delta",
+			h: hdr("Date", nowDate, "x-user-limit-24hour-remaining", "0", "x-user-limit-24hour-reset", "3600"),
+			want: Quota{Policies: []Policy{
+				pol("user-24hour", "requests", no, 0, 24*time.Hour, 0),
+			}}},
+		// https://developer.salesforce.com/docs/atlas.en-us.200.0.api_rest.meta/api_rest/headers_api_usage.htm
+		{name: "Salesforce documented example with '; '",
+			h: hdr("Sforce-Limit-Info", "api-usage=25/5000; per-app-api-usage=17/250(appName=sample-connected-app)"),
+			want: Quota{Policies: []Policy{
+				pol("api-usage", "requests", 5000, 4975, 24*time.Hour, no),
+				pol("per-app-api-usage", "requests", 250, 233, 24*time.Hour, no),
+			}}},
+		{name: "Salesforce both separators",
+			h: hdr("Sforce-Limit-Info", "api-usage=18/5000;per-app-api-usage=17/250(appName=a), other=1/2"),
+			want: Quota{Policies: []Policy{
+				pol("api-usage", "requests", 5000, 4982, 24*time.Hour, no),
+				pol("per-app-api-usage", "requests", 250, 233, 24*time.Hour, no),
+				pol("other", "requests", 2, 1, 24*time.Hour, no),
+			}}},
+		{name: "Used plus Remaining past int64 is no limit",
+			h:    hdr("X-RateLimit-Used", "4611686018427387904", "X-RateLimit-Remaining", "4611686018427387904"),
+			want: Quota{Policies: []Policy{pol("", "requests", no, 1<<62, no, no)}}},
+		{name: "Used plus Remaining at int64's largest is kept",
+			h:    hdr("X-RateLimit-Used", "4611686018427387904", "X-RateLimit-Remaining", "4611686018427387903"),
+			want: Quota{Policies: []Policy{pol("", "requests", 1<<63-1, 1<<62-1, no, no)}}},
+		{name: "Used at int64's largest with Remaining",
+			h:    hdr("X-RateLimit-Used", "9223372036854775807", "X-RateLimit-Remaining", "1"),
+			want: Quota{Policies: []Policy{pol("", "requests", no, 1, no, no)}}},
+	})
+}
