@@ -103,10 +103,20 @@ func TestParseQuotaResponseBudget(t *testing.T) {
 	}
 }
 
-// caseVariants returns n spellings of key that differ only in case.
+// caseVariants returns n spellings of key, a lower-case key, that differ
+// only in case, or as many as its letters allow.
 func caseVariants(key string, n int) []string {
+	letters := 0
+	for _, c := range []byte(key) {
+		if 'a' <= c && c <= 'z' {
+			letters++
+		}
+	}
+	if letters < 30 {
+		n = min(n, 1<<letters)
+	}
 	out := make([]string, 0, n)
-	for i := 0; len(out) < n; i++ {
+	for i := range n {
 		b := []byte(key)
 		bit := 0
 		for j, c := range b {
@@ -116,9 +126,6 @@ func caseVariants(key string, n int) []string {
 				}
 				bit++
 			}
-		}
-		if bit < 63 && i >= 1<<bit {
-			panic("not enough letters in " + key)
 		}
 		out = append(out, string(b))
 	}
