@@ -51,15 +51,15 @@ type quotaPolicy struct {
 func (q *Quota) readIETF(c *clock, f *fields) {
 	var unnamed []quotaPolicy
 	from := len(q.Policies)
-	if len(f.vals(slotRlPolicy)) > 0 {
-		if l, err := httpsfv.UnmarshalList(f.vals(slotRlPolicy)); err == nil {
+	if policy := f.vals(slotRlPolicy); len(policy) > 0 {
+		if l, err := httpsfv.UnmarshalList(policy); err == nil {
 			unnamed = q.readPolicyList(l)
 		}
 	}
-	if len(f.vals(slotRateLimit)) > 0 {
-		if d, err := httpsfv.UnmarshalDictionary(f.vals(slotRateLimit)); err == nil && isDraft07(d) {
+	if rl := f.vals(slotRateLimit); len(rl) > 0 {
+		if d, err := httpsfv.UnmarshalDictionary(rl); err == nil && isDraft07(d) {
 			unnamed = q.readDraft07(d, unnamed)
-		} else if l, err := httpsfv.UnmarshalList(f.vals(slotRateLimit)); err == nil {
+		} else if l, err := httpsfv.UnmarshalList(rl); err == nil {
 			q.readNamedLimits(l, from)
 		}
 	}
@@ -139,8 +139,9 @@ func (q *Quota) readNamedLimits(l httpsfv.List, from int) {
 				p.setRemaining(n)
 			}
 		}
-		// t is delay-seconds by definition (draft-10 §4): a large one is
-		// over maxWait and absent, never an epoch.
+		// t is delay-seconds by definition (draft-ietf-httpapi-ratelimit-
+		// headers-10, the RateLimit field): a large one is over maxWait
+		// and absent, never an epoch.
 		if v, ok := param(it.Params, "t"); ok {
 			if n, ok := sfInt(v); ok {
 				if d, ok := seconds(n, 0); ok {
@@ -183,7 +184,8 @@ func (q *Quota) readDraft07(d *httpsfv.Dictionary, unnamed []quotaPolicy) []quot
 	if n, ok := dictInt(d, "remaining"); ok {
 		p.setRemaining(n)
 	}
-	// reset is delay-seconds by definition (draft-07 §5.3): never an epoch.
+	// reset is delay-seconds by definition (draft-ietf-httpapi-ratelimit-headers-07,
+	// the RateLimit field): never an epoch.
 	if n, ok := dictInt(d, "reset"); ok {
 		if r, ok := seconds(n, 0); ok {
 			p.setReset(r)

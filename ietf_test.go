@@ -127,14 +127,14 @@ func TestParseQuotaIETFDoesNotModifyHeaders(t *testing.T) {
 func TestParseQuotaIETFDelaySeconds(t *testing.T) {
 	inAMinute := epoch(time.Minute)
 	runQuotaCases(t, []quotaCase{
-		// draft-ietf-httpapi-ratelimit-headers-10 §4.2: t is delay-seconds.
+		// draft-ietf-httpapi-ratelimit-headers-10: t is delay-seconds.
 		{name: "draft-08+ t the size of an epoch",
 			h:    hdr("Date", nowDate, "RateLimit", `"burst";r=0;t=`+inAMinute),
 			want: Quota{Policies: []Policy{pol("burst", "requests", no, 0, no, no)}}},
 		{name: "draft-08+ t of a year exactly is kept",
 			h:    hdr("RateLimit", `"y";r=0;t=31536000`),
 			want: Quota{Policies: []Policy{pol("y", "requests", no, 0, no, maxWait)}}},
-		// draft-ietf-httpapi-ratelimit-headers-07 §5.3: reset is delay-seconds.
+		// draft-ietf-httpapi-ratelimit-headers-07: reset is delay-seconds.
 		{name: "draft-07 reset the size of an epoch",
 			h:    hdr("Date", nowDate, "RateLimit", "limit=100, remaining=0, reset="+inAMinute),
 			want: Quota{Policies: []Policy{pol("", "requests", 100, 0, no, no)}}},
