@@ -225,8 +225,8 @@ func FuzzCollect(f *testing.F) {
 	f.Fuzz(func(t *testing.T, a uint8, va string, variants, nlines uint16, b uint8, vb string) {
 		name := fuzzNames[int(a)%len(fuzzNames)]
 		h := http.Header{}
-		for i, k := range caseVariants(strings.ToLower(name), 1+int(variants)%2048) {
-			h[k] = repeated(va+strconv.Itoa(i%3), 1+int(nlines)%512)
+		for i, k := range caseVariants(strings.ToLower(name), 1+int(variants)%1024) {
+			h[k] = repeated(va+strconv.Itoa(i%3), 1+int(nlines)%64)
 		}
 		other := fuzzNames[int(b)%len(fuzzNames)]
 		h[other] = append(h[other], vb)
