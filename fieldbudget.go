@@ -8,8 +8,9 @@ import "slices"
 // costs no more than looking at the lengths of its lines: a field over its
 // budget is never handed to a parser, Structured Field or other.
 //
-// Real rate-limit fields are tens of bytes; the largest seen in the wild, a
-// RateLimit-Policy listing a few dozen named policies, is a few KiB.
+// Real rate-limit fields are tens of bytes; even a RateLimit-Policy naming
+// 64 policies (the most one response yields) with their parameters fits in
+// a few KiB.
 const (
 	// maxFieldBytes bounds one field: the lines of every key that
 	// canonicalizes to its name, each counted as lineCost. A field over it
