@@ -9,20 +9,10 @@ import (
 
 // fields holds the values of the header fields ParseQuota reads, gathered
 // in one pass over the header map so that each key is canonicalized once
-// and most lookups cost a switch, not a map probe per dialect.
+// and looked up once, not probed for per dialect. The keys read are listed
+// once, in slots and extFamilies; nothing else needs to keep in step.
 type fields struct {
-	date []string
-
-	retryAfter, retryAfterMS, msRetryAfterMS []string
-
-	// IETF draft-ietf-httpapi-ratelimit-headers, every generation.
-	rateLimit, rlPolicy, rlLimit, rlRemaining, rlReset, rlResetTime []string
-
-	// X-RateLimit-* and X-Rate-Limit-*.
-	xLimit, xRemaining, xReset, xResetAfter, xUsed        []string
-	xResource, xBucket, xGlobal, xScope, xNear, xInterval []string
-
-	shopify, salesforce []string
+	slot [numSlots]lines // the fields read whole, by slot
 
 	// Families whose key carries a variable part (a unit, a window, a
 	// name). Bounded: a response with more such keys than fit is read in
@@ -30,6 +20,48 @@ type fields struct {
 	ext  [maxExt]extField
 	next int
 }
+
+// vals returns the lines of the field in slot s.
+func (f *fields) vals(s slot) []string { return f.slot[s].v }
+
+// slot names a field read whole. The order is the order in which the
+// response's budget admits fields (see budget): the Retry-After family and
+// Date first.
+type slot uint8
+
+const (
+	slotRetryAfter slot = iota
+	slotRetryAfterMS
+	slotMsRetryAfterMS
+	slotShouldRetry
+	slotDate
+
+	// IETF draft-ietf-httpapi-ratelimit-headers, every generation.
+	slotRateLimit
+	slotRlPolicy
+	slotRlLimit
+	slotRlRemaining
+	slotRlReset
+	slotRlResetTime
+
+	// X-RateLimit-* and X-Rate-Limit-*.
+	slotXLimit
+	slotXRemaining
+	slotXReset
+	slotXResetAfter
+	slotXUsed
+	slotXResource
+	slotXBucket
+	slotXGlobal
+	slotXScope
+	slotXNear
+	slotXInterval
+
+	slotShopify
+	slotSalesforce
+
+	numSlots
+)
 
 const maxExt = 32
 
@@ -42,32 +74,28 @@ const (
 	famAzure                   // x-ms-ratelimit-remaining-<name>
 	famZendesk                 // Zendesk-RateLimit-<name>
 	famHubSpot                 // X-HubSpot-RateLimit-*
+	famXDaily                  // X API v2: x-{user,app}-limit-24hour-{limit,remaining,reset}
 )
 
 // extField is one field of a family with a variable key.
 type extField struct {
 	fam  family
 	rest string // the key after the family's prefix, canonical case
-	vals []string
+	vals lines
 }
 
-// collect sorts h's fields into f. Keys are canonicalized, which costs no
-// allocation for keys already canonical (textproto returns them as is).
+// collect sorts h's fields into f, then applies the byte budgets. Keys are
+// canonicalized, which costs no allocation for keys already canonical
+// (textproto returns them as is). The cost is linear in the size of h,
+// however many keys differ only in case.
 func (f *fields) collect(h http.Header) {
 	for k, v := range h {
-		if len(v) == 0 || k == "" {
-			continue
-		}
-		// Every key read starts with one of these letters; skipping the
-		// others early spares canonicalizing Content-Type and friends.
-		switch k[0] | 0x20 {
-		case 'a', 'd', 'r', 's', 'x', 'z':
-		default:
+		if len(v) == 0 || k == "" || len(k) > maxKeyBytes || !keyStarts[k[0]] {
 			continue
 		}
 		ck := textproto.CanonicalMIMEHeaderKey(k)
-		if slot := f.slot(ck); slot != nil {
-			add(slot, v)
+		if s, ok := slots[ck]; ok {
+			f.slot[s].add(v)
 			continue
 		}
 		f.collectExt(ck, v)
@@ -79,113 +107,121 @@ func (f *fields) collect(h http.Header) {
 		}
 		return strings.Compare(a.rest, b.rest)
 	})
+	f.budget()
 }
 
-// add appends v to *slot, copying rather than writing into the header
-// map's arrays when two keys (say "ratelimit" and "RateLimit") fill one
-// slot. The merged lines are sorted: the map's order is random, and the
-// result must not be.
-func add(slot *[]string, v []string) {
-	if *slot == nil {
-		*slot = v
-		return
-	}
-	*slot = append(slices.Clip(*slot), v...)
-	slices.Sort(*slot)
-}
-
-func (f *fields) slot(ck string) *[]string {
-	switch ck {
-	case "Date":
-		return &f.date
-	case "Retry-After":
-		return &f.retryAfter
-	case "Retry-After-Ms":
-		return &f.retryAfterMS
-	case "X-Ms-Retry-After-Ms":
-		return &f.msRetryAfterMS
-	case "Ratelimit":
-		return &f.rateLimit
-	case "Ratelimit-Policy":
-		return &f.rlPolicy
-	case "Ratelimit-Limit":
-		return &f.rlLimit
-	case "Ratelimit-Remaining":
-		return &f.rlRemaining
-	case "Ratelimit-Reset":
-		return &f.rlReset
-	case "Ratelimit-Resettime":
-		return &f.rlResetTime
+// slots maps every key ParseQuota reads whole, in canonical form, to the
+// field it fills. With extFamilies it is the one list of the keys read:
+// collect's quick rejection of other keys is computed from the two, so a
+// dialect added to either is read.
+var slots = map[string]slot{
+	"Date":                slotDate,
+	"Retry-After":         slotRetryAfter,
+	"Retry-After-Ms":      slotRetryAfterMS,
+	"X-Ms-Retry-After-Ms": slotMsRetryAfterMS,
+	"X-Should-Retry":      slotShouldRetry,
+	"Ratelimit":           slotRateLimit,
+	"Ratelimit-Policy":    slotRlPolicy,
+	"Ratelimit-Limit":     slotRlLimit,
+	"Ratelimit-Remaining": slotRlRemaining,
+	"Ratelimit-Reset":     slotRlReset,
+	"Ratelimit-Resettime": slotRlResetTime,
 	// X (https://docs.x.com/x-api/fundamentals/rate-limits) and Okta
 	// spell the family X-Rate-Limit-*; Zendesk sends its limit as
 	// X-Rate-Limit.
-	case "X-Ratelimit-Limit", "X-Rate-Limit-Limit", "X-Rate-Limit":
-		return &f.xLimit
-	case "X-Ratelimit-Remaining", "X-Rate-Limit-Remaining":
-		return &f.xRemaining
-	case "X-Ratelimit-Reset", "X-Rate-Limit-Reset":
-		return &f.xReset
-	case "X-Ratelimit-Reset-After":
-		return &f.xResetAfter
-	case "X-Ratelimit-Used":
-		return &f.xUsed
-	case "X-Ratelimit-Resource":
-		return &f.xResource
-	case "X-Ratelimit-Bucket":
-		return &f.xBucket
-	case "X-Ratelimit-Global":
-		return &f.xGlobal
-	case "X-Ratelimit-Scope":
-		return &f.xScope
-	case "X-Ratelimit-Nearlimit":
-		return &f.xNear
-	case "X-Ratelimit-Interval-Seconds":
-		return &f.xInterval
-	case "X-Shopify-Shop-Api-Call-Limit":
-		return &f.shopify
-	case "Sforce-Limit-Info":
-		return &f.salesforce
-	}
-	return nil
+	"X-Ratelimit-Limit":             slotXLimit,
+	"X-Rate-Limit-Limit":            slotXLimit,
+	"X-Rate-Limit":                  slotXLimit,
+	"X-Ratelimit-Remaining":         slotXRemaining,
+	"X-Rate-Limit-Remaining":        slotXRemaining,
+	"X-Ratelimit-Reset":             slotXReset,
+	"X-Rate-Limit-Reset":            slotXReset,
+	"X-Ratelimit-Reset-After":       slotXResetAfter,
+	"X-Ratelimit-Used":              slotXUsed,
+	"X-Ratelimit-Resource":          slotXResource,
+	"X-Ratelimit-Bucket":            slotXBucket,
+	"X-Ratelimit-Global":            slotXGlobal,
+	"X-Ratelimit-Scope":             slotXScope,
+	"X-Ratelimit-Nearlimit":         slotXNear,
+	"X-Ratelimit-Interval-Seconds":  slotXInterval,
+	"X-Shopify-Shop-Api-Call-Limit": slotShopify,
+	"Sforce-Limit-Info":             slotSalesforce,
+}
+
+// extFamilies lists the families whose keys carry a variable part, by the
+// prefix of their canonical keys. A key's rest starts keep bytes before the
+// prefix ends (X's daily caps keep "User-Limit-" or "App-Limit-": it names
+// the policy).
+var extFamilies = [...]struct {
+	prefix string
+	fam    family // for X-Ratelimit-, famSuffix or famInfix: see collectExt
+	keep   int
+}{
+	{"X-Ratelimit-", famSuffix, 0},
+	{"Anthropic-Ratelimit-", famAnthropic, 0},
+	{"X-Ms-Ratelimit-Remaining-", famAzure, 0},
+	{"Zendesk-Ratelimit-", famZendesk, 0},
+	{"X-Hubspot-Ratelimit-", famHubSpot, 0},
+	{"X-User-Limit-", famXDaily, len("User-Limit-")},
+	{"X-App-Limit-", famXDaily, len("App-Limit-")},
 }
 
 // collectExt files a key of a family whose key has a variable part.
 func (f *fields) collectExt(ck string, v []string) {
 	var fam family
 	var rest string
-	switch {
-	case strings.HasPrefix(ck, "X-Ratelimit-"):
-		rest = ck[len("X-Ratelimit-"):]
+	for _, e := range extFamilies {
+		if strings.HasPrefix(ck, e.prefix) {
+			fam, rest = e.fam, ck[len(e.prefix)-e.keep:]
+			break
+		}
+	}
+	if fam == famSuffix {
+		// X-RateLimit-{Limit,Remaining,Reset}-<unit> or
+		// X-RateLimit-<unit>-{Limit,Remaining,Reset}; the exact keys of
+		// the family are in slots.
 		switch {
 		case strings.HasPrefix(rest, "Limit-"), strings.HasPrefix(rest, "Remaining-"), strings.HasPrefix(rest, "Reset-"):
-			fam = famSuffix
 		case strings.HasSuffix(rest, "-Limit"), strings.HasSuffix(rest, "-Remaining"), strings.HasSuffix(rest, "-Reset"):
 			fam = famInfix
 		default:
 			return
 		}
-	case strings.HasPrefix(ck, "Anthropic-Ratelimit-"):
-		fam, rest = famAnthropic, ck[len("Anthropic-Ratelimit-"):]
-	case strings.HasPrefix(ck, "X-Ms-Ratelimit-Remaining-"):
-		fam, rest = famAzure, ck[len("X-Ms-Ratelimit-Remaining-"):]
-	case strings.HasPrefix(ck, "Zendesk-Ratelimit-"):
-		fam, rest = famZendesk, ck[len("Zendesk-Ratelimit-"):]
-	case strings.HasPrefix(ck, "X-Hubspot-Ratelimit-"):
-		fam, rest = famHubSpot, ck[len("X-Hubspot-Ratelimit-"):]
-	default:
-		return
 	}
 	if rest == "" {
 		return
 	}
 	for i := range f.ext[:f.next] {
 		if e := &f.ext[i]; e.fam == fam && e.rest == rest {
-			add(&e.vals, v)
+			e.vals.add(v)
 			return
 		}
 	}
 	if f.next < maxExt {
-		f.ext[f.next] = extField{fam, rest, v}
+		e := &f.ext[f.next]
+		*e = extField{fam: fam, rest: rest}
+		e.vals.add(v)
 		f.next++
 	}
 }
+
+// keyStarts is the set of bytes, in either case, that the keys of slots
+// and the prefixes of extFamilies start with: collect passes over any other
+// key without canonicalizing it, which is most of what it would cost.
+// Computed from the two tables, it cannot miss a key they list.
+var keyStarts = func() (set [256]bool) {
+	mark := func(k string) {
+		c := k[0]
+		set[c] = true
+		if 'A' <= c && c <= 'Z' {
+			set[c+'a'-'A'] = true
+		}
+	}
+	for k := range slots {
+		mark(k)
+	}
+	for _, e := range extFamilies {
+		mark(e.prefix)
+	}
+	return set
+}()

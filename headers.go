@@ -73,20 +73,29 @@ type Quota struct {
 	// true or X-RateLimit-Scope: global): a caller keeping quotas per
 	// route should hold off every route.
 	Global bool
+	// ShouldRetry is the server's own word on whether the request may be
+	// retried (OpenAI's and Anthropic's x-should-retry: true or false),
+	// valid if HasShouldRetry. See [Quota.Permanent].
+	ShouldRetry    bool
+	HasShouldRetry bool
 }
 
 // ParseQuota reads h, the headers of a response received at the local time
 // received, into a Quota. It reads every dialect in use: Retry-After and its
-// millisecond forms, every generation of the IETF RateLimit fields, the
-// X-RateLimit-* family and the vendor dialects (OpenAI, Anthropic, Azure,
-// Shopify, Salesforce, HubSpot, Zendesk, Kong, Linear, …).
+// millisecond forms, x-should-retry, every generation of the IETF RateLimit
+// fields, the X-RateLimit-* family and the vendor dialects (OpenAI,
+// Anthropic, Azure, Shopify, Salesforce, HubSpot, Zendesk, Kong, Linear,
+// X's daily caps, …).
 //
 // Absolute times (HTTP-dates, RFC 3339 times, epoch seconds or
-// milliseconds) are measured against h's Date when it is valid, else against
-// received; relative values ignore clocks; a time in the past means 0. Where
-// a dialect does not say whether a number is an epoch or a delta, a value of
-// at least 1e12 is epoch milliseconds, at least 1e9 epoch seconds, anything
-// less delta seconds.
+// milliseconds) are measured against h's Date when it is valid and within a
+// day of received, else against received (a Date further off is broken,
+// not skew); relative values ignore clocks; a time in the past means 0.
+// Where a dialect does not say whether a number is an epoch or a delta, a
+// value of at least 1e12 is epoch milliseconds, at least 1e9 epoch seconds,
+// anything less delta seconds; fields defined as delays (Retry-After, the
+// IETF t parameter and draft-07 reset) and as epochs are never guessed.
+// retry-after-ms wins over a Retry-After that is its rounding.
 //
 // Invalid values are absent, never 0: negative, non-decimal, empty or
 // overflowing numbers, Structured Fields of the wrong type (a malformed
@@ -96,15 +105,22 @@ type Quota struct {
 // value: the least remaining, the longest wait. One response yields at most
 // 64 policies.
 //
+// Cost is bounded before anything is parsed: a field whose lines come to
+// more than 8 KiB is absent, and so is any field past 32 KiB of the fields
+// read in one response (the Retry-After family and Date are counted first).
+// A 10 MB header costs about what looking at its length does.
+//
 // ParseQuota never panics and does not modify h. Keys are matched in any
 // case, though keys in canonical form (as net/http delivers them) are the
-// cheapest.
+// cheapest; many keys differing only in case cost time linear in their
+// number.
 func ParseQuota(h http.Header, received time.Time) Quota {
 	var f fields
 	f.collect(h)
-	c := &clock{date: f.date, received: received}
+	c := &clock{date: f.vals(slotDate), received: received}
 	var q Quota
-	q.readRetryAfter(c, f.retryAfter, f.retryAfterMS, f.msRetryAfterMS)
+	q.readRetryAfter(c, f.vals(slotRetryAfter), f.vals(slotRetryAfterMS), f.vals(slotMsRetryAfterMS))
+	q.readShouldRetry(f.vals(slotShouldRetry))
 	q.readIETF(c, &f)
 	q.readXRateLimit(c, &f)
 	q.readVendors(c, &f)

@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"fmt"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -23,6 +24,8 @@ var fuzzNames = [...]string{
 	"X-Ms-Ratelimit-Remaining-Subscription-Reads", "X-Ms-Ratelimit-Remaining-Resource",
 	"Zendesk-Ratelimit-Tickets-Index", "X-Hubspot-Ratelimit-Max", "X-Hubspot-Ratelimit-Interval-Milliseconds",
 	"X-Hubspot-Ratelimit-Daily-Remaining", "X-Shopify-Shop-Api-Call-Limit", "Sforce-Limit-Info",
+	"X-Should-Retry", "X-User-Limit-24hour-Limit", "X-User-Limit-24hour-Remaining", "X-User-Limit-24hour-Reset",
+	"X-App-Limit-24hour-Remaining", "X-App-Limit-24hour-Reset",
 }
 
 func FuzzParseQuota(f *testing.F) {
@@ -55,6 +58,9 @@ func FuzzParseQuota(f *testing.F) {
 		{"Zendesk-Ratelimit-Tickets-Index", "total=100; remaining=99; resets=41", "X-Ms-Ratelimit-Remaining-Resource", "Microsoft.Compute/HighCostGet3Min;159", "Retry-After-Ms", "1500", "X-Hubspot-Ratelimit-Secondly", "10"},
 		{"X-Ratelimit-Remaining", "598.0", "X-Ratelimit-Used", "2", "X-Ratelimit-Reset", "2025-05-26T05:30Z", "X-RateLimit-Limit-Minute", "10"},
 		{"Retry-After", "Sunday, 06-Nov-94 08:49:37 GMT", "Retry-After", "Sun Nov  6 08:49:37 1994", "Retry-After", "-1", "X-Ratelimit-Limit", "10, 10;w=60"},
+		{"X-User-Limit-24hour-Remaining", "0", "X-User-Limit-24hour-Reset", "1748278804", "X-App-Limit-24hour-Remaining", "1500", "x-app-limit-24hour-limit", "1667"},
+		{"Sforce-Limit-Info", "api-usage=25/5000; per-app-api-usage=17/250(appName=sample-connected-app)", "X-Should-Retry", "false", "Retry-After", "1", "retry-after-ms", "255"},
+		{"X-Ratelimit-Used", "4611686018427387904", "X-Ratelimit-Remaining", "4611686018427387904", "Ratelimit", `"b";r=0;t=1748235664`, "x-should-retry", "true"},
 	}
 	for _, s := range seeds {
 		f.Add(idx(s.a), s.va, idx(s.b), s.vb, idx(s.c), s.vc, s.key, s.vkey, date, int64(1748235604))
@@ -148,9 +154,10 @@ func FuzzReset(f *testing.F) {
 	}
 	c := &clock{now: time.Unix(1748235604, 0), ready: true}
 	f.Fuzz(func(t *testing.T, v string, kind uint8) {
-		d, ok := c.reset(v, resetKind(kind%3))
+		k := resetKind(kind) % (resetEpoch + 1)
+		d, ok := c.reset(v, k)
 		if d < 0 || d > maxWait || (!ok && d != 0) {
-			t.Fatalf("reset(%q, %d) = %v, %v", v, kind%3, d, ok)
+			t.Fatalf("reset(%q, %d) = %v, %v", v, k, d, ok)
 		}
 	})
 }
@@ -201,6 +208,61 @@ func FuzzIETF(f *testing.F) {
 		q := ParseQuota(h, time.Unix(1748235604, 0))
 		checkQuota(t, q)
 		if q2 := ParseQuota(h, time.Unix(1748235604, 0)); !reflect.DeepEqual(q, q2) {
+			t.Fatalf("ParseQuota not deterministic: %+v then %+v", q, q2)
+		}
+	})
+}
+
+// FuzzCollect builds header maps with many keys that differ only in case
+// and many lines, and checks the byte budgets: no field read is over
+// maxFieldBytes, the fields read together are within maxResponseBytes, the
+// result does not depend on the map's order, and h is not modified.
+func FuzzCollect(f *testing.F) {
+	f.Add(uint8(0), "5", uint16(3), uint16(2), uint8(1), "30")
+	f.Add(uint8(3), `"burst";q=100;w=60`, uint16(40), uint16(300), uint8(4), `"burst";r=0;t=30`)
+	f.Add(uint8(45), "false", uint16(1), uint16(1), uint8(0), "1")
+	f.Add(uint8(10), "", uint16(1000), uint16(9), uint8(9), "")
+	f.Fuzz(func(t *testing.T, a uint8, va string, variants, nlines uint16, b uint8, vb string) {
+		name := fuzzNames[int(a)%len(fuzzNames)]
+		h := http.Header{}
+		for i, k := range caseVariants(strings.ToLower(name), 1+int(variants)%1024) {
+			h[k] = repeated(va+strconv.Itoa(i%3), 1+int(nlines)%64)
+		}
+		other := fuzzNames[int(b)%len(fuzzNames)]
+		h[other] = append(h[other], vb)
+		before := h.Clone()
+		var fs fields
+		fs.collect(h)
+		total := 0
+		check := func(what string, l lines) {
+			if l.v == nil {
+				return
+			}
+			size := 0
+			for _, s := range l.v {
+				size += lineCost(s)
+			}
+			if size > maxFieldBytes {
+				t.Fatalf("%s read with %d bytes; want at most %d", what, size, maxFieldBytes)
+			}
+			total += size
+		}
+		for i, l := range fs.slot {
+			check(fmt.Sprint("slot ", i), l)
+		}
+		for _, e := range fs.ext[:fs.next] {
+			check(e.rest, e.vals)
+		}
+		if total > maxResponseBytes {
+			t.Fatalf("fields read come to %d bytes; want at most %d", total, maxResponseBytes)
+		}
+		received := time.Unix(1748235604, 0)
+		q := ParseQuota(h, received)
+		checkQuota(t, q)
+		if !reflect.DeepEqual(h, before) {
+			t.Fatalf("ParseQuota modified its headers")
+		}
+		if q2 := ParseQuota(h, received); !reflect.DeepEqual(q, q2) {
 			t.Fatalf("ParseQuota not deterministic: %+v then %+v", q, q2)
 		}
 	})

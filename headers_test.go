@@ -17,6 +17,17 @@ const nowDate = "Mon, 26 May 2025 05:00:04 GMT"
 // epoch returns now+d as epoch seconds, the way GitHub writes a reset.
 func epoch(d time.Duration) string { return strconv.FormatInt(now.Add(d).Unix(), 10) }
 
+// near returns the local receive time for a response whose Date is date,
+// with the local clock off by skew: a documented example is received near
+// its own Date, or the Date would be implausible and ignored.
+func near(date string, skew time.Duration) time.Time {
+	t, err := http.ParseTime(date)
+	if err != nil {
+		panic(err)
+	}
+	return t.Add(skew)
+}
+
 // hdr builds headers from name, value pairs, as a server would send them
 // (h.Add canonicalizes names; a repeated name is a repeated field line).
 func hdr(kv ...string) http.Header {
@@ -55,11 +66,13 @@ func runQuotaCases(t *testing.T, cases []quotaCase) {
 
 func quotaEqual(a, b Quota) bool {
 	return slices.Equal(a.Policies, b.Policies) && a.RetryAfter == b.RetryAfter &&
-		a.HasRetryAfter == b.HasRetryAfter && a.NearLimit == b.NearLimit && a.Global == b.Global
+		a.HasRetryAfter == b.HasRetryAfter && a.NearLimit == b.NearLimit && a.Global == b.Global &&
+		a.ShouldRetry == b.ShouldRetry && a.HasShouldRetry == b.HasShouldRetry
 }
 
 func fmtQuota(q Quota) string {
-	s := fmt.Sprintf("  RetryAfter=%v (%v) NearLimit=%v Global=%v", q.RetryAfter, q.HasRetryAfter, q.NearLimit, q.Global)
+	s := fmt.Sprintf("  RetryAfter=%v (%v) NearLimit=%v Global=%v ShouldRetry=%v (%v)",
+		q.RetryAfter, q.HasRetryAfter, q.NearLimit, q.Global, q.ShouldRetry, q.HasShouldRetry)
 	for _, p := range q.Policies {
 		s += fmt.Sprintf("\n  %+v", p)
 	}
@@ -280,8 +293,10 @@ func BenchmarkParseQuota(b *testing.B) {
 }
 
 func TestParseQuotaBoundsPolicies(t *testing.T) {
+	// 400 policies a field, each field within maxFieldBytes: the policy
+	// cap, not the byte budget, is what bounds them.
 	var azure, ietf, named []byte
-	for i := range 10000 {
+	for i := range 400 {
 		azure = fmt.Appendf(azure, "p%d;%d,", i, i)
 		ietf = fmt.Appendf(ietf, "%d;w=%d, ", i+1, i+1)
 		named = fmt.Appendf(named, `"p%d";q=%d, `, i, i)
@@ -335,4 +350,28 @@ func TestParseQuotaBindingAndWait(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestParseQuotaImplausibleDate checks that a Date more than a day from
+// the receive time is ignored: measured against it, a short Retry-After
+// date became a long wait, and a spent window no wait at all.
+func TestParseQuotaImplausibleDate(t *testing.T) {
+	date := func(d time.Duration) string { return now.Add(d).UTC().Format(http.TimeFormat) }
+	runQuotaCases(t, []quotaCase{
+		{name: "Date 10 days behind: Retry-After date measured against the receive time",
+			h:    hdr("Date", date(-10*24*time.Hour), "Retry-After", date(30*time.Second)),
+			want: Quota{RetryAfter: 30 * time.Second, HasRetryAfter: true}},
+		{name: "Date 10 days ahead: a spent window still waits for its reset",
+			h:    hdr("Date", date(10*24*time.Hour), "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", epoch(time.Minute)),
+			want: Quota{Policies: []Policy{pol("", "requests", no, 0, no, time.Minute)}}},
+		{name: "Date 2000-01-01 (a server whose clock was never set)",
+			h:    hdr("Date", "Sat, 01 Jan 2000 00:00:00 GMT", "Anthropic-Ratelimit-Tokens-Remaining", "0", "Anthropic-Ratelimit-Tokens-Reset", "2025-05-26T05:00:16Z"),
+			want: Quota{Policies: []Policy{pol("", "tokens", no, 0, no, 12*time.Second)}}},
+		{name: "Date 23 hours ahead is skew: it is the clock",
+			h:    hdr("Date", date(23*time.Hour), "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", epoch(23*time.Hour+time.Minute)),
+			want: Quota{Policies: []Policy{pol("", "requests", no, 0, no, time.Minute)}}},
+		{name: "an implausible Date line is passed over for a plausible one",
+			h:    http.Header{"Date": {date(-72 * time.Hour), nowDate}, "Retry-After": {date(5 * time.Second)}},
+			want: Quota{RetryAfter: 5 * time.Second, HasRetryAfter: true}},
+	})
 }

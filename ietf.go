@@ -31,7 +31,10 @@ import (
 // (https://docs.gitlab.com/administration/settings/user_and_ip_rate_limits/);
 // Docker Hub sends ratelimit-limit: 100;w=21600
 // (https://docs.docker.com/docker-hub/usage/pulls/). The epoch guess of
-// [ParseQuota] reads GitLab's reset without breaking the drafts' deltas.
+// [ParseQuota] reads GitLab's reset without breaking the drafts' deltas. It
+// applies to RateLimit-Reset only: draft-07's reset key and draft-08's t
+// parameter are delay-seconds by definition and never guessed, so a huge
+// one is over a year and absent, not a date.
 //
 // Structured Fields are parsed with httpsfv (RFC 9651). A field that does not
 // parse is ignored whole; a parameter of the wrong type (q="100", w=1.5, a
@@ -48,19 +51,19 @@ type quotaPolicy struct {
 func (q *Quota) readIETF(c *clock, f *fields) {
 	var unnamed []quotaPolicy
 	from := len(q.Policies)
-	if len(f.rlPolicy) > 0 {
-		if l, err := httpsfv.UnmarshalList(f.rlPolicy); err == nil {
+	if policy := f.vals(slotRlPolicy); len(policy) > 0 {
+		if l, err := httpsfv.UnmarshalList(policy); err == nil {
 			unnamed = q.readPolicyList(l)
 		}
 	}
-	if len(f.rateLimit) > 0 {
-		if d, err := httpsfv.UnmarshalDictionary(f.rateLimit); err == nil && isDraft07(d) {
-			unnamed = q.readDraft07(c, d, unnamed)
-		} else if l, err := httpsfv.UnmarshalList(f.rateLimit); err == nil {
-			q.readNamedLimits(c, l, from)
+	if rl := f.vals(slotRateLimit); len(rl) > 0 {
+		if d, err := httpsfv.UnmarshalDictionary(rl); err == nil && isDraft07(d) {
+			unnamed = q.readDraft07(d, unnamed)
+		} else if l, err := httpsfv.UnmarshalList(rl); err == nil {
+			q.readNamedLimits(l, from)
 		}
 	}
-	if len(f.rlLimit)+len(f.rlRemaining)+len(f.rlReset)+len(f.rlResetTime) > 0 {
+	if len(f.vals(slotRlLimit))+len(f.vals(slotRlRemaining))+len(f.vals(slotRlReset))+len(f.vals(slotRlResetTime)) > 0 {
 		unnamed = q.readTrio(c, f, unnamed)
 	}
 	for _, u := range unnamed {
@@ -117,7 +120,7 @@ func (q *Quota) readPolicyList(l httpsfv.List) (unnamed []quotaPolicy) {
 
 // readNamedLimits reads draft-08+'s RateLimit: each member names a policy
 // of RateLimit-Policy (or a new one) and gives r and t.
-func (q *Quota) readNamedLimits(c *clock, l httpsfv.List, from int) {
+func (q *Quota) readNamedLimits(l httpsfv.List, from int) {
 	for _, m := range l {
 		it, ok := m.(httpsfv.Item)
 		if !ok {
@@ -136,9 +139,12 @@ func (q *Quota) readNamedLimits(c *clock, l httpsfv.List, from int) {
 				p.setRemaining(n)
 			}
 		}
+		// t is delay-seconds by definition (draft-ietf-httpapi-ratelimit-
+		// headers-10, the RateLimit field): a large one is over maxWait
+		// and absent, never an epoch.
 		if v, ok := param(it.Params, "t"); ok {
 			if n, ok := sfInt(v); ok {
-				if d, ok := c.resetSeconds(n); ok {
+				if d, ok := seconds(n, 0); ok {
 					p.setReset(d)
 				}
 			}
@@ -170,7 +176,7 @@ func isDraft07(d *httpsfv.Dictionary) bool {
 
 // readDraft07 reads RateLimit: limit=100, remaining=50, reset=5. The window
 // comes from the RateLimit-Policy member whose quota equals the limit.
-func (q *Quota) readDraft07(c *clock, d *httpsfv.Dictionary, unnamed []quotaPolicy) []quotaPolicy {
+func (q *Quota) readDraft07(d *httpsfv.Dictionary, unnamed []quotaPolicy) []quotaPolicy {
 	p := Policy{Unit: "requests"}
 	if n, ok := dictInt(d, "limit"); ok {
 		p.setLimit(n)
@@ -178,8 +184,10 @@ func (q *Quota) readDraft07(c *clock, d *httpsfv.Dictionary, unnamed []quotaPoli
 	if n, ok := dictInt(d, "remaining"); ok {
 		p.setRemaining(n)
 	}
+	// reset is delay-seconds by definition (draft-ietf-httpapi-ratelimit-headers-07,
+	// the RateLimit field): never an epoch.
 	if n, ok := dictInt(d, "reset"); ok {
-		if r, ok := c.resetSeconds(n); ok {
+		if r, ok := seconds(n, 0); ok {
 			p.setReset(r)
 		}
 	}
@@ -194,8 +202,8 @@ func (q *Quota) readDraft07(c *clock, d *httpsfv.Dictionary, unnamed []quotaPoli
 // integers; anything else is parsed as an SF List.
 func (q *Quota) readTrio(c *clock, f *fields, unnamed []quotaPolicy) []quotaPolicy {
 	p := Policy{Unit: "requests"}
-	if len(f.rlLimit) > 0 {
-		limitList(f.rlLimit, func(i int, n int64, w time.Duration, hasW bool) {
+	if len(f.vals(slotRlLimit)) > 0 {
+		limitList(f.vals(slotRlLimit), func(i int, n int64, w time.Duration, hasW bool) {
 			if i == 0 {
 				// The first member is the limit in force now.
 				p.setLimit(n)
@@ -207,7 +215,7 @@ func (q *Quota) readTrio(c *clock, f *fields, unnamed []quotaPolicy) []quotaPoli
 			}
 		})
 	}
-	for _, v := range f.rlRemaining {
+	for _, v := range f.vals(slotRlRemaining) {
 		if n, ok := parseUint(trimOWS(v)); ok {
 			p.setRemaining(n)
 		} else if it, ok := firstItem(v); ok {
@@ -219,7 +227,7 @@ func (q *Quota) readTrio(c *clock, f *fields, unnamed []quotaPolicy) []quotaPoli
 			}
 		}
 	}
-	for _, v := range f.rlReset {
+	for _, v := range f.vals(slotRlReset) {
 		if d, ok := c.reset(v, resetAuto); ok {
 			p.setReset(d)
 		} else if it, ok := firstItem(v); ok {
@@ -231,7 +239,7 @@ func (q *Quota) readTrio(c *clock, f *fields, unnamed []quotaPolicy) []quotaPoli
 		}
 	}
 	if p.Known&HasReset == 0 {
-		for _, v := range f.rlResetTime {
+		for _, v := range f.vals(slotRlResetTime) {
 			if d, ok := c.httpDate(trimOWS(v)); ok {
 				p.setReset(d)
 			}

@@ -87,12 +87,14 @@ func TestParseQuotaIETF(t *testing.T) {
 			h: hdr("Date", "Tue, 05 Jan 2021 10:59:30 GMT", "RateLimit-Limit", "60", "RateLimit-Observed", "67",
 				"RateLimit-Remaining", "0", "RateLimit-Reset", "1609844400",
 				"RateLimit-ResetTime", "Tue, 05 Jan 2021 11:00:00 GMT", "Retry-After", "30"),
+			received: near("Tue, 05 Jan 2021 10:59:30 GMT", 2*time.Minute),
 			want: Quota{Policies: []Policy{pol("", "requests", 60, 0, no, 30*time.Second)},
 				RetryAfter: 30 * time.Second, HasRetryAfter: true}},
 		{name: "GitLab ResetTime alone",
 			h: hdr("Date", "Tue, 05 Jan 2021 10:59:30 GMT", "RateLimit-Remaining", "0",
 				"RateLimit-ResetTime", "Tue, 05 Jan 2021 11:00:00 GMT"),
-			want: Quota{Policies: []Policy{pol("", "requests", no, 0, no, 30*time.Second)}}},
+			received: near("Tue, 05 Jan 2021 10:59:30 GMT", -2*time.Minute),
+			want:     Quota{Policies: []Policy{pol("", "requests", no, 0, no, 30*time.Second)}}},
 		// Docker Hub: https://docs.docker.com/docker-hub/usage/pulls/
 		{name: "Docker Hub",
 			h: hdr("ratelimit-limit", "100;w=21600", "ratelimit-remaining", "76;w=21600",
@@ -117,4 +119,28 @@ func TestParseQuotaIETFDoesNotModifyHeaders(t *testing.T) {
 	if len(h) != len(before) {
 		t.Errorf("ParseQuota changed the header count: %d, was %d", len(h), len(before))
 	}
+}
+
+// TestParseQuotaIETFDelaySeconds checks that the fields the drafts define
+// as delay-seconds are never read as epochs: a t or reset the size of an
+// epoch is over a year, so absent, not a time a minute away.
+func TestParseQuotaIETFDelaySeconds(t *testing.T) {
+	inAMinute := epoch(time.Minute)
+	runQuotaCases(t, []quotaCase{
+		// draft-ietf-httpapi-ratelimit-headers-10: t is delay-seconds.
+		{name: "draft-08+ t the size of an epoch",
+			h:    hdr("Date", nowDate, "RateLimit", `"burst";r=0;t=`+inAMinute),
+			want: Quota{Policies: []Policy{pol("burst", "requests", no, 0, no, no)}}},
+		{name: "draft-08+ t of a year exactly is kept",
+			h:    hdr("RateLimit", `"y";r=0;t=31536000`),
+			want: Quota{Policies: []Policy{pol("y", "requests", no, 0, no, maxWait)}}},
+		// draft-ietf-httpapi-ratelimit-headers-07: reset is delay-seconds.
+		{name: "draft-07 reset the size of an epoch",
+			h:    hdr("Date", nowDate, "RateLimit", "limit=100, remaining=0, reset="+inAMinute),
+			want: Quota{Policies: []Policy{pol("", "requests", 100, 0, no, no)}}},
+		// GitLab's RateLimit-Reset is an epoch: the trio keeps the guess.
+		{name: "trio RateLimit-Reset still takes an epoch",
+			h:    hdr("Date", nowDate, "RateLimit-Remaining", "0", "RateLimit-Reset", inAMinute),
+			want: Quota{Policies: []Policy{pol("", "requests", no, 0, no, time.Minute)}}},
+	})
 }

@@ -38,7 +38,7 @@ func (c *clock) retryAfter(v string) (time.Duration, bool) {
 }
 
 // retryAfterMillis reads retry-after-ms and x-ms-retry-after-ms, the
-// millisecond forms Azure and Azure OpenAI send
+// millisecond forms Azure, Azure OpenAI, OpenAI and Anthropic send
 // (https://learn.microsoft.com/en-us/azure/ai-services/openai/how-to/quota).
 func retryAfterMillis(v string) (time.Duration, bool) {
 	whole, nano, ok := parseDecimal(v)
@@ -49,20 +49,35 @@ func retryAfterMillis(v string) (time.Duration, bool) {
 }
 
 // readRetryAfter fills q's Retry-After from every line of every field of
-// the family. Repeated or competing values keep the longest: the most
+// the family. Repeated values of one precision keep the longest: the most
 // conservative reading.
+//
+// The millisecond forms win over Retry-After when the two agree to within a
+// second: Retry-After is then the same wait rounded to whole seconds (OpenAI
+// and Anthropic send retry-after: 1 with retry-after-ms: 255, and their SDKs
+// wait the 255 ms). When they disagree by more than rounding explains,
+// neither is a rounding of the other and the longer one is kept.
 func (q *Quota) readRetryAfter(c *clock, secs, ms1, ms2 []string) {
+	var s, ms Quota // the seconds and the millisecond readings, apart
 	for _, v := range secs {
 		if d, ok := c.retryAfter(v); ok {
-			q.addRetryAfter(d)
+			s.addRetryAfter(d)
 		}
 	}
 	for _, vs := range [2][]string{ms1, ms2} {
 		for _, v := range vs {
 			if d, ok := retryAfterMillis(v); ok {
-				q.addRetryAfter(d)
+				ms.addRetryAfter(d)
 			}
 		}
+	}
+	switch {
+	case !ms.HasRetryAfter:
+		q.RetryAfter, q.HasRetryAfter = s.RetryAfter, s.HasRetryAfter
+	case !s.HasRetryAfter || (s.RetryAfter-ms.RetryAfter).Abs() < time.Second:
+		q.RetryAfter, q.HasRetryAfter = ms.RetryAfter, true
+	default:
+		q.RetryAfter, q.HasRetryAfter = max(s.RetryAfter, ms.RetryAfter), true
 	}
 }
 

@@ -79,3 +79,24 @@ func TestParseQuotaRetryAfterFamily(t *testing.T) {
 		{name: "ms over a year is absent", h: hdr("Retry-After-Ms", "31536000001")},
 	})
 }
+
+// TestParseQuotaRetryAfterMillisPreferred checks that retry-after-ms wins
+// over a Retry-After that is its rounding, as the OpenAI and Anthropic SDKs
+// read them (openai-python _parse_retry_after_header reads retry-after-ms
+// first).
+func TestParseQuotaRetryAfterMillisPreferred(t *testing.T) {
+	runQuotaCases(t, []quotaCase{
+		{name: "OpenAI: retry-after 1, retry-after-ms 255", h: hdr("retry-after", "1", "retry-after-ms", "255"),
+			want: Quota{RetryAfter: 255 * time.Millisecond, HasRetryAfter: true}},
+		{name: "rounded down: retry-after 0, retry-after-ms 500", h: hdr("retry-after", "0", "retry-after-ms", "500"),
+			want: Quota{RetryAfter: 500 * time.Millisecond, HasRetryAfter: true}},
+		{name: "Azure: x-ms-retry-after-ms with retry-after", h: hdr("Retry-After", "3", "X-Ms-Retry-After-Ms", "2100"),
+			want: Quota{RetryAfter: 2100 * time.Millisecond, HasRetryAfter: true}},
+		{name: "disagreeing beyond rounding: the longer, Retry-After", h: hdr("retry-after", "60", "retry-after-ms", "255"),
+			want: Quota{RetryAfter: time.Minute, HasRetryAfter: true}},
+		{name: "disagreeing beyond rounding: the longer, milliseconds", h: hdr("retry-after", "1", "retry-after-ms", "5000"),
+			want: Quota{RetryAfter: 5 * time.Second, HasRetryAfter: true}},
+		{name: "an invalid retry-after-ms leaves Retry-After", h: hdr("retry-after", "2", "retry-after-ms", "soon"),
+			want: Quota{RetryAfter: 2 * time.Second, HasRetryAfter: true}},
+	})
+}

@@ -21,9 +21,10 @@ const (
 )
 
 // clock turns absolute times in a response into durations. Its now is the
-// response's own Date when valid, else the local receive time, so a client
-// whose clock is off computes the same waits as one whose clock is right.
-// Date is parsed on first use: most dialects send only relative values.
+// response's own Date when valid and plausible, else the local receive
+// time, so a client whose clock is off computes the same waits as one whose
+// clock is right. Date is parsed on first use: most dialects send only
+// relative values.
 type clock struct {
 	date     []string // the response's Date field lines
 	received time.Time
@@ -35,13 +36,31 @@ func (c *clock) at() time.Time {
 	if !c.ready {
 		c.now, c.ready = c.received, true
 		for _, v := range c.date {
-			if t, ok := parseHTTPDate(v); ok {
+			if t, ok := parseHTTPDate(v); ok && c.plausible(t) {
 				c.now = t
 				break
 			}
 		}
 	}
 	return c.now
+}
+
+// maxDateSkew bounds how far a response's Date may be from the local
+// receive time and still be its clock. Real server clocks are seconds or
+// minutes off; a Date days away is broken (a cache replaying a stale
+// response, a server with no clock set), and measuring against it would
+// turn a short Retry-After date into a long wait, or a spent window into
+// no wait at all.
+const maxDateSkew = 24 * time.Hour
+
+// plausible reports whether t, a response's Date, is within maxDateSkew of
+// the receive time. With no receive time (the zero Time) any Date is.
+func (c *clock) plausible(t time.Time) bool {
+	if c.received.IsZero() {
+		return true
+	}
+	d := t.Sub(c.received)
+	return -maxDateSkew <= d && d <= maxDateSkew
 }
 
 // until returns the time from the response's now to t: 0 when t is past, absent beyond
@@ -158,6 +177,9 @@ const (
 	resetDuration
 	// resetRFC3339: an RFC 3339 time, as Anthropic sends.
 	resetRFC3339
+	// resetEpoch: epoch seconds, as X documents its x-*-limit-24hour-reset;
+	// never guessed to be a delta.
+	resetEpoch
 )
 
 // reset reads the time until a quota resets from one field value.
@@ -168,6 +190,8 @@ func (c *clock) reset(v string, kind resetKind) (time.Duration, bool) {
 	}
 	if whole, nano, ok := parseDecimal(v); ok {
 		switch {
+		case kind == resetEpoch:
+			return c.until(time.Unix(whole, nano))
 		case whole >= epochMillis:
 			return c.until(time.UnixMilli(whole))
 		case whole >= epochSeconds:
@@ -180,6 +204,8 @@ func (c *clock) reset(v string, kind resetKind) (time.Duration, bool) {
 		return goDuration(v)
 	case resetRFC3339:
 		return c.isoTime(v)
+	case resetEpoch:
+		return 0, false
 	}
 	if d, ok := c.isoTime(v); ok {
 		return d, true

@@ -15,11 +15,11 @@ func (q *Quota) readVendors(c *clock, f *fields) {
 			q.readExt(c, &f.ext[i], from)
 		}
 	}
-	if len(f.shopify) > 0 {
-		q.readShopify(f.shopify)
+	if len(f.vals(slotShopify)) > 0 {
+		q.readShopify(f.vals(slotShopify))
 	}
-	if len(f.salesforce) > 0 {
-		q.readSalesforce(f.salesforce)
+	if len(f.vals(slotSalesforce)) > 0 {
+		q.readSalesforce(f.vals(slotSalesforce))
 	}
 }
 
@@ -55,23 +55,23 @@ func (q *Quota) readExt(c *clock, e *extField, from int) {
 		if w, ok := kongWindow(part); ok {
 			p := q.policy(from, lowerASCII(part), "requests")
 			p.setWindow(w)
-			q.readNumbers(c, e.vals, fieldOf(field), resetAuto, from, p.Name, p.Unit)
+			q.readNumbers(c, e.vals.v, fieldOf(field), resetAuto, from, p.Name, p.Unit)
 			return
 		}
-		q.readNumbers(c, e.vals, fieldOf(field), resetDuration, from, "", lowerASCII(part))
+		q.readNumbers(c, e.vals.v, fieldOf(field), resetDuration, from, "", lowerASCII(part))
 	case famInfix:
 		// Linear: X-RateLimit-{Requests,Complexity}-{Limit,Remaining,Reset},
 		// resets in epoch milliseconds.
 		// https://linear.app/developers/rate-limiting
 		i := strings.LastIndexByte(e.rest, '-')
-		q.readNumbers(c, e.vals, fieldOf(e.rest[i+1:]), resetAuto, from, "", lowerASCII(e.rest[:i]))
+		q.readNumbers(c, e.vals.v, fieldOf(e.rest[i+1:]), resetAuto, from, "", lowerASCII(e.rest[:i]))
 	case famAnthropic:
 		// anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-
 		// {limit,remaining,reset}, resets in RFC 3339.
 		// https://docs.anthropic.com/en/api/rate-limits
 		i := strings.LastIndexByte(e.rest, '-')
 		if i > 0 {
-			q.readNumbers(c, e.vals, fieldOf(e.rest[i+1:]), resetRFC3339, from, "", lowerASCII(e.rest[:i]))
+			q.readNumbers(c, e.vals.v, fieldOf(e.rest[i+1:]), resetRFC3339, from, "", lowerASCII(e.rest[:i]))
 		}
 	case famAzure:
 		q.readAzure(e, from)
@@ -79,7 +79,55 @@ func (q *Quota) readExt(c *clock, e *extField, from int) {
 		q.readZendesk(c, e, from)
 	case famHubSpot:
 		q.readHubSpot(e, from)
+	case famXDaily:
+		q.readXDaily(c, e, from)
 	}
+}
+
+// readXDaily reads X API v2's per-user and per-app daily caps,
+// x-user-limit-24hour-{limit,remaining,reset} and
+// x-app-limit-24hour-{limit,remaining,reset}, sent beside the 15-minute
+// x-rate-limit-* ones (POST /2/tweets: 100 a day per user, 1667 per app).
+// The reset is epoch seconds, documented as such, so it is never read as a
+// delta. The policies are named "user-24hour" and "app-24hour".
+// https://docs.x.com/x-api/fundamentals/rate-limits
+func (q *Quota) readXDaily(c *clock, e *extField, from int) {
+	// e.rest is User-Limit-24hour-Remaining and the like.
+	i := strings.LastIndexByte(e.rest, '-')
+	who, window, ok := strings.Cut(e.rest[:max(i, 0)], "-Limit-")
+	field := fieldOf(e.rest[i+1:])
+	if !ok || who == "" || window == "" || field == 0 {
+		return
+	}
+	name := lowerASCII(who) + "-" + window
+	for _, v := range e.vals.v {
+		switch field {
+		case fieldLimit:
+			if n, ok := parseCount(v); ok {
+				q.xDaily(from, name, window).setLimit(n)
+			}
+		case fieldRemaining:
+			if n, ok := parseCount(v); ok {
+				q.xDaily(from, name, window).setRemaining(n)
+			}
+		case fieldReset:
+			if d, ok := c.reset(v, resetEpoch); ok {
+				q.xDaily(from, name, window).setReset(d)
+			}
+		}
+	}
+}
+
+// xDaily returns X's policy called name, with its window when window
+// reads as one ("24hour").
+func (q *Quota) xDaily(from int, name, window string) *Policy {
+	p := q.policy(from, name, "requests")
+	if h, ok := strings.CutSuffix(window, "hour"); ok {
+		if n, ok := parseUint(h); ok && n > 0 && n <= int64(maxWait/time.Hour) {
+			p.setWindow(time.Duration(n) * time.Hour)
+		}
+	}
+	return p
 }
 
 // readNumbers applies every value of one field to the policy (name, unit).
@@ -111,14 +159,14 @@ func (q *Quota) readNumbers(c *clock, vals []string, field int, kind resetKind, 
 // https://learn.microsoft.com/en-us/azure/azure-resource-manager/management/request-limits-and-throttling
 func (q *Quota) readAzure(e *extField, from int) {
 	if e.rest != "Resource" {
-		for _, v := range e.vals {
+		for _, v := range e.vals.v {
 			if n, ok := parseCount(v); ok {
 				q.policy(from, lowerASCII(e.rest), "requests").setRemaining(n)
 			}
 		}
 		return
 	}
-	for _, v := range e.vals {
+	for _, v := range e.vals.v {
 		for item := range strings.SplitSeq(v, ",") {
 			name, count, ok := strings.Cut(item, ";")
 			if name = trimOWS(name); !ok || name == "" {
@@ -136,7 +184,7 @@ func (q *Quota) readAzure(e *extField, from int) {
 // https://developer.zendesk.com/api-reference/introduction/rate-limits/
 func (q *Quota) readZendesk(c *clock, e *extField, from int) {
 	name := lowerASCII(e.rest)
-	for _, v := range e.vals {
+	for _, v := range e.vals.v {
 		for kv := range strings.SplitSeq(v, ";") {
 			k, val, _ := strings.Cut(kv, "=")
 			switch trimOWS(k) {
@@ -179,7 +227,7 @@ func (q *Quota) readHubSpot(e *extField, from int) {
 	case "Secondly-Remaining":
 		name, window, field = "secondly", time.Second, fieldRemaining
 	case "Interval-Milliseconds":
-		for _, v := range e.vals {
+		for _, v := range e.vals.v {
 			if n, ok := parseUint(trimOWS(v)); ok && n > 0 {
 				if w, ok := millis(n, 0); ok {
 					q.policy(from, "", "requests").setWindow(w)
@@ -190,7 +238,7 @@ func (q *Quota) readHubSpot(e *extField, from int) {
 	default:
 		return
 	}
-	for _, v := range e.vals {
+	for _, v := range e.vals.v {
 		n, ok := parseCount(v)
 		if !ok {
 			continue
@@ -223,12 +271,14 @@ func (q *Quota) readShopify(vals []string) {
 
 // readSalesforce reads Sforce-Limit-Info: api-usage=25/15000, a list of
 // name=used/limit over a rolling 24 hours; a per-app entry carries its app
-// in parentheses (per-app-api-usage=17/250(appName=sample-app)).
+// in parentheses. The documented example separates entries with "; "
+// (api-usage=25/5000; per-app-api-usage=17/250(appName=sample-connected-app)),
+// other responses with ", ": both are read.
 // https://developer.salesforce.com/docs/atlas.en-us.api_rest.meta/api_rest/headers_api_usage.htm
 func (q *Quota) readSalesforce(vals []string) {
 	from := len(q.Policies)
 	for _, v := range vals {
-		for item := range strings.SplitSeq(v, ",") {
+		for item := range splitAny(v, ",;") {
 			name, usage, ok := strings.Cut(item, "=")
 			if name = trimOWS(name); !ok || name == "" {
 				continue
@@ -242,6 +292,24 @@ func (q *Quota) readSalesforce(vals []string) {
 				p.setRemaining(max(limit-used, 0))
 				p.setWindow(24 * time.Hour)
 			}
+		}
+	}
+}
+
+// splitAny yields the substrings of s between any of the bytes in seps,
+// as strings.SplitSeq does for one separator.
+func splitAny(s, seps string) func(yield func(string) bool) {
+	return func(yield func(string) bool) {
+		for {
+			i := strings.IndexAny(s, seps)
+			if i < 0 {
+				yield(s)
+				return
+			}
+			if !yield(s[:i]) {
+				return
+			}
+			s = s[i+1:]
 		}
 	}
 }

@@ -16,7 +16,8 @@ func TestParseQuotaXRateLimit(t *testing.T) {
 		{name: "GitHub documented epoch against its Date",
 			h: hdr("Date", "Mon, 01 Jul 2013 17:27:53 GMT", "X-RateLimit-Limit", "60", "X-RateLimit-Remaining", "0",
 				"X-RateLimit-Reset", "1372700873"),
-			want: Quota{Policies: []Policy{pol("", "requests", 60, 0, no, 20*time.Minute)}}},
+			received: near("Mon, 01 Jul 2013 17:27:53 GMT", 3*time.Minute),
+			want:     Quota{Policies: []Policy{pol("", "requests", 60, 0, no, 20*time.Minute)}}},
 		{name: "GitHub used without remaining", h: hdr("X-RateLimit-Limit", "60", "X-RateLimit-Used", "60"),
 			want: Quota{Policies: []Policy{pol("", "requests", 60, 0, no, no)}}},
 		// https://docs.x.com/x-api/fundamentals/rate-limits
@@ -30,7 +31,8 @@ func TestParseQuotaXRateLimit(t *testing.T) {
 		// https://www.twilio.com/docs/sendgrid/api-reference/how-to-use-the-sendgrid-v3-api/rate-limits
 		{name: "SendGrid", h: hdr("Date", "Wed, 19 Feb 2014 13:07:13 GMT", "X-RateLimit-Limit", "500",
 			"X-RateLimit-Remaining", "499", "X-RateLimit-Reset", "1392815263"),
-			want: Quota{Policies: []Policy{pol("", "requests", 500, 499, no, 30*time.Second)}}},
+			received: near("Wed, 19 Feb 2014 13:07:13 GMT", -time.Minute),
+			want:     Quota{Policies: []Policy{pol("", "requests", 500, 499, no, 30*time.Second)}}},
 		// https://www.envoyproxy.io/docs/envoy/latest/api-v3/extensions/filters/http/ratelimit/v3/rate_limit.proto
 		{name: "Envoy", h: hdr("x-ratelimit-limit", "10, 10;w=60, 1000;w=3600", "x-ratelimit-remaining", "9", "x-ratelimit-reset", "45"),
 			want: Quota{Policies: []Policy{
@@ -54,7 +56,8 @@ func TestParseQuotaXRateLimit(t *testing.T) {
 			want: Quota{RetryAfter: 65 * time.Second, HasRetryAfter: true, Global: true}},
 		{name: "Discord float epoch reset", h: hdr("Date", "Tue, 02 Aug 2016 21:23:42 GMT", "X-RateLimit-Remaining", "0",
 			"X-RateLimit-Reset", "1470173023.123"),
-			want: Quota{Policies: []Policy{pol("", "requests", no, 0, no, 1123*time.Millisecond)}}},
+			received: near("Tue, 02 Aug 2016 21:23:42 GMT", 0),
+			want:     Quota{Policies: []Policy{pol("", "requests", no, 0, no, 1123*time.Millisecond)}}},
 		// https://support.reddithelp.com/hc/en-us/articles/16160319875092-Reddit-Data-API-Wiki
 		{name: "Reddit", h: hdr("X-Ratelimit-Used", "2", "X-Ratelimit-Remaining", "598.0", "X-Ratelimit-Reset", "540"),
 			want: Quota{Policies: []Policy{pol("", "requests", 600, 598, no, 9*time.Minute)}}},
@@ -152,10 +155,11 @@ func TestParseQuotaVendors(t *testing.T) {
 		// https://learn.microsoft.com/en-us/azure/ai-services/openai/how-to/quota
 		{name: "Azure OpenAI", h: hdr("x-ratelimit-remaining-requests", "0", "x-ratelimit-remaining-tokens", "3000",
 			"retry-after-ms", "8500", "retry-after", "9"),
+			// retry-after is retry-after-ms rounded up: the milliseconds win.
 			want: Quota{Policies: []Policy{
 				pol("", "requests", no, 0, no, no),
 				pol("", "tokens", no, 3000, no, no),
-			}, RetryAfter: 9 * time.Second, HasRetryAfter: true}},
+			}, RetryAfter: 8500 * time.Millisecond, HasRetryAfter: true}},
 		// https://shopify.dev/docs/api/admin-rest/usage/rate-limits
 		{name: "Shopify", h: hdr("X-Shopify-Shop-Api-Call-Limit", "32/40"),
 			want: Quota{Policies: []Policy{pol("", "requests", 40, 8, no, no)}}},
@@ -179,5 +183,56 @@ func TestParseQuotaVendors(t *testing.T) {
 				pol("", "requests", 100, 97, 10*time.Second, no),
 				pol("secondly", "requests", 10, 9, time.Second, no),
 			}}},
+	})
+}
+
+// TestParseQuotaDialectFixes holds one case per dialect read wrong before,
+// each with the vendor's documented example where there is one.
+func TestParseQuotaDialectFixes(t *testing.T) {
+	runQuotaCases(t, []quotaCase{
+		// X API v2 sends its daily caps beside the 15-minute window:
+		// POST /2/tweets allows 100 a day per user and 1667 per app;
+		// resets are epoch seconds.
+		// https://docs.x.com/x-api/fundamentals/rate-limits
+		{name: "X daily caps: the user is blocked for 12 hours",
+			h: hdr("Date", nowDate, "x-rate-limit-limit", "100", "x-rate-limit-remaining", "99",
+				"x-rate-limit-reset", epoch(15*time.Minute),
+				"x-user-limit-24hour-limit", "100", "x-user-limit-24hour-remaining", "0",
+				"x-user-limit-24hour-reset", epoch(12*time.Hour),
+				"x-app-limit-24hour-limit", "1667", "x-app-limit-24hour-remaining", "1500",
+				"x-app-limit-24hour-reset", epoch(20*time.Hour)),
+			want: Quota{Policies: []Policy{
+				pol("", "requests", 100, 99, no, 15*time.Minute),
+				pol("app-24hour", "requests", 1667, 1500, 24*time.Hour, 20*time.Hour),
+				pol("user-24hour", "requests", 100, 0, 24*time.Hour, 12*time.Hour),
+			}}},
+		{name: "X daily reset is an epoch, never a delta",
+			h: hdr("Date", nowDate, "x-user-limit-24hour-remaining", "0", "x-user-limit-24hour-reset", "3600"),
+			want: Quota{Policies: []Policy{
+				pol("user-24hour", "requests", no, 0, 24*time.Hour, 0),
+			}}},
+		// https://developer.salesforce.com/docs/atlas.en-us.200.0.api_rest.meta/api_rest/headers_api_usage.htm
+		{name: "Salesforce documented example with '; '",
+			h: hdr("Sforce-Limit-Info", "api-usage=25/5000; per-app-api-usage=17/250(appName=sample-connected-app)"),
+			want: Quota{Policies: []Policy{
+				pol("api-usage", "requests", 5000, 4975, 24*time.Hour, no),
+				pol("per-app-api-usage", "requests", 250, 233, 24*time.Hour, no),
+			}}},
+		{name: "Salesforce both separators",
+			h: hdr("Sforce-Limit-Info", "api-usage=18/5000;per-app-api-usage=17/250(appName=a), other=1/2"),
+			want: Quota{Policies: []Policy{
+				pol("api-usage", "requests", 5000, 4982, 24*time.Hour, no),
+				pol("per-app-api-usage", "requests", 250, 233, 24*time.Hour, no),
+				pol("other", "requests", 2, 1, 24*time.Hour, no),
+			}}},
+		{name: "Used plus Remaining past int64 is no limit",
+			h:    hdr("X-RateLimit-Used", "4611686018427387904", "X-RateLimit-Remaining", "4611686018427387904"),
+			want: Quota{Policies: []Policy{pol("", "requests", no, 1<<62, no, no)}}},
+		{name: "Used plus Remaining at int64's largest is kept",
+			h:    hdr("X-RateLimit-Used", "4611686018427387904", "X-RateLimit-Remaining", "4611686018427387903"),
+			want: Quota{Policies: []Policy{pol("", "requests", 1<<63-1, 1<<62-1, no, no)}}},
+		{name: "Used at int64's largest with Remaining",
+			h:    hdr("X-RateLimit-Used", "9223372036854775807", "X-RateLimit-Remaining", "1"),
+			want: Quota{Policies: []Policy{pol("", "requests", no, 1, no, no)}}},
 	})
 }

@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"math"
 	"strings"
 	"time"
 )
@@ -33,20 +34,20 @@ import (
 // A reset is read by its form, as [ParseQuota] describes: no single
 // documented meaning covers every API that sends the family.
 func (q *Quota) readXRateLimit(c *clock, f *fields) {
-	q.NearLimit = isTrue(f.xNear)
-	q.Global = isTrue(f.xGlobal) || strings.EqualFold(first(f.xScope), "global")
-	if len(f.xLimit)+len(f.xRemaining)+len(f.xReset)+len(f.xResetAfter)+len(f.xUsed) == 0 {
+	q.NearLimit = isTrue(f.vals(slotXNear))
+	q.Global = isTrue(f.vals(slotXGlobal)) || strings.EqualFold(first(f.vals(slotXScope)), "global")
+	if len(f.vals(slotXLimit))+len(f.vals(slotXRemaining))+len(f.vals(slotXReset))+len(f.vals(slotXResetAfter))+len(f.vals(slotXUsed)) == 0 {
 		return
 	}
-	p := Policy{Name: first(f.xResource), Unit: "requests", Scope: first(f.xScope)}
+	p := Policy{Name: first(f.vals(slotXResource)), Unit: "requests", Scope: first(f.vals(slotXScope))}
 	if p.Name == "" {
-		p.Name = first(f.xBucket)
+		p.Name = first(f.vals(slotXBucket))
 	}
-	if p.Scope == "" && isTrue(f.xGlobal) {
+	if p.Scope == "" && isTrue(f.vals(slotXGlobal)) {
 		p.Scope = "global"
 	}
 	var extra []Policy
-	for _, v := range f.xLimit {
+	for _, v := range f.vals(slotXLimit) {
 		if n, ok := parseCount(v); ok {
 			p.setLimit(n)
 			continue
@@ -70,13 +71,13 @@ func (q *Quota) readXRateLimit(c *clock, f *fields) {
 			}
 		})
 	}
-	for _, v := range f.xRemaining {
+	for _, v := range f.vals(slotXRemaining) {
 		if n, ok := parseCount(v); ok {
 			p.setRemaining(n)
 		}
 	}
 	used, hasUsed := int64(0), false
-	for _, v := range f.xUsed {
+	for _, v := range f.vals(slotXUsed) {
 		if n, ok := parseCount(v); ok && (!hasUsed || n > used) {
 			used, hasUsed = n, true
 		}
@@ -85,12 +86,13 @@ func (q *Quota) readXRateLimit(c *clock, f *fields) {
 		switch {
 		case p.Known&HasRemaining == 0 && p.Known&HasLimit != 0:
 			p.setRemaining(max(p.Limit-used, 0))
-		case p.Known&HasRemaining != 0 && p.Known&HasLimit == 0 && used <= 1<<62 && p.Remaining <= 1<<62:
-			// Reddit sends used and remaining only.
+		case p.Known&HasRemaining != 0 && p.Known&HasLimit == 0 && used <= math.MaxInt64-p.Remaining:
+			// Reddit sends used and remaining only. A sum past int64 is
+			// no limit any server has: absent, like any overflow.
 			p.setLimit(used + p.Remaining)
 		}
 	}
-	for _, v := range f.xInterval {
+	for _, v := range f.vals(slotXInterval) {
 		if n, ok := parseUint(trimOWS(v)); ok && n > 0 {
 			if w, ok := seconds(n, 0); ok {
 				p.setWindow(w)
@@ -99,7 +101,7 @@ func (q *Quota) readXRateLimit(c *clock, f *fields) {
 	}
 	// Discord's -Reset-After is relative, so no clock is involved: it wins
 	// over -Reset, which says the same as an epoch.
-	for _, v := range f.xResetAfter {
+	for _, v := range f.vals(slotXResetAfter) {
 		if whole, nano, ok := parseDecimal(v); ok {
 			if d, ok := seconds(whole, nano); ok {
 				p.setReset(d)
@@ -107,7 +109,7 @@ func (q *Quota) readXRateLimit(c *clock, f *fields) {
 		}
 	}
 	if p.Known&HasReset == 0 {
-		for _, v := range f.xReset {
+		for _, v := range f.vals(slotXReset) {
 			if d, ok := c.reset(v, resetAuto); ok {
 				p.setReset(d)
 			}
