@@ -78,7 +78,8 @@ type Event struct {
 	// default policy's reasons ([DefaultClassify]): "method is not
 	// idempotent", "request body cannot be replayed", "status is not
 	// retried", "server said x-should-retry: false", "error is not
-	// transient", "context ended". The Transport's bounds: "MaxAttempts
+	// transient", "context ended" (also while waiting to retry). The
+	// Transport's bounds: "MaxAttempts
 	// reached", "MaxElapsed reached", "context deadline before the retry",
 	// "retry budget spent", "server asked to wait longer than
 	// MaxRetryAfter". Before any attempt: "wait for quota failed"; before

@@ -338,3 +338,49 @@ func TestTransportKeyNormalised(t *testing.T) {
 		}
 	})
 }
+
+// TestTransportRetryPastDeadline checks that a retry whose turn for quota
+// comes after the request's deadline is given up before it is sent, and
+// the last response returned.
+func TestTransportRetryPastDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(status(429, "Retry-After", "0"), status(200))
+		var ev events
+		tr := &Transport{Base: s, Waiter: &Limiter{Limit: 1, Burst: 1}, OnEvent: ev.add}
+		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "GET", "http://api.example/x", nil)
+		resp, err := tr.RoundTrip(req)
+		if err != nil || resp.StatusCode != 429 {
+			t.Fatalf("RoundTrip = %v, %v; want the 429", resp, err)
+		}
+		resp.Body.Close()
+		if len(s.arrivals) != 1 {
+			t.Errorf("attempts at %v; want 1: the retry's turn is at 1s, past the deadline", s.arrivals)
+		}
+		if g := ev.of(EventGiveUp); len(g) != 1 || g[0].Reason != "context deadline before the retry" || g[0].StatusCode != 429 || g[0].Attempt != 1 {
+			t.Errorf("give-up events %+v; want one: context deadline before the retry, with the 429", g)
+		}
+	})
+}
+
+// TestTransportOverridesNormalised checks that an override written as
+// HostKey writes it applies to every spelling of the host.
+func TestTransportOverridesNormalised(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(status(200))
+		lim := &Limiter{Limit: 100, Burst: 100, Overrides: map[string]Rate{"api.example.com": {Limit: 1, Burst: 1}}}
+		tr := &Transport{Base: s, Waiter: lim}
+		for _, u := range []string{"https://API.example.com:443/a", "https://api.EXAMPLE.com/b"} {
+			req, _ := http.NewRequestWithContext(t.Context(), "GET", u, nil)
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+		if want := []time.Duration{0, time.Second}; !slices.Equal(s.arrivals, want) {
+			t.Errorf("sent at %v; want %v, the override's pace", s.arrivals, want)
+		}
+	})
+}

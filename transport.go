@@ -218,7 +218,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				return last, nil
 			}
 			closeResponse(last)
-			if attempt == 1 || reason == "" {
+			switch {
+			case ctx.Err() != nil:
+				reason = reasonContextEnded
+			case attempt == 1 || reason == "":
 				reason = reasonWaitFailed
 			}
 			return nil, t.giveUp(ev, reason, err)
