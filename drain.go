@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -32,39 +34,31 @@ var errBodyDiscarded = errors.New("throttle: rest of the response body discarded
 // received, unless its body was longer than drainBytes or stalled, when
 // the body ends with errBodyDiscarded after what was read.
 //
-// The read runs in a goroutine so that a stalled body cannot block; when
-// it stalls, closing the body ends the read (net/http's bodies unblock on
-// Close) and the goroutine with it.
+// A body that stalls is closed when the time is up, which ends the read:
+// net/http's response bodies unblock a Read on Close.
 func keep(ctx context.Context, resp *http.Response) *http.Response {
 	body := resp.Body
-	type result struct {
-		b   []byte
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		b, err := io.ReadAll(io.LimitReader(body, drainBytes+1))
-		done <- result{b, err}
-	}()
-	timer := time.NewTimer(drainTime)
-	defer timer.Stop()
+	var once sync.Once
+	var cut atomic.Bool // the read was cut short by time or ctx
+	closeBody := func() { once.Do(func() { body.Close() }) }
+	stop := func() { cut.Store(true); closeBody() }
+	timer := time.AfterFunc(drainTime, stop)
+	unhook := context.AfterFunc(ctx, stop)
+	b, err := io.ReadAll(io.LimitReader(body, drainBytes+1))
+	timer.Stop()
+	unhook()
+	closeBody()
 	var kept io.Reader
-	select {
-	case r := <-done:
-		switch {
-		case r.err != nil:
-			kept = io.MultiReader(bytes.NewReader(r.b), errReader{r.err})
-		case len(r.b) > drainBytes:
-			kept = io.MultiReader(bytes.NewReader(r.b[:drainBytes]), errReader{errBodyDiscarded})
-		default:
-			kept = bytes.NewReader(r.b)
-		}
-	case <-timer.C:
-		kept = errReader{errBodyDiscarded}
-	case <-ctx.Done():
-		kept = errReader{errBodyDiscarded}
+	switch {
+	case cut.Load():
+		kept = io.MultiReader(bytes.NewReader(b), errReader{errBodyDiscarded})
+	case err != nil:
+		kept = io.MultiReader(bytes.NewReader(b), errReader{err})
+	case len(b) > drainBytes:
+		kept = io.MultiReader(bytes.NewReader(b[:drainBytes]), errReader{errBodyDiscarded})
+	default:
+		kept = bytes.NewReader(b)
 	}
-	body.Close()
 	resp.Body = io.NopCloser(kept)
 	return resp
 }

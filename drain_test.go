@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -11,8 +12,8 @@ import (
 )
 
 // TestKeep checks what a kept response's body replays: all of a small
-// body, the first drainBytes of a large one, what came of a failed one,
-// nothing of a stalled one; and that the original body is closed within
+// body, the first drainBytes of a large one, what came of a failed or a
+// stalled one; and that the original body is closed once, within
 // drainTime.
 func TestKeep(t *testing.T) {
 	large := strings.Repeat("x", drainBytes+1)
@@ -30,7 +31,7 @@ func TestKeep(t *testing.T) {
 		{"read error", func() io.ReadCloser {
 			return io.NopCloser(io.MultiReader(strings.NewReader("par"), errReader{readErr}))
 		}, "par", readErr, 0},
-		{"stalled", func() io.ReadCloser { return &stallBody{closed: make(chan struct{})} }, "", errBodyDiscarded, drainTime},
+		{"stalled", func() io.ReadCloser { return &stallBody{closed: make(chan struct{})} }, `{"error":`, errBodyDiscarded, drainTime},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,3 +63,21 @@ func TestKeep(t *testing.T) {
 type closerFunc func() error
 
 func (f closerFunc) Close() error { return f() }
+
+// TestKeepContextEnds checks that a stalled body is let go when the
+// request's context ends, before drainTime.
+func TestKeepContextEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		defer cancel()
+		stalled := &stallBody{closed: make(chan struct{})}
+		start := time.Now()
+		resp := keep(ctx, &http.Response{Body: stalled})
+		if got := time.Since(start); got != 100*time.Millisecond {
+			t.Errorf("keep took %v; want 100ms, when ctx ended", got)
+		}
+		if _, err := io.ReadAll(resp.Body); !errors.Is(err, errBodyDiscarded) {
+			t.Errorf("kept body ends with %v; want errBodyDiscarded", err)
+		}
+	})
+}
