@@ -15,7 +15,7 @@ import (
 func TestRetryClassify(t *testing.T) {
 	conflict := func(o Outcome) Decision {
 		if o.Response != nil && o.Response.StatusCode == http.StatusConflict {
-			return Decision{Retry: true, Delay: 3 * time.Second, HasDelay: true}
+			return Decision{Retry: true, Delay: 3 * time.Second} // HasDelay only for a zero Delay
 		}
 		return DefaultClassify(o)
 	}
@@ -33,11 +33,13 @@ func TestRetryClassify(t *testing.T) {
 		{name: "hook cannot replay a streamed body", classify: conflict, status: 409, noRewind: true,
 			arrivals: []time.Duration{0}, reason: "request body cannot be replayed"},
 		{name: "hook's delay beyond MaxRetryAfter", status: 200, arrivals: []time.Duration{0},
-			classify: func(Outcome) Decision { return Decision{Retry: true, Delay: time.Hour, HasDelay: true} },
+			classify: func(Outcome) Decision { return Decision{Retry: true, Delay: time.Hour} },
 			reason:   "server asked to wait longer than MaxRetryAfter"},
 		{name: "hook gives up a 200", status: 200, arrivals: []time.Duration{0},
 			classify: func(Outcome) Decision { return Decision{Reason: "body says failed"} },
 			reason:   "body says failed"},
+		{name: "hook with a zero delay retries at once", status: 418, arrivals: []time.Duration{0, 0},
+			classify: func(o Outcome) Decision { return Decision{Retry: o.Response.StatusCode == 418, HasDelay: true} }},
 		{name: "hook without delay gets the backoff", status: 418,
 			classify: func(o Outcome) Decision { return Decision{Retry: o.Response.StatusCode == 418} },
 			arrivals: nil}, // checked against the retry event below

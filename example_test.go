@@ -258,7 +258,7 @@ func ExampleRetryPolicy_classify() {
 	client := &http.Client{Transport: &throttle.Transport{
 		Retry: throttle.RetryPolicy{Classify: func(o throttle.Outcome) throttle.Decision {
 			if o.Response != nil && o.Response.StatusCode == http.StatusConflict {
-				return throttle.Decision{Retry: true, Delay: 10 * time.Millisecond, HasDelay: true}
+				return throttle.Decision{Retry: true, Delay: 10 * time.Millisecond}
 			}
 			return throttle.DefaultClassify(o)
 		}},

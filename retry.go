@@ -201,11 +201,12 @@ type Outcome struct {
 // Decision is what follows an attempt. The zero Decision returns the
 // attempt's response or error as an answer that is not a failure.
 type Decision struct {
-	// Retry sends the request again, after Delay if HasDelay, else after
-	// the policy's backoff. The Transport's bounds (MaxAttempts,
+	// Retry sends the request again after Delay. A zero Delay means the
+	// policy's backoff, unless HasDelay is set: then it means at once (a
+	// server's "Retry-After: 0"). The Transport's bounds (MaxAttempts,
 	// MaxElapsed, the context's deadline, the retry budget, a replayable
-	// body) may still give it up; a Delay beyond MaxRetryAfter gives it
-	// up at once.
+	// body) may still give the retry up; a Delay beyond MaxRetryAfter
+	// gives it up at once.
 	Retry    bool
 	Delay    time.Duration
 	HasDelay bool
@@ -349,9 +350,9 @@ func (r *retries) next(o Outcome, d Decision, now time.Time) (retry bool, delay 
 		return false, 0, reasonNotReplayable
 	}
 	switch {
-	case d.HasDelay && d.Delay > p.maxRetryAfter():
+	case d.Delay > p.maxRetryAfter():
 		return false, 0, reasonMaxRetryAfter
-	case d.HasDelay:
+	case d.HasDelay || d.Delay > 0:
 		delay = max(d.Delay, 0)
 	default:
 		if r.bo == nil {
