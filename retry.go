@@ -181,6 +181,9 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // Outcome is what one attempt came to, as [RetryPolicy].Classify sees it.
+// The Transport fills it for each attempt; it is a plain value, and the
+// request and response it points to are shared with the Transport and
+// the caller: read them, do not modify them.
 type Outcome struct {
 	Request  *http.Request  // the caller's request; do not modify it
 	Response *http.Response // the attempt's response, nil when Err is set; do not read its body

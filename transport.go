@@ -108,7 +108,11 @@ type Transport struct {
 	//     the requests that would have gone at once, and the delays
 	//     reported are those of a request arriving alone, not of the queue
 	//     enforcing would build. A waiter that cannot tell the delay
-	//     (a *rate.Limiter) is reported with Delay 0 and its error.
+	//     (a *rate.Limiter) is reported with Delay 0 and its error. A
+	//     waiter whose store calls take their timeout from the context's
+	//     deadline (the distributed waiter on a go-redis client with
+	//     ContextTimeoutEnabled) fails every probe with a timeout: do not
+	//     dry-run with one.
 	//   - a failure that would be retried is returned, and reported as an
 	//     EventWouldRetry with the retry's delay: a retry made without its
 	//     delay would be a retry storm.
