@@ -15,7 +15,10 @@ import (
 // Keys of [Limiter.Overrides] meant to match the default key must be
 // written in this form: "api.github.com", not "API.github.com:443".
 func HostKey(req *http.Request) string {
-	host := req.URL.Host
+	var host, scheme string
+	if req.URL != nil {
+		host, scheme = req.URL.Host, req.URL.Scheme
+	}
 	if host == "" {
 		host = req.Host
 	}
@@ -24,8 +27,8 @@ func HostKey(req *http.Request) string {
 	if i := strings.LastIndexByte(host, ':'); i >= 0 && strings.IndexByte(host[i:], ']') < 0 {
 		switch port := host[i+1:]; {
 		case port == "",
-			port == "80" && strings.EqualFold(req.URL.Scheme, "http"),
-			port == "443" && strings.EqualFold(req.URL.Scheme, "https"):
+			port == "80" && strings.EqualFold(scheme, "http"),
+			port == "443" && strings.EqualFold(scheme, "https"):
 			host = host[:i]
 		}
 	}

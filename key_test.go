@@ -22,6 +22,9 @@ func TestHostKey(t *testing.T) {
 		{"upper-case scheme", "HTTPS://API.example.com:443/", "", "api.example.com"},
 		{"no URL host", "/path", "Example.com:80", "example.com:80"},
 	}
+	if got := HostKey(&http.Request{Host: "API.example.com"}); got != "api.example.com" {
+		t.Errorf("HostKey of a request without URL = %q; want its Host, lowercased", got)
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req, err := http.NewRequest("GET", tt.url, nil)

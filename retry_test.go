@@ -316,6 +316,18 @@ func TestTransportDeadlineLeavesNoTime(t *testing.T) {
 		if want := []time.Duration{0, time.Second}; !slices.Equal(sent, want) {
 			t.Errorf("sent at %v; want %v", sent, want)
 		}
+		// Quota is free at 2.1 s, but a 50 ms timeout is shorter than a
+		// round trip: not sent either.
+		time.Sleep(time.Second)
+		ctx, cancel = context.WithTimeout(t.Context(), 50*time.Millisecond)
+		defer cancel()
+		req, _ = http.NewRequestWithContext(ctx, "GET", "http://api.example/x", nil)
+		if resp, err = tr.RoundTrip(req); resp != nil || !errors.Is(err, ErrWouldExceedDeadline) {
+			t.Errorf("RoundTrip with 50ms left = %v, %v; want ErrWouldExceedDeadline", resp, err)
+		}
+		if len(sent) != 2 {
+			t.Errorf("sent at %v; want nothing more", sent)
+		}
 	})
 }
 

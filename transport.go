@@ -312,6 +312,9 @@ func (t *Transport) wait(ctx context.Context, rs *retries, w Waiter, key string,
 		return "", nil
 	}
 	bound, reason := rs.bound(attempt, start)
+	if !bound.IsZero() && !start.Before(bound) {
+		return reason, &DeadlineError{Key: key} // no time left even for a turn now
+	}
 	wctx := ctx
 	if dl, _ := ctx.Deadline(); !bound.IsZero() && !bound.Equal(dl) {
 		var cancel context.CancelFunc
