@@ -396,3 +396,24 @@ func TestTransportOverridesNormalised(t *testing.T) {
 		}
 	})
 }
+
+// TestTransportPermanent429 checks that a 429 the server marks permanent
+// (x-should-retry: false, as OpenAI's insufficient_quota) is returned at
+// once and does not slow the key down: retrying or pacing cannot help.
+func TestTransportPermanent429(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(status(429, "X-Should-Retry", "false"))
+		tr := &Transport{Base: s, Waiter: &Limiter{Limit: 10, Burst: 1}}
+		for range 5 {
+			resp, err := get(t, tr)
+			if err != nil || resp.StatusCode != 429 {
+				t.Fatalf("RoundTrip = %v, %v; want the 429", resp, err)
+			}
+			resp.Body.Close()
+		}
+		want := []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond, 400 * time.Millisecond}
+		if !slices.Equal(s.arrivals, want) {
+			t.Errorf("sent at %v; want %v, the configured pace", s.arrivals, want)
+		}
+	})
+}

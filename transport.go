@@ -88,6 +88,7 @@ type Transport struct {
 	// when to come back) do not slow the key down. By default they cut its
 	// pace, which then regrows (see [Adapter]); also when a limit is
 	// configured, since a server that rejects requests within it is right.
+	// A rejection marked permanent (x-should-retry: false) never does.
 	DisableAdaptive bool
 
 	// OnEvent, if not nil, is called for each wait on quota that blocked,
@@ -358,6 +359,9 @@ func (t *Transport) observe(ctx context.Context, o *Outcome, w Waiter, key strin
 	o.Wait, o.HasWait = wait, said
 	d := t.Retry.classify(*o)
 	f.Pause = max(f.Pause, min(d.Pause, t.Retry.maxRetryAfter()))
+	if f.Throttled && shouldRetry(resp.Header) == "false" {
+		f.Throttled = false // a permanent rejection: a slower pace cannot help
+	}
 	switch w := w.(type) {
 	case Adapter:
 		if err := w.Adapt(ctx, f); err != nil {
