@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -236,4 +239,147 @@ func ExampleAdapter() {
 	// Output:
 	// sent <nil>
 	// next turn in 30s
+}
+
+// A Classify hook steers what is retried. Here an API answers 409 while a
+// resource is being created: that is worth a retry after a second, and
+// everything else is left to the default decision.
+func ExampleRetryPolicy_classify() {
+	var attempts atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if attempts.Add(1) == 1 {
+			w.WriteHeader(http.StatusConflict)
+			return
+		}
+		fmt.Fprintln(w, "created")
+	}))
+	defer srv.Close()
+
+	client := &http.Client{Transport: &throttle.Transport{
+		Retry: throttle.RetryPolicy{Classify: func(o throttle.Outcome) throttle.Decision {
+			if o.Response != nil && o.Response.StatusCode == http.StatusConflict {
+				return throttle.Decision{Retry: true, Delay: 10 * time.Millisecond}
+			}
+			return throttle.DefaultClassify(o)
+		}},
+	}}
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Printf("%s after %d attempts: %s", resp.Status, attempts.Load(), body)
+	// Output:
+	// 200 OK after 2 attempts: created
+}
+
+// fakeAPI answers requests in a function, for examples that print URLs.
+type fakeAPI func(*http.Request) *http.Response
+
+func (f fakeAPI) RoundTrip(r *http.Request) (*http.Response, error) { return f(r), nil }
+
+func answer(r *http.Request, status int, kv ...string) *http.Response {
+	h := make(http.Header)
+	for i := 0; i+1 < len(kv); i += 2 {
+		h.Set(kv[i], kv[i+1])
+	}
+	return &http.Response{StatusCode: status, Status: fmt.Sprint(status, " ", http.StatusText(status)), Header: h,
+		Body: http.NoBody, Request: r}
+}
+
+// LogEvents writes a Transport's events to a slog.Logger: here a retried
+// 429 (Info) and a 503 on a POST, which is not retried (Warn). URLs are
+// logged without their query, which may hold credentials.
+func ExampleLogEvents() {
+	var calls atomic.Int32
+	api := fakeAPI(func(r *http.Request) *http.Response {
+		switch calls.Add(1) {
+		case 1:
+			return answer(r, http.StatusTooManyRequests, "Retry-After", "0")
+		case 2:
+			return answer(r, http.StatusOK)
+		}
+		return answer(r, http.StatusServiceUnavailable)
+	})
+	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey && len(groups) == 0 {
+				return slog.Attr{} // for a stable output
+			}
+			return a
+		},
+	}))
+	client := &http.Client{Transport: &throttle.Transport{Base: api, OnEvent: throttle.LogEvents(logger)}}
+
+	resp, err := client.Get("https://api.example.com/v1/models?key=secret")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	resp, err = client.Post("https://api.example.com/v1/jobs", "text/plain", strings.NewReader("job"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	// Output:
+	// level=INFO msg="throttle: retry" kind=retry key=api.example.com method=GET url=https://api.example.com/v1/models attempt=1 delay=0s status=429
+	// level=WARN msg="throttle: give-up" kind=give-up key=api.example.com method=POST url=https://api.example.com/v1/jobs attempt=1 status=503 reason="method is not idempotent"
+}
+
+// A dry run rolls out a new limit in shadow: every request goes at once,
+// and the waits the limit would impose are reported.
+func ExampleTransport_dryRun() {
+	api := fakeAPI(func(r *http.Request) *http.Response { return answer(r, http.StatusOK) })
+	client := &http.Client{Transport: &throttle.Transport{
+		Base:   api,
+		Waiter: &throttle.Limiter{Limit: 1, Burst: 1}, // the limit to try: 1 request/s
+		DryRun: true,
+		OnEvent: func(e throttle.Event) {
+			if e.Kind == throttle.EventWouldWait {
+				fmt.Printf("  would wait %v\n", e.Delay.Round(100*time.Millisecond))
+			}
+		},
+	}}
+	start := time.Now()
+	for i := 1; i <= 3; i++ {
+		resp, err := client.Get("https://api.example.com/v1/x")
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		resp.Body.Close()
+		fmt.Printf("#%d: %s\n", i, resp.Status)
+	}
+	fmt.Println("all sent within 100ms:", time.Since(start) < 100*time.Millisecond)
+	// Output:
+	// #1: 200 OK
+	//   would wait 1s
+	// #2: 200 OK
+	//   would wait 1s
+	// #3: 200 OK
+	// all sent within 100ms: true
+}
+
+// The default key of a request is its host, lowercased, without the
+// scheme's default port: one quota for every spelling of one API. Keys of
+// Limiter.Overrides are written the same way.
+func ExampleHostKey() {
+	for _, u := range []string{
+		"https://api.github.com/user",
+		"https://API.GitHub.com/user",
+		"https://api.github.com:443/user",
+		"http://127.0.0.1:8080/",
+	} {
+		req, _ := http.NewRequest("GET", u, nil)
+		fmt.Println(throttle.HostKey(req))
+	}
+	// Output:
+	// api.github.com
+	// api.github.com
+	// api.github.com
+	// 127.0.0.1:8080
 }

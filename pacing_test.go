@@ -126,7 +126,6 @@ func TestAdaptDeclared(t *testing.T) {
 	})
 }
 
-
 // TestAdaptThrottled checks a bare rejection through Adapt: the key slows
 // to β of its measured rate at once, also for waits already queued.
 func TestAdaptThrottled(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"syscall"
 	"time"
 
@@ -15,29 +16,39 @@ import (
 // RetryPolicy says which failed requests [Transport] sends again, and when.
 // The zero value is the default policy described on each field.
 //
-// What is retried:
+// What is retried is Classify's decision; the default ([DefaultClassify]):
 //   - 429 Too Many Requests, for any method: the server did not process
-//     the request.
-//   - 502, 503 and 504, and transport errors that are transient
+//     the request. So is a 403 that is a rate limit (GitHub's secondary
+//     limits: a Retry-After, or x-ratelimit-remaining 0 with a reset),
+//     which also pauses the key.
+//   - 500, 502, 503 and 504, and transport errors that are transient
 //     (connection refused or reset, timeouts, a connection closed before
 //     the response), only for requests net/http would replay: an idempotent
 //     method (GET, HEAD, OPTIONS, TRACE, PUT, DELETE) or an Idempotency-Key
 //     header.
+//   - x-should-retry (OpenAI, Anthropic): "true" retries any failure,
+//     "false" none.
 //   - Never a request whose body cannot be sent again: it needs no body or
 //     a GetBody (http.NewRequest sets it for bytes, strings and their
-//     readers).
+//     readers). The Transport holds to this whatever Classify says.
 //
 // When: after the server's Retry-After (or the reset of an exhausted quota)
 // when the response gives one, else after a jittered exponential backoff
 // (cenkalti/backoff/v4: InitialInterval × Multiplier^attempt, each ±50%,
 // at most MaxInterval). Every retry then waits for quota like any request.
+//
+// The bounds below hold whatever Classify says. A retry is given up, and
+// the last response returned, when its delay or its wait for quota would
+// end past MaxElapsed or too close to the context's deadline: the bounds
+// are checked before sleeping, never after.
 type RetryPolicy struct {
 	// MaxAttempts bounds the attempts of one request, the first included.
 	// Zero means 5; 1 means never retry.
 	MaxAttempts int
 
 	// MaxElapsed bounds the time from the first attempt to the start of
-	// the last one. Zero means 2 minutes.
+	// the last one, retry delays and waits for quota included. Zero means
+	// 2 minutes.
 	MaxElapsed time.Duration
 
 	// MaxRetryAfter is the longest server-asked wait the Transport honours
@@ -57,6 +68,13 @@ type RetryPolicy struct {
 	// top, 10 retries per 10 seconds are always allowed. Zero means 0.2;
 	// negative means no budget.
 	Budget float64
+
+	// Classify decides what follows each attempt: retry, pause the key,
+	// or return. It is called from RoundTrip, from many goroutines at
+	// once, and must not read the response's body. Nil means
+	// [DefaultClassify]; a hook that changes one case calls it for the
+	// rest.
+	Classify func(Outcome) Decision
 }
 
 func (p *RetryPolicy) budget() float64 {
@@ -128,24 +146,6 @@ func idempotent(req *http.Request) bool {
 	return ok
 }
 
-// retryable reports whether the outcome of one attempt (resp or err) is
-// worth another attempt of req.
-func retryable(req *http.Request, resp *http.Response, err error) bool {
-	if !replayable(req) {
-		return false
-	}
-	if err != nil {
-		return idempotent(req) && transient(req.Context(), err)
-	}
-	switch resp.StatusCode {
-	case http.StatusTooManyRequests:
-		return true
-	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return idempotent(req)
-	}
-	return false
-}
-
 // transient reports whether a transport error may pass by itself. It is
 // decided by the error's type and errno, never by its text.
 func transient(ctx context.Context, err error) bool {
@@ -165,13 +165,6 @@ func transient(ctx context.Context, err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// drain reads at most a few KiB of an abandoned response's body, so that
-// the connection can be reused, and closes it.
-func drain(resp *http.Response) {
-	io.CopyN(io.Discard, resp.Body, 4<<10)
-	resp.Body.Close()
-}
-
 // sleep waits d or until ctx ends, whichever is first.
 func sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
@@ -185,4 +178,226 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// Outcome is what one attempt came to, as [RetryPolicy].Classify sees it.
+// The Transport fills it for each attempt; it is a plain value, and the
+// request and response it points to are shared with the Transport and
+// the caller: read them, do not modify them.
+type Outcome struct {
+	Request  *http.Request  // the caller's request; do not modify it
+	Response *http.Response // the attempt's response, nil when Err is set; do not read its body
+	Err      error          // the attempt's transport error
+	Attempt  int            // 1 for the first attempt
+
+	// Quota is what the response's headers say (see [ParseQuota]); zero
+	// when Err is set.
+	Quota Quota
+
+	// Wait is how long the server asked every caller of the quota to hold
+	// off: a 429's or 503's Retry-After, or the reset of a quota the
+	// response says is spent, at most a year. Valid if HasWait.
+	Wait    time.Duration
+	HasWait bool
+}
+
+// Decision is what follows an attempt. The zero Decision returns the
+// attempt's response or error as an answer that is not a failure.
+type Decision struct {
+	// Retry sends the request again after Delay. A zero Delay means the
+	// policy's backoff, unless HasDelay is set: then it means at once (a
+	// server's "Retry-After: 0"). The Transport's bounds (MaxAttempts,
+	// MaxElapsed, the context's deadline, the retry budget, a replayable
+	// body) may still give the retry up; a Delay beyond MaxRetryAfter
+	// gives it up at once.
+	Retry    bool
+	Delay    time.Duration
+	HasDelay bool
+
+	// Pause holds off every caller of the key for Pause (at most
+	// MaxRetryAfter): the server said the quota is spent. Zero means no
+	// pause beyond what the response's headers say.
+	Pause time.Duration
+
+	// Reason, when Retry is false, marks the outcome as a failure that is
+	// not retried: the Transport reports an EventGiveUp with it. Empty
+	// for a success or an answer (a 404): no event.
+	Reason string
+}
+
+// Reasons given by DefaultClassify and the Transport's bounds.
+const (
+	reasonNotIdempotent  = "method is not idempotent"
+	reasonNotReplayable  = "request body cannot be replayed"
+	reasonStatus         = "status is not retried"
+	reasonShouldNotRetry = "server said x-should-retry: false"
+	reasonNotTransient   = "error is not transient"
+	reasonContextEnded   = "context ended"
+	reasonMaxAttempts    = "MaxAttempts reached"
+	reasonMaxElapsed     = "MaxElapsed reached"
+	reasonDeadline       = "context deadline before the retry"
+	reasonBudget         = "retry budget spent"
+	reasonMaxRetryAfter  = "server asked to wait longer than MaxRetryAfter"
+	reasonWaitFailed     = "wait for quota failed"
+	reasonRewindFailed   = "request body rewind failed"
+	reasonNoResponse     = "Base returned neither a response nor an error"
+)
+
+// DefaultClassify is the decision of the zero [RetryPolicy]: see there.
+// A failure that is not retried gets a Reason; x-should-retry is read on
+// 4xx and 5xx responses only.
+func DefaultClassify(o Outcome) Decision {
+	req := o.Request
+	if o.Err != nil {
+		switch {
+		case req.Context().Err() != nil:
+			return Decision{Reason: reasonContextEnded}
+		case !transient(req.Context(), o.Err):
+			return Decision{Reason: reasonNotTransient}
+		case !idempotent(req):
+			return Decision{Reason: reasonNotIdempotent}
+		case !replayable(req):
+			return Decision{Reason: reasonNotReplayable}
+		}
+		return Decision{Retry: true}
+	}
+	status := o.Response.StatusCode
+	if status < 400 {
+		return Decision{}
+	}
+	var d Decision
+	limited := status == http.StatusTooManyRequests
+	if status == http.StatusForbidden {
+		// GitHub's secondary rate limits come as 403 with Retry-After, or
+		// with x-ratelimit-remaining 0 and a reset; any other 403 is an
+		// answer.
+		switch {
+		case o.Quota.HasRetryAfter:
+			limited, d.Pause = true, o.Quota.RetryAfter
+		case o.HasWait && o.Wait > 0:
+			limited, d.Pause = true, o.Wait
+		}
+		d.Delay, d.HasDelay = d.Pause, limited
+	} else if o.HasWait {
+		d.Delay, d.HasDelay = o.Wait, true
+	}
+	switch shouldRetry(o.Response.Header) {
+	case "false":
+		return Decision{Pause: d.Pause, Reason: reasonShouldNotRetry}
+	case "true":
+	default:
+		switch {
+		case limited:
+		case status == http.StatusInternalServerError, status == http.StatusBadGateway,
+			status == http.StatusServiceUnavailable, status == http.StatusGatewayTimeout:
+			if !idempotent(req) {
+				return Decision{Pause: d.Pause, Reason: reasonNotIdempotent}
+			}
+		case status >= 500:
+			return Decision{Pause: d.Pause, Reason: reasonStatus}
+		default:
+			return Decision{Pause: d.Pause} // an answer: 400, 404, 409, …
+		}
+	}
+	if !replayable(req) {
+		return Decision{Pause: d.Pause, Reason: reasonNotReplayable}
+	}
+	d.Retry = true
+	return d
+}
+
+// shouldRetry returns x-should-retry's value ("true", "false", or ""
+// when absent or anything else): OpenAI's and Anthropic's APIs say with
+// it whether a failure is worth retrying, and their SDKs obey it.
+func shouldRetry(h http.Header) string {
+	v, ok := h["X-Should-Retry"]
+	if !ok || len(v) == 0 {
+		return ""
+	}
+	switch {
+	case strings.EqualFold(v[0], "true"):
+		return "true"
+	case strings.EqualFold(v[0], "false"):
+		return "false"
+	}
+	return ""
+}
+
+func (p *RetryPolicy) classify(o Outcome) Decision {
+	if p.Classify != nil {
+		return p.Classify(o)
+	}
+	return DefaultClassify(o)
+}
+
+// retries is one request's way through its attempts: the state the
+// Transport's bounds need.
+type retries struct {
+	t     *Transport
+	req   *http.Request
+	start time.Time
+	bo    *backoff.ExponentialBackOff // made at the first backoff
+}
+
+// next decides what follows an attempt whose outcome o was classified d
+// at now: a retry after delay, or none, with the reason when o is a
+// failure. Every bound is checked here, before any sleep: a retry that
+// could not start before MaxElapsed, or that would leave less than a
+// round trip before ctx's deadline, is given up now.
+func (r *retries) next(o Outcome, d Decision, now time.Time) (retry bool, delay time.Duration, reason string) {
+	p := &r.t.Retry
+	if !d.Retry {
+		return false, 0, d.Reason
+	}
+	if !replayable(r.req) {
+		return false, 0, reasonNotReplayable
+	}
+	switch {
+	case d.Delay > p.maxRetryAfter():
+		return false, 0, reasonMaxRetryAfter
+	case d.HasDelay || d.Delay > 0:
+		delay = max(d.Delay, 0)
+	default:
+		if r.bo == nil {
+			r.bo = p.newBackOff()
+		}
+		delay = r.bo.NextBackOff()
+	}
+	at := now.Add(delay)
+	switch {
+	case o.Attempt >= p.maxAttempts():
+		return false, 0, reasonMaxAttempts
+	case at.Sub(r.start) > p.maxElapsed():
+		return false, 0, reasonMaxElapsed
+	case r.tooLate(at, now):
+		return false, 0, reasonDeadline
+	case !r.t.budget.retry(now, p.budget()):
+		return false, 0, reasonBudget
+	}
+	return true, delay, ""
+}
+
+// bound returns the latest time the quota wait of attempt may end (zero
+// for none), and the reason to give up a retry that cannot start by then:
+// a retry must start within MaxElapsed, and any attempt leave a round
+// trip before ctx's deadline.
+func (r *retries) bound(attempt int, now time.Time) (time.Time, string) {
+	var at time.Time
+	reason := ""
+	if attempt > 1 {
+		at, reason = r.start.Add(r.t.Retry.maxElapsed()), reasonMaxElapsed
+	}
+	if dl, ok := r.req.Context().Deadline(); ok {
+		if dl = dl.Add(-r.t.rtt.estimate(now)); at.IsZero() || dl.Before(at) {
+			at, reason = dl, reasonDeadline
+		}
+	}
+	return at, reason
+}
+
+// tooLate reports whether an attempt sent at would leave less than a
+// recent round trip (estimated at now) before the request's deadline.
+func (r *retries) tooLate(at, now time.Time) bool {
+	dl, ok := r.req.Context().Deadline()
+	return ok && at.Add(r.t.rtt.estimate(now)).After(dl)
 }

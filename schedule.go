@@ -103,22 +103,22 @@ const (
 // other callers.
 func ScheduleConstants() map[string]float64 {
 	return map[string]float64{
-		"PROBE_WAIT":      probeWait,
-		"WINDOW_KEEP":     windowKeep,
-		"SAME_WINDOW":     sameWindow,
-		"CUT_BETA":        cutBeta,
-		"CUT_FLOOR":       cutFloor,
-		"CUT_MIN_REQ":     cutMinRequests,
-		"CUT_RECOVER":     cutRecover,
-		"CUT_STEP":        cutStep,
-		"STRIKE_WINDOW":   strikeWindow,
-		"SHIFT_SLOTS":     shiftSlots,
-		"PENDING_IDLE":    pendingIdle,
-		"LOW_SHARE":       lowShare,
-		"LOW_UNITS":       lowUnits,
-		"QUEUE_RETRY":     queueRetry,
-		"QUEUE_FIRST":     queueFirst,
-		"MAX_HOLES":       maxHoles,
+		"PROBE_WAIT":    probeWait,
+		"WINDOW_KEEP":   windowKeep,
+		"SAME_WINDOW":   sameWindow,
+		"CUT_BETA":      cutBeta,
+		"CUT_FLOOR":     cutFloor,
+		"CUT_MIN_REQ":   cutMinRequests,
+		"CUT_RECOVER":   cutRecover,
+		"CUT_STEP":      cutStep,
+		"STRIKE_WINDOW": strikeWindow,
+		"SHIFT_SLOTS":   shiftSlots,
+		"PENDING_IDLE":  pendingIdle,
+		"LOW_SHARE":     lowShare,
+		"LOW_UNITS":     lowUnits,
+		"QUEUE_RETRY":   queueRetry,
+		"QUEUE_FIRST":   queueFirst,
+		"MAX_HOLES":     maxHoles,
 	}
 }
 

@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 )
@@ -18,18 +19,25 @@ import (
 // A request's way through RoundTrip:
 //  1. key := Key(req), n := Cost(req).
 //  2. Wait for n units of key's quota. If the wait fails (ctx ends, or the
-//     turn is past ctx's deadline), nothing is sent, the request body is
-//     closed and the wait's error is returned.
+//     turn is past ctx's deadline, or so close to it that less time is
+//     left than the fastest recent round trip took), nothing is sent and
+//     nothing reserved, the request body is closed and the wait's error
+//     is returned.
 //  3. Send through Base. The caller's request is never modified.
-//  4. Read the response's headers ([ParseQuota]). If the server says the
-//     quota is spent (a 429 or 503 with Retry-After, or remaining 0 with a
+//  4. Read the response's headers ([ParseQuota]), and decide what follows
+//     ([RetryPolicy].Classify). If the server says the quota is spent (a
+//     429 or 503 with Retry-After, a rate-limit 403, or remaining 0 with a
 //     reset), pause the key until then, so every caller of that key holds
 //     off, not just this one.
-//  5. If the response or error is retryable ([RetryPolicy]) and attempts,
-//     elapsed time and the retry budget allow: drain and close the body,
-//     wait the retry delay, and go back to step 2.
+//  5. If the decision is a retry and attempts, elapsed time, the deadline
+//     and the retry budget allow: read a few KiB of the body (for at most
+//     half a second) and close it, wait the retry delay, and go back to
+//     step 2. A retry whose turn would come past MaxElapsed or the
+//     deadline is given up before it is sent, and the last response
+//     returned.
 //  6. Otherwise return the last response exactly as received (a final 429
-//     is a response, not an error), or the error.
+//     is a response, not an error), or the error. A failure that is not
+//     retried is reported as an EventGiveUp with its reason.
 //
 // Every wait, sleep and retry uses the request's context, so
 // [http.Client.Timeout] bounds the whole call.
@@ -51,8 +59,10 @@ type Transport struct {
 	// only what servers say.
 	Waiter Waiter
 
-	// Key names the quota a request spends. Nil means the request's host
-	// (req.URL.Host), so each API gets its own quota.
+	// Key names the quota a request spends. Nil means [HostKey]: the
+	// request's host, lowercased, without a default port, so each API gets
+	// its own quota. Keys of a [Limiter]'s Overrides are written in the
+	// form Key returns.
 	Key func(*http.Request) string
 
 	// Cost is how many units of quota a request spends (tokens of an LLM
@@ -78,65 +88,46 @@ type Transport struct {
 	// when to come back) do not slow the key down. By default they cut its
 	// pace, which then regrows (see [Adapter]); also when a limit is
 	// configured, since a server that rejects requests within it is right.
+	// A rejection marked permanent (x-should-retry: false) never does.
 	DisableAdaptive bool
 
 	// OnEvent, if not nil, is called for each wait on quota that blocked,
-	// each pause and each retry, and when the Transport gives up retrying:
-	// the place for logs and metrics. It is called synchronously from
-	// RoundTrip, from many goroutines at once, and must not block.
+	// each pause and each retry, and for each request that failed and is
+	// not retried: the place for logs ([LogEvents]) and metrics. It is
+	// called synchronously from RoundTrip, from many goroutines at once,
+	// and must not block.
 	OnEvent func(Event)
+
+	// DryRun: the Transport computes and reports every delay it would
+	// impose but imposes none, the way a new limit is rolled out in
+	// shadow before it is enforced. Each request is sent at once:
+	//   - its wait for quota is asked for without waiting, and reported as
+	//     an EventWouldWait with the delay. The waiter is asked with a
+	//     context whose deadline is now: a waiter keeping the [Waiter]
+	//     contract takes an immediate turn, and reserves nothing for a
+	//     later one and tells its delay. So a dry run's waiter counts only
+	//     the requests that would have gone at once, and the delays
+	//     reported are those of a request arriving alone, not of the queue
+	//     enforcing would build. A waiter that cannot tell the delay
+	//     (a *rate.Limiter) is reported with Delay 0 and its error. A
+	//     waiter whose store calls take their timeout from the context's
+	//     deadline (the distributed waiter on a go-redis client with
+	//     ContextTimeoutEnabled) fails every probe with a timeout: do not
+	//     dry-run with one.
+	//   - a failure that would be retried is returned, and reported as an
+	//     EventWouldRetry with the retry's delay: a retry made without its
+	//     delay would be a retry storm.
+	//   - what servers say still reaches the waiter: pauses (reported as
+	//     EventPause), windows, declared limits, slow-downs. They delay no
+	//     request of this Transport, and show in the delays reported next.
+	//     A waiter shared with other processes shares them.
+	//   - no request fails early for its deadline.
+	// False means enforcing.
+	DryRun bool
 
 	server Limiter     // what servers said, for waiters that cannot keep it
 	budget retryBudget // shared by every request of the Transport
-}
-
-// minReportedWait is the shortest wait reported as an EventWait: a wait
-// that did not block still takes a few hundred nanoseconds.
-const minReportedWait = time.Millisecond
-
-// EventKind tells what an [Event] reports.
-type EventKind int
-
-const (
-	// EventWait: a request waited Delay (1ms or more) for its quota
-	// before an attempt.
-	EventWait EventKind = iota + 1
-	// EventPause: a response said Key's quota is spent; the key is paused
-	// for Delay.
-	EventPause
-	// EventRetry: an attempt failed (StatusCode or Err) and the request
-	// will be sent again after Delay.
-	EventRetry
-	// EventGiveUp: an attempt failed and is not retried because attempts,
-	// time, the retry budget or MaxRetryAfter ran out; its response or
-	// error is returned. Reason says which.
-	EventGiveUp
-)
-
-func (k EventKind) String() string {
-	switch k {
-	case EventWait:
-		return "wait"
-	case EventPause:
-		return "pause"
-	case EventRetry:
-		return "retry"
-	case EventGiveUp:
-		return "give-up"
-	}
-	return "unknown"
-}
-
-// Event is what [Transport.OnEvent] is told.
-type Event struct {
-	Kind       EventKind
-	Request    *http.Request // the caller's request; do not modify it
-	Key        string        // the quota's key
-	Attempt    int           // 1 for the first attempt
-	Delay      time.Duration // the wait, pause or retry delay
-	StatusCode int           // the attempt's status, 0 if it failed with Err
-	Err        error         // the attempt's transport error, if any
-	Reason     string        // for EventGiveUp: why no retry
+	rtt    roundTrips  // how long recent round trips took
 }
 
 func (t *Transport) base() http.RoundTripper {
@@ -148,7 +139,7 @@ func (t *Transport) base() http.RoundTripper {
 
 func (t *Transport) key(req *http.Request) string {
 	if t.Key == nil {
-		return req.URL.Host
+		return HostKey(req)
 	}
 	return t.Key(req)
 }
@@ -214,103 +205,177 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	key, n := t.key(req), t.cost(req)
 	w, fb := t.waiter(key)
-	start := time.Now()
-	t.budget.request(start)
-	var bo interface{ NextBackOff() time.Duration } // made at the first retry
+	rs := &retries{t: t, req: req, start: time.Now()}
+	t.budget.request(rs.start)
+	// last is the previous attempt's response, its body read into memory,
+	// while its retry waits: a retry given up before it is sent returns it.
+	var last *http.Response
+	ev := Event{Request: req, Key: key}
 	for attempt := 1; ; attempt++ {
+		ev.Attempt = attempt
 		r := req
 		if attempt > 1 {
 			var err error
 			if r, err = rewind(ctx, req); err != nil {
-				return nil, err
+				closeResponse(last)
+				return nil, t.giveUp(ev, reasonRewindFailed, err)
 			}
 		}
-		waitStart := time.Now()
-		if err := t.wait(ctx, w, attempt, n); err != nil {
+		if reason, err := t.wait(ctx, rs, w, key, n, attempt); err != nil {
 			closeBody(r)
-			return nil, err
-		}
-		if t.OnEvent != nil {
-			if d := time.Since(waitStart); d >= minReportedWait {
-				t.emit(Event{Kind: EventWait, Request: req, Key: key, Attempt: attempt, Delay: d})
+			if last != nil && reason != "" {
+				// The retry could not start in time: the last response
+				// is the answer.
+				ev.Attempt, ev.StatusCode = attempt-1, last.StatusCode
+				t.giveUp(ev, reason, nil)
+				return last, nil
 			}
+			closeResponse(last)
+			switch {
+			case ctx.Err() != nil:
+				reason = reasonContextEnded
+			case attempt == 1 || reason == "":
+				reason = reasonWaitFailed
+			}
+			return nil, t.giveUp(ev, reason, err)
 		}
+		closeResponse(last)
+		last = nil
 
 		sent := time.Now()
 		resp, err := t.base().RoundTrip(r)
-		var serverWait time.Duration
-		serverSaid := false
-		if err == nil {
-			serverWait, serverSaid = t.observe(ctx, req, resp, fb, key, attempt, n, sent)
-		} else if a, ok := fb.(Adapter); ok {
-			a.Adapt(ctx, Feedback{Cost: n, Age: time.Since(sent)}) // answered, with nothing said
+		received := time.Now()
+		if err != nil {
+			// The RoundTripper contract allows a response or an error,
+			// never both: a Base that breaks it does not leak the body.
+			closeResponse(resp)
+			resp = nil
+		} else if resp == nil {
+			err = errors.New("throttle: " + reasonNoResponse)
 		}
-		if !retryable(req, resp, err) {
-			return resp, err
+		o := Outcome{Request: req, Response: resp, Err: err, Attempt: attempt}
+		var d Decision
+		if resp != nil {
+			t.rtt.observe(received, received.Sub(sent))
+			d = t.observe(ctx, &o, fb, key, n, sent, received)
+		} else {
+			if a, ok := fb.(Adapter); ok {
+				a.Adapt(ctx, Feedback{Cost: n, Age: received.Sub(sent)}) // answered, with nothing said
+			}
+			d = t.Retry.classify(o)
 		}
-
-		ev := Event{Request: req, Key: key, Attempt: attempt, Err: err}
+		retry, delay, reason := rs.next(o, d, received)
+		ev.Err, ev.StatusCode = err, 0
 		if resp != nil {
 			ev.StatusCode = resp.StatusCode
 		}
-		var delay time.Duration
-		switch {
-		case serverWait > t.Retry.maxRetryAfter():
-			ev.Reason = "server asked to wait longer than MaxRetryAfter"
-		case serverSaid:
-			delay = serverWait
-		default:
-			if bo == nil {
-				bo = t.Retry.newBackOff()
+		if !retry {
+			if reason != "" {
+				t.giveUp(ev, reason, err)
 			}
-			delay = bo.NextBackOff()
+			return resp, err
 		}
-		now := time.Now()
-		switch {
-		case ev.Reason != "":
-		case attempt >= t.Retry.maxAttempts():
-			ev.Reason = "MaxAttempts reached"
-		case now.Add(delay).Sub(start) > t.Retry.maxElapsed():
-			ev.Reason = "MaxElapsed reached"
-		case pastDeadline(ctx, now.Add(delay)):
-			ev.Reason = "context deadline before the retry"
-		case !t.budget.retry(now, t.Retry.budget()):
-			ev.Reason = "retry budget spent"
-		}
-		if ev.Reason != "" {
-			ev.Kind = EventGiveUp
+		if t.DryRun {
+			ev.Kind, ev.Delay = EventWouldRetry, delay
 			t.emit(ev)
 			return resp, err
 		}
 		ev.Kind, ev.Delay = EventRetry, delay
 		t.emit(ev)
+		ev.Delay = 0
 		if resp != nil {
-			drain(resp)
+			last = keep(ctx, resp)
 		}
-		if err := sleep(ctx, delay); err != nil {
-			return nil, err
+		if err := sleep(ctx, delay-time.Since(received)); err != nil {
+			closeResponse(last)
+			ev.StatusCode = 0
+			return nil, t.giveUp(ev, reasonContextEnded, err)
 		}
 	}
 }
 
-// wait waits for n units of w's quota for one attempt: a retry through
-// [RetryWaiter] when w has it, so that it keeps its place ahead of the
-// requests that arrived since its first attempt.
-func (t *Transport) wait(ctx context.Context, w Waiter, attempt, n int) error {
+// giveUp reports that the request ev is about fails for reason, with err
+// if it failed with one, and returns err.
+func (t *Transport) giveUp(ev Event, reason string, err error) error {
+	ev.Kind, ev.Reason, ev.Err, ev.Delay = EventGiveUp, reason, err, 0
+	t.emit(ev)
+	return err
+}
+
+// wait waits for n units of w's quota before an attempt, and reports a
+// wait that blocked. A turn later than the retries' bound (MaxElapsed for
+// a retry, ctx's deadline less a round trip) is refused at once, nothing
+// reserved, with a [DeadlineError] and the reason of the bound. In a dry
+// run it asks for the units without waiting, and reports what the wait
+// would have been.
+func (t *Transport) wait(ctx context.Context, rs *retries, w Waiter, key string, n, attempt int) (reason string, err error) {
+	start := time.Now()
+	if t.DryRun {
+		d, err := probe(ctx, w, n)
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		if d > 0 || err != nil {
+			t.emit(Event{Kind: EventWouldWait, Request: rs.req, Key: key, Attempt: attempt, Delay: d, Err: err})
+		}
+		return "", nil
+	}
+	bound, reason := rs.bound(attempt, start)
+	if !bound.IsZero() && !start.Before(bound) {
+		return reason, &DeadlineError{Key: key} // no time left even for a turn now
+	}
+	wctx := ctx
+	if dl, _ := ctx.Deadline(); !bound.IsZero() && !bound.Equal(dl) {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithDeadline(ctx, bound)
+		defer cancel()
+	}
 	if rw, ok := w.(RetryWaiter); ok && attempt > 1 {
-		return rw.WaitRetryN(ctx, n)
+		// A retry keeps its place ahead of the requests that arrived
+		// since its first attempt.
+		err = rw.WaitRetryN(wctx, n)
+	} else {
+		err = w.WaitN(wctx, n)
 	}
-	return w.WaitN(ctx, n)
+	var end time.Time
+	if !bound.IsZero() || t.OnEvent != nil {
+		end = time.Now()
+	}
+	if err == nil && !bound.IsZero() && end.After(bound) {
+		err = &DeadlineError{Key: key, Delay: end.Sub(start)} // a waiter that slept past the bound
+	}
+	if err != nil {
+		if ctx.Err() == nil && (wctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)) {
+			if !errors.Is(err, ErrWouldExceedDeadline) {
+				err = &DeadlineError{Key: key}
+			}
+			return reason, err
+		}
+		return "", err
+	}
+	if t.OnEvent != nil {
+		if d := end.Sub(start); d >= minReportedWait {
+			t.emit(Event{Kind: EventWait, Request: rs.req, Key: key, Attempt: attempt, Delay: d})
+		}
+	}
+	return "", nil
 }
 
-// observe reads resp's rate-limit headers and tells the key's waiter what
-// they say: a pause when the quota is spent, the quota's window, the
-// server's declared limit, a bare rejection. It returns how long the
-// server asked to wait, and whether it said (see feedback).
-func (t *Transport) observe(ctx context.Context, req *http.Request, resp *http.Response, w Waiter, key string, attempt, n int, sent time.Time) (time.Duration, bool) {
-	now := time.Now()
-	f, wait, said := t.feedback(resp, ParseQuota(resp.Header, now), now.Sub(sent))
+// observe reads resp's rate-limit headers into o, classifies o, and tells
+// the key's waiter what the headers and the decision say: a pause when
+// the quota is spent, the quota's window, the server's declared limit, a
+// bare rejection. It returns the decision.
+func (t *Transport) observe(ctx context.Context, o *Outcome, w Waiter, key string, n int, sent, now time.Time) Decision {
+	resp := o.Response
+	o.Quota = ParseQuota(resp.Header, now)
+	f, wait, said := t.feedback(resp, o.Quota, now.Sub(sent))
 	f.Cost = n
+	o.Wait, o.HasWait = wait, said
+	d := t.Retry.classify(*o)
+	f.Pause = max(f.Pause, min(d.Pause, t.Retry.maxRetryAfter()))
+	if f.Throttled && shouldRetry(resp.Header) == "false" {
+		f.Throttled = false // a permanent rejection: a slower pace cannot help
+	}
 	switch w := w.(type) {
 	case Adapter:
 		if err := w.Adapt(ctx, f); err != nil {
@@ -324,9 +389,9 @@ func (t *Transport) observe(ctx context.Context, req *http.Request, resp *http.R
 		f.Pause = 0
 	}
 	if f.Pause > 0 {
-		t.emit(Event{Kind: EventPause, Request: req, Key: key, Attempt: attempt, Delay: f.Pause, StatusCode: resp.StatusCode})
+		t.emit(Event{Kind: EventPause, Request: o.Request, Key: key, Attempt: o.Attempt, Delay: f.Pause, StatusCode: resp.StatusCode})
 	}
-	return wait, said
+	return d
 }
 
 // rewind returns a copy of req with a fresh body for another attempt.
@@ -346,9 +411,4 @@ func closeBody(req *http.Request) {
 	if req.Body != nil {
 		req.Body.Close()
 	}
-}
-
-func pastDeadline(ctx context.Context, t time.Time) bool {
-	dl, ok := ctx.Deadline()
-	return ok && t.After(dl)
 }

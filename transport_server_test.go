@@ -224,3 +224,43 @@ func TestTransportServerRetryAfter(t *testing.T) {
 		})
 	}
 }
+
+// TestTransportServerStalledBody checks against a real server that a 429
+// whose body stalls after its first bytes holds RoundTrip for drainTime
+// at most: closing a net/http body ends the read. Bounds: the retry
+// comes after drainTime (the body is read that long) and within 300 ms
+// more (scheduling and loopback on a busy machine).
+func TestTransportServerStalledBody(t *testing.T) {
+	release := make(chan struct{})
+	var arrivals atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if arrivals.Add(1) == 1 {
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusTooManyRequests)
+			io.WriteString(w, `{"error":`)
+			w.(http.Flusher).Flush()
+			select { // the rest never comes
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	defer close(release)
+	client := &http.Client{Transport: &Transport{Base: srv.Client().Transport}}
+	start := time.Now()
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	took := time.Since(start)
+	if resp.StatusCode != 200 || arrivals.Load() != 2 {
+		t.Errorf("final status %d after %d attempts; want 200 after 2", resp.StatusCode, arrivals.Load())
+	}
+	if took < drainTime || took > drainTime+300*time.Millisecond {
+		t.Errorf("RoundTrip took %v; want within [%v, %v]", took, drainTime, drainTime+300*time.Millisecond)
+	}
+}

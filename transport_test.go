@@ -265,7 +265,8 @@ func TestTransportMaxRetryAfter(t *testing.T) {
 func TestTransportCancelDuringRetryWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(status(429, "Retry-After", "30"))
-		tr := &Transport{Base: s}
+		var ev events
+		tr := &Transport{Base: s, OnEvent: ev.add}
 		ctx, cancel := context.WithCancel(t.Context())
 		time.AfterFunc(time.Second, cancel)
 		req, _ := http.NewRequestWithContext(ctx, "GET", "http://api.example/", nil)
@@ -277,6 +278,9 @@ func TestTransportCancelDuringRetryWait(t *testing.T) {
 		if got := time.Since(start); got != time.Second {
 			t.Errorf("returned after %v; want 1s, when cancelled", got)
 		}
+		if g := ev.of(EventGiveUp); len(g) != 1 || g[0].Reason != "context ended" || !errors.Is(g[0].Err, context.Canceled) {
+			t.Errorf("give-up events %+v; want one: context ended", g)
+		}
 	})
 }
 
@@ -287,7 +291,8 @@ func TestTransportWaitFails(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(status(200))
 		lim := &Limiter{Limit: 1, Burst: 1}
-		client := &http.Client{Transport: &Transport{Base: s, Waiter: lim}}
+		var ev events
+		client := &http.Client{Transport: &Transport{Base: s, Waiter: lim, OnEvent: ev.add}}
 		lim.For("api.example").WaitN(t.Context(), 1) // spend the burst
 		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 		defer cancel()
@@ -306,6 +311,9 @@ func TestTransportWaitFails(t *testing.T) {
 		}
 		if body.closed.Load() != 1 {
 			t.Errorf("request body closed %d times; want 1", body.closed.Load())
+		}
+		if g := ev.of(EventGiveUp); len(g) != 1 || g[0].Reason != "wait for quota failed" || !errors.Is(g[0].Err, ErrWouldExceedDeadline) {
+			t.Errorf("give-up events %+v; want one: wait for quota failed", g)
 		}
 	})
 }

@@ -1,0 +1,121 @@
+package throttle
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+// minReportedWait is the shortest wait reported as an EventWait: a wait
+// that did not block still takes a few hundred nanoseconds.
+const minReportedWait = time.Millisecond
+
+// EventKind tells what an [Event] reports.
+type EventKind int
+
+// The values of the kinds never change; new kinds get new values.
+const (
+	// EventWait: a request waited Delay (1ms or more) for its quota
+	// before an attempt.
+	EventWait EventKind = iota + 1
+	// EventPause: a response said Key's quota is spent; the key is paused
+	// for Delay. In a dry run the pause holds the waiter's state, which
+	// the dry run reads, but delays no request of the Transport's.
+	EventPause
+	// EventRetry: an attempt failed (StatusCode or Err) and the request
+	// will be sent again after Delay.
+	EventRetry
+	// EventGiveUp: a request failed and is not retried; its response or
+	// error is returned. Reason says why (see [Event]).
+	EventGiveUp
+)
+
+// Kinds reported in a dry run ([Transport].DryRun) only. Their values
+// leave room for more kinds after EventGiveUp.
+const (
+	// EventWouldWait: a dry run sent a request at once that would have
+	// waited Delay for its quota. Delay is 0 when the waiter cannot tell
+	// how long without waiting (Err says what it said).
+	EventWouldWait EventKind = iota + 64
+	// EventWouldRetry: a dry run returned an attempt's failure that would
+	// have been retried after Delay.
+	EventWouldRetry
+)
+
+// String returns the kind's name as logs show it: "wait", "pause",
+// "retry", "give-up", "would-wait", "would-retry".
+func (k EventKind) String() string {
+	switch k {
+	case EventWait:
+		return "wait"
+	case EventPause:
+		return "pause"
+	case EventRetry:
+		return "retry"
+	case EventGiveUp:
+		return "give-up"
+	case EventWouldWait:
+		return "would-wait"
+	case EventWouldRetry:
+		return "would-retry"
+	}
+	return "unknown"
+}
+
+// Event is what [Transport.OnEvent] is told. It is a [slog.LogValuer]:
+// slog.Any("event", e) logs its fields as a group, and [LogEvents] makes
+// log records of a Transport's events.
+type Event struct {
+	Kind       EventKind
+	Request    *http.Request // the caller's request; do not modify it
+	Key        string        // the quota's key
+	Attempt    int           // 1 for the first attempt
+	Delay      time.Duration // the wait, pause or retry delay
+	StatusCode int           // the attempt's status, 0 if it failed with Err
+	Err        error         // the attempt's error, or the wait's, if any
+
+	// Reason, for EventGiveUp, says why the request is not retried. The
+	// default policy's reasons ([DefaultClassify]): "method is not
+	// idempotent", "request body cannot be replayed", "status is not
+	// retried", "server said x-should-retry: false", "error is not
+	// transient", "context ended" (also while waiting to retry). The
+	// Transport's bounds: "MaxAttempts
+	// reached", "MaxElapsed reached", "context deadline before the retry",
+	// "retry budget spent", "server asked to wait longer than
+	// MaxRetryAfter". Before any attempt: "wait for quota failed"; before
+	// a retry: "request body rewind failed".
+	Reason string
+}
+
+// LogValue returns the event's non-zero fields as a group: kind, key,
+// method, url (without its query, which may hold credentials), attempt,
+// delay, status, err and reason.
+func (e Event) LogValue() slog.Value {
+	attrs := make([]slog.Attr, 0, 9)
+	attrs = append(attrs, slog.String("kind", e.Kind.String()), slog.String("key", e.Key))
+	if r := e.Request; r != nil {
+		attrs = append(attrs, slog.String("method", r.Method))
+		if r.URL != nil {
+			u := *r.URL
+			u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+			attrs = append(attrs, slog.String("url", u.String()))
+		}
+	}
+	if e.Attempt != 0 {
+		attrs = append(attrs, slog.Int("attempt", e.Attempt))
+	}
+	switch e.Kind {
+	case EventWait, EventPause, EventRetry, EventWouldWait, EventWouldRetry:
+		attrs = append(attrs, slog.Duration("delay", e.Delay))
+	}
+	if e.StatusCode != 0 {
+		attrs = append(attrs, slog.Int("status", e.StatusCode))
+	}
+	if e.Err != nil {
+		attrs = append(attrs, slog.String("err", e.Err.Error()))
+	}
+	if e.Reason != "" {
+		attrs = append(attrs, slog.String("reason", e.Reason))
+	}
+	return slog.GroupValue(attrs...)
+}

@@ -1,0 +1,94 @@
+package throttle
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestLogEvents checks the records LogEvents writes: message, level and
+// the event's fields, with the URL's query and credentials left out.
+func TestLogEvents(t *testing.T) {
+	req, _ := http.NewRequest("GET", "https://user:secret@api.example.com/v1/x?api_key=secret#frag", nil)
+	tests := []struct {
+		name string
+		e    Event
+		want string
+	}{
+		{"wait", Event{Kind: EventWait, Request: req, Key: "api.example.com", Attempt: 1, Delay: 250 * time.Millisecond},
+			`level=DEBUG msg="throttle: wait" kind=wait key=api.example.com method=GET url=https://api.example.com/v1/x attempt=1 delay=250ms`},
+		{"pause", Event{Kind: EventPause, Request: req, Key: "k", Attempt: 1, Delay: 2 * time.Second, StatusCode: 429},
+			`level=INFO msg="throttle: pause" kind=pause key=k method=GET url=https://api.example.com/v1/x attempt=1 delay=2s status=429`},
+		{"retry", Event{Kind: EventRetry, Key: "k", Attempt: 2, Delay: time.Second, Err: errors.New("connection reset")},
+			`level=INFO msg="throttle: retry" kind=retry key=k attempt=2 delay=1s err="connection reset"`},
+		{"give-up", Event{Kind: EventGiveUp, Key: "k", Attempt: 1, StatusCode: 503, Reason: "method is not idempotent"},
+			`level=WARN msg="throttle: give-up" kind=give-up key=k attempt=1 status=503 reason="method is not idempotent"`},
+		{"would-wait", Event{Kind: EventWouldWait, Key: "k", Attempt: 1, Delay: 3 * time.Second},
+			`level=INFO msg="throttle: would-wait" kind=would-wait key=k attempt=1 delay=3s`},
+		{"would-retry", Event{Kind: EventWouldRetry, Key: "k", Attempt: 1, Delay: 0, StatusCode: 429},
+			`level=INFO msg="throttle: would-retry" kind=would-retry key=k attempt=1 delay=0s status=429`},
+		{"unknown kind", Event{Kind: 99, Key: "k"},
+			`level=INFO msg="throttle: unknown" kind=unknown key=k`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			h := slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: noTime})
+			LogEvents(slog.New(h))(tt.e)
+			if got := strings.TrimSuffix(buf.String(), "\n"); got != tt.want {
+				t.Errorf("record\n%s\nwant\n%s", got, tt.want)
+			}
+		})
+	}
+}
+
+func noTime(groups []string, a slog.Attr) slog.Attr {
+	if a.Key == slog.TimeKey && len(groups) == 0 {
+		return slog.Attr{}
+	}
+	return a
+}
+
+// TestLogEventsLevel checks that a record below the logger's level is not
+// built, and that the request's context reaches the handler.
+func TestLogEventsLevel(t *testing.T) {
+	type ctxKey struct{}
+	var got []context.Context
+	h := &recordHandler{level: slog.LevelInfo, ctxs: &got}
+	log := LogEvents(slog.New(h))
+	req, _ := http.NewRequestWithContext(context.WithValue(context.Background(), ctxKey{}, "trace-1"), "GET", "http://a/", nil)
+	log(Event{Kind: EventWait, Request: req, Delay: time.Second}) // debug: dropped
+	log(Event{Kind: EventRetry, Request: req, Delay: time.Second})
+	if len(got) != 1 || got[0].Value(ctxKey{}) != "trace-1" {
+		t.Errorf("handled %d records, contexts %v; want 1 with the request's context", len(got), got)
+	}
+}
+
+type recordHandler struct {
+	level slog.Level
+	ctxs  *[]context.Context
+}
+
+func (h *recordHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level }
+func (h *recordHandler) Handle(ctx context.Context, _ slog.Record) error {
+	*h.ctxs = append(*h.ctxs, ctx)
+	return nil
+}
+func (h *recordHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *recordHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestEventLogValue checks that an Event logs as a group under slog.Any.
+func TestEventLogValue(t *testing.T) {
+	var buf bytes.Buffer
+	l := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{ReplaceAttr: noTime}))
+	l.Info("done", slog.Any("event", Event{Kind: EventGiveUp, Key: "k", Attempt: 3, StatusCode: 429, Reason: "MaxAttempts reached"}))
+	want := `level=INFO msg=done event.kind=give-up event.key=k event.attempt=3 event.status=429 event.reason="MaxAttempts reached"` + "\n"
+	if buf.String() != want {
+		t.Errorf("logged\n%s\nwant\n%s", buf.String(), want)
+	}
+}
