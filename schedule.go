@@ -23,12 +23,13 @@ import (
 //
 //	turn(p) = max(hold, max(tat, hold) + p·interval − τ, window(p))
 //
-// where interval is the pace in force (the slowest of the configured or
-// declared pace, the adaptive cut and the spreading of a window that runs
-// low), τ is the bucket's depth in time (burst·interval of the configured
-// pace, less when a slower pace binds, so that a slow-down never lets more
-// through at once than the bucket holds), and window(p) is when the
-// server's window admits the ticket's last unit.
+// where interval is the pace in force (the slower of the configured or
+// declared pace and the adaptive cut), τ is the bucket's depth in time
+// (burst·interval of the configured or declared pace, so that a cut never
+// lets more through at once than the bucket holds), and window(p) is when
+// the server's window admits the ticket's last unit: at once while units
+// are left, one by one spread to the reset while few are, and one probe
+// per probeWait after the reset until a response tells the next window.
 //
 // Units go in queue order as their turns pass (advance): tat moves by
 // interval per unit, the window spends them, and the queue's head moves
@@ -275,13 +276,19 @@ type window struct {
 	spreadAt, spreadLeft float64
 }
 
-// admits returns how many units past the head the window lets go by now,
-// with probe units per probe period.
+// admits returns how many units past the head the window lets go by now:
+// its units left (spread over the time to the reset while it runs low),
+// then probe units per probe period.
 func (w *window) admits(now, probe, sec float64) float64 {
 	if !w.valid {
 		return math.Inf(1)
 	}
 	if now < w.reset {
+		if si := w.spreadInterval(); si > 0 {
+			// The j-th unit of the spread goes at spreadAt + (j-1)·si.
+			due := math.Floor((now-w.spreadAt)/si+1e-9) + 1
+			return min(w.left, max(due-(w.spreadLeft-w.left), 0))
+		}
 		return w.left
 	}
 	periods := math.Floor((now-w.reset)/(probeWait*sec)) + 1
@@ -290,7 +297,13 @@ func (w *window) admits(now, probe, sec float64) float64 {
 
 // turn returns when the window lets the p-th unit past the head go.
 func (w *window) turn(p, probe, sec float64) float64 {
-	if !w.valid || p <= w.left {
+	if !w.valid {
+		return math.Inf(-1)
+	}
+	if p <= w.left {
+		if si := w.spreadInterval(); si > 0 {
+			return w.spreadAt + (w.spreadLeft-w.left+p-1)*si
+		}
 		return math.Inf(-1)
 	}
 	return w.reset + math.Floor((w.probed+p-w.left-1)/probe)*probeWait*sec
@@ -322,10 +335,12 @@ func (w *window) low() bool {
 
 func (w *window) spreading() bool { return w.spreadLeft > 0 }
 
-// spreadInterval returns the pace of a window spread over the time left,
-// 0 when it is not spreading.
-func (w *window) spreadInterval(now float64) float64 {
-	if !w.valid || !w.spreading() || now >= w.reset || w.left <= 0 {
+// spreadInterval returns the spacing of a window spread over the time
+// left to its reset, 0 when it is not spreading. The spread is a limit of
+// its own, anchored at spreadAt, not the bucket's pace: a bucket deep in
+// time (a declared 100 per 10 s) may owe more than the spread allows.
+func (w *window) spreadInterval() float64 {
+	if !w.valid || !w.spreading() || w.left <= 0 {
 		return 0
 	}
 	return (w.reset - w.spreadAt) / w.spreadLeft
@@ -358,31 +373,49 @@ func (w *window) update(now, left, reset, size, length, inFlight, sec float64) {
 }
 
 // cut is an adaptive slow-down after bare rejections (429 or 503 without a
-// Retry-After): the pace is cut to a fraction of a reference rate that
-// means something (the configured or declared limit; without one, what
-// the key sent over the last second), and regrows to it over cutRecover in
-// steps of cutStep. A rejection of a request sent before the last cut or
-// shift does not cut again: it was in flight under the old pace.
+// Retry-After), after AWS's adaptive retry and CUBIC: the pace is cut to
+// cutBeta of the rate the key was sending at (wMax), never below a floor,
+// and regrows to wMax over cutRecover in steps of cutStep. A key with a
+// limit (configured or declared) has wMax at most that limit and its floor
+// at cutFloor of it; the cut is over once it has regrown. A key without
+// one then probes beyond wMax, cutProbe more each second, until a
+// rejection cuts again or the pace reaches ten times wMax, where the cut
+// is over. The rates are what the key was sending or was told, never read
+// from state a store restart could have wiped. A rejection of a request
+// sent before the last cut or shift does not cut again: it was in flight
+// under the old pace.
 type cut struct {
-	frac  float64 // fraction of ref at the cut; 0: none ever
-	at    float64 // when the cut happened
-	ref   float64 // units a second the cut is a fraction of
+	r0    float64 // units a second right after the cut; 0: none ever
+	wMax  float64 // units a second it regrows to
 	floor float64 // units a second it never goes below
+	at    float64 // when the cut happened
+	open  bool    // no limit: probe beyond wMax
 	last  float64 // when the last cut or shift happened
 	moved bool    // a cut or shift has happened: last is set
 }
 
+// cutProbe: a key without a limit, its cut regrown, probes beyond the rate
+// it was cut from by this share of it each second.
+const cutProbe = 0.1
+
 // rate returns the cut's pace at now in units a second; 0 when no cut is
 // in force.
 func (c *cut) rate(now, sec float64) float64 {
-	if c.frac == 0 {
+	if c.r0 == 0 || now < c.at {
 		return 0
 	}
-	g := math.Floor((now-c.at)/(cutStep*sec)) * cutStep / cutRecover
-	if g >= 1 || now < c.at {
+	d := math.Floor((now-c.at)/(cutStep*sec)) * cutStep // seconds, in steps
+	if d < cutRecover {
+		return max(c.r0+(c.wMax-c.r0)*d/cutRecover, c.floor)
+	}
+	if !c.open {
 		return 0
 	}
-	return max(c.ref*(c.frac+(1-c.frac)*g), c.floor)
+	r := c.wMax * (1 + cutProbe*(d-cutRecover))
+	if r >= 10*c.wMax {
+		return 0
+	}
+	return r
 }
 
 // nextStep returns when the cut's pace next changes, +Inf if no cut is in
@@ -437,16 +470,9 @@ func (s *schedule) pace(now float64, c pacing) (interval, tau float64) {
 	if r := s.cut.rate(now, c.sec); r > 0 && c.sec/r > interval {
 		ci := c.sec / r
 		if interval == 0 {
-			tau = max(s.cut.floor/cutMinRequests, 1) * ci // a request's cost at once
+			tau = ci // a unit at once
 		}
 		interval = ci
-	}
-	if si := s.win.spreadInterval(now); si > interval {
-		interval = si
-		tau = min(tau, si)
-		if tau == 0 {
-			tau = si
-		}
 	}
 	return interval, tau
 }
@@ -475,33 +501,37 @@ func (s *schedule) advance(now float64, c pacing) {
 		return
 	}
 	interval, tau := s.pace(now, c)
-	k := float64(live)
+	kb := float64(live)
 	from := max(s.tat, s.hold)
 	if interval > 0 {
 		// The epsilon absorbs rounding: a turn computed as exactly now
 		// has come.
-		k = min(k, math.Floor((now-from+tau)/interval+1e-9))
+		kb = min(kb, math.Floor((now-from+tau)/interval+1e-9))
 	}
-	k = min(k, math.Floor(s.win.admits(now, s.probe(c), c.sec)))
-	if k <= 0 {
-		return
+	kw := math.Floor(s.win.admits(now, s.probe(c), c.sec))
+	if k := int64(min(kb, kw)); k > 0 {
+		gone := s.q[queueRetry].release(k)
+		if s.q[queueRetry].live() == 0 { // retries first
+			gone += s.q[queueFirst].release(k - gone)
+		}
+		if gone > 0 {
+			n := float64(gone)
+			if interval > 0 {
+				s.tat = from + n*interval
+			}
+			s.win.spend(n, now)
+			s.pending += n
+			s.lastGo = now
+			s.count(now, n, c.sec)
+		}
 	}
-	n := int64(k)
-	gone := s.q[queueRetry].release(n)
-	if s.q[queueRetry].live() == 0 { // retries first
-		gone += s.q[queueFirst].release(n - gone)
+	if interval == 0 || (kw < kb && s.queued() > 0) {
+		// No pace, or units the pace would let go are held by the window:
+		// the bucket fills meanwhile, to its burst and no further, so that
+		// a pace that starts (a cut, a spread) or a window that opens
+		// releases no more than a burst at once.
+		s.tat = max(s.tat, now)
 	}
-	if gone == 0 {
-		return
-	}
-	k = float64(gone)
-	if interval > 0 {
-		s.tat = from + k*interval
-	}
-	s.win.spend(k, now)
-	s.pending += k
-	s.lastGo = now
-	s.count(now, k, c.sec)
 }
 
 // count counts k units gone at now, for the rate a cut without a limit
@@ -596,17 +626,26 @@ func (s *schedule) reject(now, sentAt, cost float64, c pacing) bool {
 		s.cut.last, s.cut.moved = now, true
 		return true
 	}
-	ref := s.sent(now, c.sec)
-	if interval > 0 {
-		ref = c.sec / interval
-	}
 	floor := cutMinRequests * max(cost, 1)
-	ref = max(ref, floor)
-	frac := cutBeta
+	w := s.sent(now, c.sec) // what the key sent over the last second
 	if cur > 0 {
-		frac = max(cutBeta*cur/ref, cutFloor)
+		w = min(w, cur)
 	}
-	s.cut = cut{frac: frac, at: now, ref: ref, floor: min(floor, ref), last: now, moved: true}
+	if interval > 0 {
+		limit := c.sec / interval
+		if cur > 0 {
+			w = cur
+		} else {
+			w = limit
+		}
+		floor = max(floor, cutFloor*limit)
+		w = min(w, limit)
+	}
+	w = max(w, floor)
+	s.cut = cut{r0: max(cutBeta*w, floor), wMax: w, floor: floor, at: now, open: interval == 0, last: now, moved: true}
+	if interval > 0 {
+		s.cut.wMax = c.sec / interval // regrow to the limit
+	}
 	return true
 }
 
