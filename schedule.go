@@ -112,6 +112,7 @@ func ScheduleConstants() map[string]float64 {
 		"CUT_MIN_REQ":   cutMinRequests,
 		"CUT_RECOVER":   cutRecover,
 		"CUT_STEP":      cutStep,
+		"CUT_PROBE":     cutProbe,
 		"STRIKE_WINDOW": strikeWindow,
 		"SHIFT_SLOTS":   shiftSlots,
 		"PENDING_IDLE":  pendingIdle,
@@ -650,8 +651,13 @@ func (s *schedule) reject(now, sentAt, cost float64, c pacing) bool {
 }
 
 // adapt applies a window at now (see window.update).
+//
+// The units in flight are those gone whose responses have not come, but
+// no more than went over the last second or two: a caller that does not
+// report every response (Transport reports to a shared quota only the
+// responses that say something) would otherwise leave them counted.
 func (s *schedule) window(now, left, reset, size, length float64, c pacing) {
-	s.win.update(now, left, reset, size, length, s.pending, c.sec)
+	s.win.update(now, left, reset, size, length, min(s.pending, s.sent(now, c.sec)), c.sec)
 }
 
 // declare adopts a server's declared pace.

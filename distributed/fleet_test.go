@@ -154,7 +154,7 @@ func TestHelperProcess(t *testing.T) {
 	// and one HTTP connection per goroutine. Cold connections would only
 	// add start-up noise to what the test measures.
 	quotas := strings.Split(env("QUOTAS"), ",")
-	if err := reserveScript.Load(context.Background(), client).Err(); err != nil {
+	if err := scheduleScript.Load(context.Background(), client).Err(); err != nil {
 		t.Fatalf("loading the script: %v", err)
 	}
 	var warm sync.WaitGroup

@@ -3,6 +3,7 @@ package distributed
 import (
 	"context"
 	"math"
+	"strconv"
 	"sync"
 	"time"
 
@@ -65,18 +66,26 @@ func (l *localBuckets) evict(now time.Time) {
 
 // waitLocal waits for n units of lim with the same contract as a shared
 // wait: a turn past ctx's deadline is refused at once and reserves nothing;
-// a cancelled wait gives its units back. now is the waiter's clock.
-func waitLocal(ctx context.Context, lim *rate.Limiter, key string, n int, now func() time.Time) error {
+// a cancelled wait gives its units back. now is the waiter's clock. What
+// this process knows of the key (memo) holds the local turn too: nothing
+// before the last turn Redis gave this process, nor inside a pause it
+// knows; and the local turn is remembered, so that Redis, when it is back
+// with the state lost, learns it (see memos).
+func waitLocal(ctx context.Context, lim *rate.Limiter, key string, n int, now func() time.Time, m *memos, rkey string) error {
 	t := now()
 	r := lim.ReserveN(t, n)
 	if !r.OK() { // n > burst: checked before, so only on a misconfigured rate
 		return throttle.ErrCostExceedsBurst
 	}
 	delay := r.DelayFrom(t)
+	if nb := m.notBefore(rkey); nb.After(t.Add(delay)) {
+		delay = nb.Sub(t)
+	}
 	if deadline, ok := ctx.Deadline(); ok && delay > time.Until(deadline) {
 		r.CancelAt(t)
 		return &throttle.DeadlineError{Key: key, Delay: delay}
 	}
+	m.turn(rkey, 0, t.Add(delay))
 	if delay == 0 {
 		return nil
 	}
@@ -89,4 +98,102 @@ func waitLocal(ctx context.Context, lim *rate.Limiter, key string, n int, now fu
 		r.CancelAt(now())
 		return ctx.Err()
 	}
+}
+
+// maxMemos bounds the keys a Quota remembers; beyond it, entries whose
+// turn and pause are past are dropped, then any.
+const maxMemos = 4096
+
+// memo is what this process knows of one key: the id of the state its
+// last ticket came from (0: none yet, or a local turn), its last turn, and
+// a pause, on this process's clock.
+type memo struct {
+	id   int64
+	last time.Time
+	hold time.Time
+}
+
+// memos carries what this process knows of each key across an outage,
+// both ways: a FailLocal wait takes no turn before the last one Redis gave
+// this process nor inside a pause it knows, and when Redis is back with
+// the key's state lost (a restart, an eviction, a failover), the first
+// wait tells the script this process's last turn (Redis's or local) and
+// its pause, which the new state takes on. Safe for concurrent use.
+type memos struct {
+	mu sync.Mutex      // protects m
+	m  map[string]memo // by Redis key
+}
+
+func (ms *memos) get(rkey string) memo {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	return ms.m[rkey]
+}
+
+func (ms *memos) set(rkey string, f func(*memo)) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if ms.m == nil {
+		ms.m = make(map[string]memo)
+	}
+	m, ok := ms.m[rkey]
+	if !ok && len(ms.m) >= maxMemos {
+		now := time.Now()
+		for k, v := range ms.m {
+			if v.last.Before(now) && v.hold.Before(now) {
+				delete(ms.m, k)
+			}
+		}
+		if len(ms.m) >= maxMemos {
+			clear(ms.m)
+		}
+	}
+	f(&m)
+	ms.m[rkey] = m
+}
+
+// turn records a turn at t from the state id (0: a local turn).
+func (ms *memos) turn(rkey string, id int64, t time.Time) {
+	ms.set(rkey, func(m *memo) {
+		if id != 0 {
+			m.id = id
+		}
+		if t.After(m.last) {
+			m.last = t
+		}
+	})
+}
+
+// pause records a pause until t.
+func (ms *memos) pause(rkey string, t time.Time) {
+	ms.set(rkey, func(m *memo) {
+		if t.After(m.hold) {
+			m.hold = t
+		}
+	})
+}
+
+// notBefore returns when a local turn may come at the earliest.
+func (ms *memos) notBefore(rkey string) time.Time {
+	m := ms.get(rkey)
+	if m.hold.After(m.last) {
+		return m.hold
+	}
+	return m.last
+}
+
+// args returns the script's arguments for what this process knows: the
+// state id, its last turn and its pause in µs from now ("" when none).
+func (ms *memos) args(rkey string) (id, last, hold string) {
+	m := ms.get(rkey)
+	if m.id == 0 {
+		return "", "", ""
+	}
+	rel := func(t time.Time) string {
+		if d := time.Until(t); d > 0 {
+			return us(d)
+		}
+		return ""
+	}
+	return strconv.FormatInt(m.id, 10), rel(m.last), rel(m.hold)
 }

@@ -22,13 +22,13 @@ func TestWaitLocal(t *testing.T) {
 		ctx := context.Background()
 
 		start := time.Now()
-		if err := waitLocal(ctx, lim, "k", 1, time.Now); err != nil || time.Since(start) != 0 {
+		if err := waitLocal(ctx, lim, "k", 1, time.Now, new(memos), "k"); err != nil || time.Since(start) != 0 {
 			t.Fatalf("first wait = %v after %v; want nil at once (the local share)", err, time.Since(start))
 		}
 
 		dctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		defer cancel()
-		err := waitLocal(dctx, lim, "k", 1, time.Now)
+		err := waitLocal(dctx, lim, "k", 1, time.Now, new(memos), "k")
 		var de *throttle.DeadlineError
 		if !errors.As(err, &de) || !errors.Is(err, context.DeadlineExceeded) || time.Since(start) != 0 {
 			t.Fatalf("wait past the deadline = %v after %v; want a DeadlineError at once", err, time.Since(start))
@@ -37,7 +37,7 @@ func TestWaitLocal(t *testing.T) {
 			t.Errorf("DeadlineError.Delay = %v; want 100ms", de.Delay)
 		}
 
-		if err := waitLocal(ctx, lim, "k", 1, time.Now); err != nil || time.Since(start) != 100*time.Millisecond {
+		if err := waitLocal(ctx, lim, "k", 1, time.Now, new(memos), "k"); err != nil || time.Since(start) != 100*time.Millisecond {
 			t.Fatalf("next wait = %v after %v; want nil after exactly 100ms (the refused wait reserved nothing)", err, time.Since(start))
 		}
 
@@ -47,7 +47,7 @@ func TestWaitLocal(t *testing.T) {
 		nctx, ncancel := context.WithCancel(context.WithoutCancel(cctx))
 		stop := context.AfterFunc(cctx, ncancel)
 		defer stop()
-		if err := waitLocal(nctx, lim, "k", 1, time.Now); !errors.Is(err, context.Canceled) || time.Since(start) != 130*time.Millisecond {
+		if err := waitLocal(nctx, lim, "k", 1, time.Now, new(memos), "k"); !errors.Is(err, context.Canceled) || time.Since(start) != 130*time.Millisecond {
 			t.Fatalf("cancelled wait = %v after %v; want Canceled after 30ms more", err, time.Since(start))
 		}
 		// 30ms of refill at 10/s since the bucket was empty: 0.3 tokens
@@ -65,7 +65,7 @@ func TestLocalRateIsShare(t *testing.T) {
 		lim := l.get("k", rate.Limit(100), 10, 4, time.Now()) // 25/s, 3 tokens
 		start := time.Now()
 		for range 3 + 25 {
-			if err := waitLocal(context.Background(), lim, "k", 1, time.Now); err != nil {
+			if err := waitLocal(context.Background(), lim, "k", 1, time.Now, new(memos), "k"); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -3,81 +3,91 @@ package distributed
 import (
 	"context"
 	"encoding/base64"
-	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// minPushedSleep is the shortest sleep that listens for pushed pauses. A
-// shorter one would cost a SUBSCRIBE and an UNSUBSCRIBE whenever it is the
-// only sleeper, for a pause that could reach it only a round trip or two
-// before its turn anyway; its turn goes as reserved.
-const minPushedSleep = 10 * time.Millisecond
-
-// pauseRetry is how long a subscription that failed (Redis down, a
+// pushRetry is how long a subscription that failed (Redis down, a
 // failover) waits before it subscribes again.
-const pauseRetry = 250 * time.Millisecond
+const pushRetry = 250 * time.Millisecond
 
-// pauseChannel returns the pub/sub channel on which pause.lua and
-// adapt.lua announce the quota's pauses: prefix + "pause." +
-// base64url(name). Every key of the quota shares it; the message names
-// the key.
-func pauseChannel(prefix, name string) string {
+// pushChannel returns the pub/sub channel on which the schedule script
+// announces moves of a key's queued turns (a pause, a cut, a window, a
+// refund): prefix + "pause." + base64url(name). Every key of the quota
+// shares it; the message is "id rkey".
+func pushChannel(prefix, name string) string {
 	if prefix == "" {
 		prefix = defaultPrefix
 	}
 	return prefix + "pause." + base64.RawURLEncoding.EncodeToString([]byte(name))
 }
 
-// pushedPause is one announced pause, in µs of Redis's clock: written at
-// now, it holds the key off from start (now, or the end of the pause it
-// extends) until end, and every turn reserved before now at or after
-// start moves back by end-start (the scripts moved the queue likewise).
-type pushedPause struct {
-	now, start, end int64
-	rkey            string
-}
-
-// parsePause reads "now start end rkey" as the scripts publish it.
-func parsePause(s string) (pushedPause, bool) {
-	f := strings.SplitN(s, " ", 4)
-	if len(f) != 4 {
-		return pushedPause{}, false
-	}
-	var p pushedPause
-	var err [3]error
-	p.now, err[0] = strconv.ParseInt(f[0], 10, 64)
-	p.start, err[1] = strconv.ParseInt(f[1], 10, 64)
-	p.end, err[2] = strconv.ParseInt(f[2], 10, 64)
-	p.rkey = f[3]
-	return p, err[0] == nil && err[1] == nil && err[2] == nil && p.end > p.start
-}
-
-// sleeper is one wait sleeping until its turn, listening for pauses of
-// its key.
+// sleeper is one wait sleeping until its turn, listening for moves of its
+// key's queue.
 type sleeper struct {
-	rkey    string
-	sig     chan struct{} // capacity 1: pending has something
-	pending []pushedPause // protected by pauses.mu
+	rkey string
+	sig  chan struct{} // capacity 1: a move was pushed
 }
 
-// pauses delivers pushed pauses to this process's sleeping waits of one
+// subState is the subscription's state as a wait saw it: whether it was
+// up, and how many times it had come up.
+type subState struct {
+	up    bool
+	epoch uint64
+}
+
+// pushes delivers pushed moves to this process's sleeping waits of one
 // Quota. The first sleeper starts a subscription to the quota's channel;
-// the last one to stop ends it and waits for its goroutine, so no
-// goroutine outlives the waits and the Quota needs no Close. While waits
-// keep sleeping (the steady state of a busy quota) the subscription stays
-// up and a wait costs no command beyond its EVALSHA.
-type pauses struct {
-	mu       sync.Mutex            // protects sleepers, cur and every sleeper's pending
+// it ends pushLinger after the last sleeper (or at Quota.Close), so a
+// subscription outlives the waits by a second at most. While waits keep
+// sleeping, or come at least once a second (the steady state of a busy
+// quota), the subscription stays up and a wait costs no command beyond
+// its EVALSHA.
+//
+// Pub/sub delivers a message only to subscribers that are up when it is
+// published. A wait is sure it missed nothing when the subscription was
+// up before its reservation and stayed up, and no message came between
+// the reservation and the wait's listening (gen); otherwise it asks for
+// its turn once more before going (see keyWaiter.sleep).
+type pushes struct {
+	gen atomic.Uint64 // incremented by every message delivered
+
+	mu       sync.Mutex            // protects the fields below
 	sleepers map[*sleeper]struct{} // sleeping waits listening
-	cur      *subscription         // nil while no one sleeps
+	cur      *subscription         // nil while no one sleeps or lingers
+	linger   *time.Timer           // stops cur once no one has slept for pushLinger
+	closed   bool                  // Close was called: no lingering
+}
+
+// pushLinger is how long the subscription stays up after the last
+// sleeping wait ended, so that a key whose waits sleep one at a time does
+// not subscribe and unsubscribe at every wait.
+const pushLinger = time.Second
+
+// mark returns the messages delivered so far and the subscription's state.
+func (p *pushes) mark() (uint64, subState) {
+	gen := p.gen.Load()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cur == nil {
+		return gen, subState{}
+	}
+	return gen, p.cur.state()
+}
+
+// unchanged reports whether nothing could have been missed since mark
+// returned gen and sub.
+func (p *pushes) unchanged(gen uint64, sub subState) bool {
+	now, s := p.mark()
+	return sub.up && s.up && s.epoch == sub.epoch && now == gen
 }
 
 // add registers a sleeper of rkey, subscribing if it is the first.
-func (p *pauses) add(q *Quota, rkey string) *sleeper {
+func (p *pushes) add(q *Quota, rkey string) *sleeper {
 	s := &sleeper{rkey: rkey, sig: make(chan struct{}, 1)}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -85,48 +95,79 @@ func (p *pauses) add(q *Quota, rkey string) *sleeper {
 		p.sleepers = make(map[*sleeper]struct{})
 	}
 	p.sleepers[s] = struct{}{}
+	if p.linger != nil {
+		p.linger.Stop()
+		p.linger = nil
+	}
 	if p.cur == nil {
-		p.cur = subscribe(q.client, pauseChannel(q.Prefix, q.name), p.deliver)
+		p.cur = subscribe(q.client, pushChannel(q.Prefix, q.name), p.deliver)
 	}
 	return s
 }
 
-// remove unregisters s; the last sleeper ends the subscription.
-func (p *pauses) remove(s *sleeper) {
-	p.mu.Lock()
-	delete(p.sleepers, s)
-	var stop *subscription
-	if len(p.sleepers) == 0 {
-		stop, p.cur = p.cur, nil
-	}
-	p.mu.Unlock()
-	if stop != nil {
-		stop.stop() // outside mu: its goroutine may be delivering
-	}
-}
-
-// take returns and clears what was delivered to s.
-func (p *pauses) take(s *sleeper) []pushedPause {
+// remove unregisters s; the subscription ends pushLinger after the last
+// sleeper, unless another comes.
+func (p *pushes) remove(s *sleeper) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	got := s.pending
-	s.pending = nil
-	return got
+	delete(p.sleepers, s)
+	if len(p.sleepers) > 0 || p.cur == nil {
+		return
+	}
+	if p.closed {
+		go p.cur.stop() // its goroutine may be delivering, under mu
+		p.cur = nil
+		return
+	}
+	cur := p.cur
+	var t *time.Timer
+	t = time.AfterFunc(pushLinger, func() {
+		p.mu.Lock()
+		if p.linger != t || p.cur != cur {
+			p.mu.Unlock()
+			return // a sleeper came, or Close ran
+		}
+		p.cur, p.linger = nil, nil
+		p.mu.Unlock()
+		cur.stop()
+	})
+	p.linger = t
 }
 
-// deliver hands a message to the sleepers of its key.
-func (p *pauses) deliver(payload string) {
-	pp, ok := parsePause(payload)
+// close ends the subscription now, and any later one with its last
+// sleeper.
+func (p *pushes) close() {
+	p.mu.Lock()
+	p.closed = true
+	cur := p.cur
+	if len(p.sleepers) == 0 {
+		p.cur = nil
+		if p.linger != nil {
+			p.linger.Stop()
+			p.linger = nil
+		}
+	} else {
+		cur = nil
+	}
+	p.mu.Unlock()
+	if cur != nil {
+		cur.stop()
+	}
+}
+
+// deliver signals the sleepers of the message's key.
+func (p *pushes) deliver(payload string) {
+	_, rkey, ok := strings.Cut(payload, " ")
 	if !ok {
 		return
 	}
+	p.gen.Add(1)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for s := range p.sleepers {
-		if s.rkey != pp.rkey {
+		if s.rkey != rkey {
 			continue
 		}
-		s.pending = append(s.pending, pp)
 		select {
 		case s.sig <- struct{}{}:
 		default:
@@ -136,14 +177,22 @@ func (p *pauses) deliver(payload string) {
 
 // subscription is one goroutine receiving a channel's messages until
 // stop. It subscribes in the goroutine, so a Redis that is down or slow
-// delays no wait: the waits just get no pushed pauses meanwhile.
+// delays no wait: the waits just ask again before going meanwhile.
 type subscription struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the goroutine has returned
 
-	mu      sync.Mutex    // protects ps and stopped
+	mu      sync.Mutex    // protects the fields below
 	ps      *redis.PubSub // nil until subscribed
 	stopped bool
+	up      bool   // subscribed and receiving
+	epoch   uint64 // times it came up
+}
+
+func (s *subscription) state() subState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return subState{up: s.up, epoch: s.epoch}
 }
 
 func subscribe(c redis.UniversalClient, channel string, deliver func(string)) *subscription {
@@ -165,16 +214,27 @@ func (s *subscription) run(ctx context.Context, c redis.UniversalClient, channel
 		}
 		s.ps = ps
 		s.mu.Unlock()
-		for {
-			// Close (from stop) ends a blocked receive with an error.
-			msg, err := ps.ReceiveMessage(ctx)
-			if err != nil {
-				break
+		// The first reply is the subscription's confirmation: from then
+		// on, every message published reaches it.
+		if _, err := ps.Receive(ctx); err == nil {
+			s.mu.Lock()
+			s.up = true
+			s.epoch++
+			s.mu.Unlock()
+			for {
+				// Close (from stop) ends a blocked receive with an error.
+				msg, err := ps.ReceiveMessage(ctx)
+				if err != nil {
+					break
+				}
+				deliver(msg.Payload)
 			}
-			deliver(msg.Payload)
 		}
+		s.mu.Lock()
+		s.up = false
+		s.mu.Unlock()
 		ps.Close()
-		t := time.NewTimer(pauseRetry)
+		t := time.NewTimer(pushRetry)
 		select {
 		case <-t.C:
 		case <-ctx.Done():

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,24 +20,32 @@ import (
 // DefaultTimeout bounds each Redis call when [Quota.Timeout] is zero.
 const DefaultTimeout = 50 * time.Millisecond
 
-var (
-	//go:embed reserve.lua
-	reserveSrc string
-	//go:embed refund.lua
-	refundSrc string
-	//go:embed pause.lua
-	pauseSrc string
-	//go:embed adapt.lua
-	adaptSrc string
+//go:embed schedule.lua
+var scheduleSrc string
 
-	// Scripts are immutable values (source and SHA1): sharing them is safe.
-	// Run sends EVALSHA and, on NOSCRIPT (a new server, a failover, SCRIPT
-	// FLUSH), EVAL once, which loads the script again.
-	reserveScript = redis.NewScript(reserveSrc)
-	refundScript  = redis.NewScript(refundSrc)
-	pauseScript   = redis.NewScript(pauseSrc)
-	adaptScript   = redis.NewScript(adaptSrc)
-)
+// scheduleScript is the key's schedule in Lua: throttle's schedule.go rule
+// for rule, with its constants prepended from throttle.ScheduleConstants,
+// so that each exists once. Scripts are immutable values (source and
+// SHA1): sharing one is safe. Run sends EVALSHA and, on NOSCRIPT (a new
+// server, a failover, SCRIPT FLUSH), EVAL once, which loads it again.
+var scheduleScript = redis.NewScript(luaConstants() + scheduleSrc)
+
+// luaConstants returns the schedule's constants as Lua locals, sorted so
+// that the script's SHA1 is stable.
+func luaConstants() string {
+	c := throttle.ScheduleConstants()
+	names := make([]string, 0, len(c))
+	for k := range c {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	b.WriteString("-- constants from throttle.ScheduleConstants\n")
+	for _, k := range names {
+		fmt.Fprintf(&b, "local %s = %s\n", k, strconv.FormatFloat(c[k], 'g', -1, 64))
+	}
+	return b.String()
+}
 
 // Quota is a token bucket kept in Redis and shared by every process that
 // uses the same name on the same Redis: a fleet's one API key, a quota that
@@ -53,21 +63,19 @@ var (
 //
 // # How a wait works
 //
-// A wait is one Redis round trip: a Lua script reads Redis's clock, takes
-// the next turn in the bucket, and returns how long to sleep; the caller
-// then sleeps without talking to Redis again. Turns are given in the order
-// calls reach Redis. A turn past ctx's deadline is refused inside the same
-// script, before anything is reserved. If ctx ends during the sleep, a
-// second call gives the n units back (see WaitN). State is one Redis hash
-// per bucket that expires once the bucket is full again, any pause is
-// over, what servers said needs no remembering, and nothing was reserved
-// for 2 s, so idle keys cost nothing.
-//
-// What servers said narrows this: the same script call blocks a wait on a
-// spent window (the wait sleeps until the reset and reserves again), spends
-// the window's units at the reservation, spreads a window that runs low,
-// and applies an adaptive cut's slower pace. Adapt is a second script,
-// called once per response that carries something.
+// A wait is one Redis round trip: a Lua script (schedule.lua, throttle's
+// schedule model rule for rule) reads Redis's clock, gives the wait a
+// ticket in the key's queue, and returns how long until its turn; the
+// caller then sleeps without talking to Redis again. Turns are given in
+// the order calls reach Redis (retries, through WaitRetryN, ahead of first
+// attempts). A turn past ctx's deadline is refused inside the same script,
+// before anything is kept. A turn is not stored: it follows from the key's
+// state, so a pause, a cut or a refund moves every queued turn at once;
+// the script that moves them publishes it, and the waits sleeping in every
+// process ask again (one more call each, only then). If ctx ends during
+// the sleep, a second call gives the units back: the tickets behind move
+// up. State is one Redis hash per key that expires once it is that of a
+// new key again, so idle keys cost nothing.
 //
 // # When Redis is away
 //
@@ -120,13 +128,23 @@ type Quota struct {
 	// Redis and never part of a shared decision. nil means time.Now.
 	now func() time.Time
 
-	br      breaker
-	local   localBuckets
-	changes changes
-	pauses  pauses // pushed to sleeping waits
+	br     breaker
+	local  localBuckets
+	memo   memos  // what this process knows of each key, across outages
+	pushes pushes // moves of queued turns, pushed to sleeping waits
 
 	once sync.Once // computes def
 	def  *keyWaiter
+}
+
+// Close ends this process's subscription to the quota's pushed moves now
+// rather than a second after the last sleeping wait (see "Pauses" in the
+// package doc). A Quota needs no Close: it is for programs and tests that
+// check no goroutine is left. Waits after Close still work; their
+// subscription ends with the last of them.
+func (q *Quota) Close() error {
+	q.pushes.close()
+	return nil
 }
 
 // New returns a Quota named name, kept in the Redis that client reaches

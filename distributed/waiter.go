@@ -10,18 +10,18 @@ import (
 	"github.com/throttle-go/throttle"
 )
 
-// keyWaiter is one bucket of a Quota: what Quota.For returns. Its fields
-// are set by For and read-only afterwards.
+// keyWaiter is one key of a Quota: what Quota.For returns. Its fields are
+// set by For and read-only afterwards.
 type keyWaiter struct {
 	q    *Quota
 	key  string   // the user's key, for errors
 	rkey string   // the Redis key (see redisKey)
-	keys []string // {rkey}, the scripts' KEYS
-	// channel is where pause.lua and adapt.lua announce the key's pauses
-	// (see pauseChannel).
+	keys []string // {rkey}, the script's KEYS
+	// channel is where the script announces moves of the key's queued
+	// turns (see pushChannel).
 	channel string
 
-	// The scripts' fixed arguments, converted and boxed once: a wait
+	// The script's fixed arguments, converted and boxed once: a wait
 	// then allocates only what the round trip itself needs.
 	interval any // string: µs per unit
 	burst    any // int
@@ -29,7 +29,46 @@ type keyWaiter struct {
 
 func newKeyWaiter(q *Quota, key string) *keyWaiter {
 	rkey := redisKey(q.Prefix, q.name, key)
-	return &keyWaiter{q: q, key: key, rkey: rkey, keys: []string{rkey}, channel: pauseChannel(q.Prefix, q.name), interval: q.interval(), burst: q.burst}
+	return &keyWaiter{q: q, key: key, rkey: rkey, keys: []string{rkey}, channel: pushChannel(q.Prefix, q.name), interval: q.interval(), burst: q.burst}
+}
+
+// run calls the schedule script's op with its own arguments.
+func (w *keyWaiter) run(ctx context.Context, op string, args ...any) ([]int64, error) {
+	all := append([]any{op, w.interval, w.burst, w.channel}, args...)
+	cmd, err := w.q.call(ctx, scheduleScript, w.keys, all...)
+	if err != nil {
+		return nil, err
+	}
+	switch v := cmd.Val().(type) {
+	case int64:
+		return []int64{v}, nil
+	case []any:
+		out := make([]int64, len(v))
+		for i, x := range v {
+			switch x := x.(type) {
+			case int64:
+				out[i] = x
+			case string: // the state's id
+				id, err := strconv.ParseInt(x, 10, 64)
+				if err != nil {
+					return nil, fmt.Errorf("unexpected id %q from the schedule script", x)
+				}
+				out[i] = id
+			default:
+				return nil, fmt.Errorf("unexpected reply %v from the schedule script", cmd.Val())
+			}
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("unexpected reply %v from the schedule script", cmd.Val())
+}
+
+// ticket is a wait's place in the key's queue: end in queue qi of the
+// state id, n units.
+type ticket struct {
+	id    int64
+	qi, n int
+	end   int64
 }
 
 // WaitN implements throttle.Waiter; see Quota.For for the contract.
@@ -38,9 +77,26 @@ func (w *keyWaiter) WaitN(ctx context.Context, n int) error {
 	return err
 }
 
-// waitN is WaitN that also returns the turn it waited for, in µs of
-// Redis's clock; 0 when no turn came from Redis (n = 0, a fail mode).
+// WaitRetryN implements throttle.RetryWaiter: the wait queues ahead of
+// first attempts.
+func (w *keyWaiter) WaitRetryN(ctx context.Context, n int) error {
+	_, err := w.wait(ctx, n, queueRetry)
+	return err
+}
+
+// The script's queues (schedule.go's queueRetry and queueFirst).
+const (
+	queueRetry = 0
+	queueFirst = 1
+)
+
+// waitN is WaitN that also returns the turn it went at, in µs of Redis's
+// clock; 0 when no turn came from Redis (n = 0, a fail mode).
 func (w *keyWaiter) waitN(ctx context.Context, n int) (turn int64, err error) {
+	return w.wait(ctx, n, queueFirst)
+}
+
+func (w *keyWaiter) wait(ctx context.Context, n, qi int) (int64, error) {
 	q := w.q
 	if err := q.check(n); err != nil {
 		return 0, err
@@ -51,132 +107,139 @@ func (w *keyWaiter) waitN(ctx context.Context, n int) (turn int64, err error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	for {
-		// A change of the server's window read before the call is one
-		// the script has seen: see changes.
-		gen := q.changes.gen.Load()
-		maxWait := "" // no deadline: any turn will do
-		if deadline, ok := ctx.Deadline(); ok {
-			// Relative to this process's monotonic clock, like the returned wait.
-			maxWait = strconv.FormatInt(max(0, time.Until(deadline).Microseconds()), 10)
-		}
-		cmd, err := q.call(ctx, reserveScript, w.keys, w.interval, w.burst, n, maxWait)
-		if err != nil {
-			if errCaller(ctx, err) {
-				return 0, err
-			}
-			return 0, w.fail(ctx, n, err)
-		}
-		reply, err := cmd.Int64Slice()
-		if err != nil || len(reply) != 3 {
-			return 0, w.fail(ctx, n, fmt.Errorf("unexpected reply %v from reserve script: %v", cmd.Val(), err))
-		}
-		wait, turn := time.Duration(reply[1])*time.Microsecond, reply[2]
-		switch reply[0] {
-		case 1:
-		case 2:
-			// The server's window is spent: nothing was reserved. Sleep
-			// until its reset (or a probe's timeout), or until a response
-			// to this process says more, and reserve again.
-			if err := w.sleepBlocked(ctx, wait, gen); err != nil {
-				return 0, err
-			}
-			continue
-		default:
-			return 0, &throttle.DeadlineError{Key: w.key, Delay: wait}
-		}
-		if wait <= 0 {
-			return turn, nil
-		}
-		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
-			// The script compared the turn with the time left when the call
-			// was sent; the round trip used some of it, and the turn is now
-			// past the deadline. Give it back rather than sleep into it.
-			w.refund(ctx, n)
-			return 0, &throttle.DeadlineError{Key: w.key, Delay: wait}
-		}
-		return w.sleepTurn(ctx, n, wait, turn)
+	maxWait := "" // no deadline: any turn will do
+	if deadline, ok := ctx.Deadline(); ok {
+		// Relative to this process's monotonic clock, like the returned wait.
+		maxWait = strconv.FormatInt(max(0, time.Until(deadline).Microseconds()), 10)
 	}
+	// What this process knows of the key (its state's id, its last turn,
+	// a pause): the script carries it over to a state that Redis lost.
+	known, floor, hold := q.memo.args(w.rkey)
+	// A push read before the call is one the script has seen; one after,
+	// and before this wait listens, is seen through gen (see sleep).
+	gen, sub := q.pushes.mark()
+	reply, err := w.run(ctx, "wait", n, qi, maxWait, known, floor, hold)
+	if err != nil {
+		if errCaller(ctx, err) {
+			return 0, err
+		}
+		return 0, w.fail(ctx, n, err)
+	}
+	if len(reply) != 6 {
+		return 0, w.fail(ctx, n, fmt.Errorf("unexpected reply %v from the schedule script", reply))
+	}
+	wait, rnow := time.Duration(reply[1])*time.Microsecond, reply[5]
+	t := ticket{id: reply[2], qi: qi, n: n, end: reply[3]}
+	q.memo.turn(w.rkey, t.id, time.Now().Add(wait))
+	if reply[0] != 1 {
+		return 0, &throttle.DeadlineError{Key: w.key, Delay: wait}
+	}
+	if wait <= 0 {
+		return rnow, nil
+	}
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
+		// The script compared the turn with the time left when the call
+		// was sent; the round trip used some of it, and the turn is now
+		// past the deadline. Give it back rather than sleep into it.
+		w.cancel(ctx, t)
+		return 0, &throttle.DeadlineError{Key: w.key, Delay: wait}
+	}
+	return w.sleep(ctx, t, wait, time.Duration(reply[4])*time.Microsecond, rnow, gen, sub)
 }
 
-// sleepTurn sleeps wait until turn (µs of Redis's clock), the n units'
-// reserved turn, and returns the turn it went at. A pause of the key
-// announced meanwhile (see pauses) that covers the turn moves it back by
-// the pause's length, as the script that wrote the pause moved the queue,
-// so the turns keep their spacing; all of it in differences of Redis's
-// µs, never comparing this process's clock with Redis's. If ctx ends, or
-// a moved turn falls past its deadline, the units are given back.
-func (w *keyWaiter) sleepTurn(ctx context.Context, n int, wait time.Duration, turn int64) (int64, error) {
-	wake := time.Now().Add(wait)
+// sleep sleeps until the ticket's turn, wait from now, and returns the
+// turn in µs of Redis's clock. It asks the script for the turn again when
+// a move of the key's queue is pushed (a pause, a cut, a refund ahead of
+// it), at recheck (a cut's pace steps; negative: never), and before going
+// if a push could have been missed: the subscription was not up when the
+// wait was reserved, or went down since, or a push came between the
+// reservation and now (gen, sub: see pushes.mark). If ctx ends, or a
+// moved turn falls past its deadline, the units are given back. If Redis
+// cannot answer a question, the wait keeps the turn it has.
+func (w *keyWaiter) sleep(ctx context.Context, t ticket, wait, recheck time.Duration, rnow int64, gen uint64, sub subState) (int64, error) {
+	s := w.q.pushes.add(w.q, w.rkey)
+	defer w.q.pushes.remove(s)
+	start := time.Now()
+	wake := start.Add(wait)
+	turn := rnow + wait.Microseconds()
+	check := time.Time{}
+	if recheck >= 0 {
+		check = start.Add(recheck)
+	}
+	verify := !w.q.pushes.unchanged(gen, sub)
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
-	var sig <-chan struct{}
-	var s *sleeper
-	if wait >= minPushedSleep {
-		s = w.q.pauses.add(w.q, w.rkey)
-		defer w.q.pauses.remove(s)
-		sig = s.sig
-	}
-	reserved := turn - wait.Microseconds() // when the script ran
 	for {
+		next := wake
+		if !check.IsZero() && check.Before(next) {
+			next = check
+		}
+		timer.Reset(time.Until(next))
+		ask := false
 		select {
 		case <-timer.C:
-			return turn, nil
-		case <-ctx.Done():
-			w.refund(ctx, n)
-			return 0, ctx.Err()
-		case <-sig:
-		}
-		moved := false
-		for _, p := range w.q.pauses.take(s) {
-			// Reserved before the pause was written (at the same µs only
-			// if the turn is inside it: a later reservation's is not), and
-			// the turn is at or after the pause's start: the scripts moved
-			// it, so this wait moves too.
-			before := reserved < p.now || reserved == p.now && turn < p.end
-			if before && turn >= p.start {
-				shift := p.end - p.start
-				turn += shift
-				wake = wake.Add(time.Duration(shift) * time.Microsecond)
-				moved = true
+			if now := time.Now(); !now.Before(wake) {
+				if !verify && w.q.pushes.unchanged(gen, sub) {
+					return turn, nil
+				}
 			}
+			ask = true
+		case <-s.sig:
+			ask = true
+		case <-ctx.Done():
+			w.cancel(ctx, t)
+			return 0, ctx.Err()
 		}
-		if !moved {
+		if !ask {
 			continue
 		}
-		left := time.Until(wake)
+		gen, sub = w.q.pushes.mark()
+		verify = false
+		reply, err := w.run(ctx, "turns", t.id, t.qi, t.end)
+		if err != nil || len(reply) != 3 {
+			if ctx.Err() != nil {
+				w.cancel(ctx, t)
+				return 0, ctx.Err()
+			}
+			// Redis cannot say: keep the turn this wait has.
+			check = time.Time{}
+			if !time.Now().Before(wake) {
+				return turn, nil
+			}
+			continue
+		}
+		rnow = reply[2]
+		switch reply[0] {
+		case -1: // gone: its turn has come (at turn, or as the state moved it)
+			return min(turn, rnow), nil
+		case -2: // the state it came from is lost: queue again
+			_, err := w.wait(ctx, t.n, t.qi)
+			return rnow, err
+		}
+		left := time.Duration(reply[0]) * time.Microsecond
+		now := time.Now()
+		wake, turn = now.Add(left), rnow+reply[0]
+		w.q.memo.turn(w.rkey, t.id, wake)
+		check = time.Time{}
+		if reply[1] >= 0 {
+			check = now.Add(time.Duration(reply[1]) * time.Microsecond)
+		}
+		if left <= 0 {
+			return turn, nil
+		}
 		if deadline, ok := ctx.Deadline(); ok && wake.After(deadline) {
-			w.refund(ctx, n)
+			w.cancel(ctx, t)
 			return 0, &throttle.DeadlineError{Key: w.key, Delay: left}
 		}
-		timer.Reset(left)
 	}
 }
 
-// sleepBlocked sleeps d (the script checked it against ctx's deadline),
-// or until a response to this process changes a window (see changes), or
-// until ctx ends. Nothing is reserved, so nothing is given back.
-func (w *keyWaiter) sleepBlocked(ctx context.Context, d time.Duration, gen uint64) error {
-	changed, now := w.q.changes.wait()
-	if now != gen {
-		return nil // changed since the script read the window
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-changed:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	return nil
-}
-
-// refund gives n units back (refund.lua), best effort, bounded by Timeout.
-func (w *keyWaiter) refund(ctx context.Context, n int) {
-	// ctx has ended; the refund still needs a live context, bounded by
-	// the Timeout that call adds.
-	_, _ = w.q.call(context.WithoutCancel(ctx), refundScript, w.keys, w.interval, n)
+// cancel gives the ticket's units back (best effort, bounded by Timeout):
+// the tickets behind it move up.
+func (w *keyWaiter) cancel(ctx context.Context, t ticket) {
+	// ctx may have ended; the refund still needs a live context, bounded
+	// by the Timeout that call adds.
+	_, _ = w.run(context.WithoutCancel(ctx), "cancel", t.id, t.qi, t.end, t.n)
 }
 
 // fail applies the FailMode to a wait the store could not serve.
@@ -190,25 +253,31 @@ func (w *keyWaiter) fail(ctx context.Context, n int, cause error) error {
 	}
 	workers := max(1, q.Workers)
 	lim := q.local.get(w.key, q.limit, q.burst, workers, q.clock())
-	return waitLocal(ctx, lim, w.key, n, q.clock)
+	return waitLocal(ctx, lim, w.key, n, q.clock, &q.memo, w.rkey)
 }
 
 // maxPause caps a pause: longer ones are cut to it. A server asking for more
 // than a week is broken, and the cap keeps Redis's µs arithmetic exact.
 const maxPause = 7 * 24 * time.Hour
 
+// us formats d, capped at maxPause, in whole µs rounded up.
+func us(d time.Duration) string {
+	d = min(max(d, 0), maxPause)
+	return strconv.FormatInt(int64((d+time.Microsecond-1)/time.Microsecond), 10)
+}
+
 // Pause implements throttle.Pauser; see Quota.For.
 func (w *keyWaiter) Pause(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
-	d = min(d, maxPause)
-	us := strconv.FormatInt(int64((d+time.Microsecond-1)/time.Microsecond), 10)
-	_, err := w.q.call(ctx, pauseScript, w.keys, us, w.channel, w.interval, w.burst)
+	// This process knows the pause even if Redis does not: FailLocal
+	// honours it, and a state Redis lost gets it back.
+	w.q.memo.pause(w.rkey, time.Now().Add(min(d, maxPause)))
+	// The pause is written with a context of its own, bounded by Timeout:
+	// a request's context that ends a moment later must not lose it.
+	_, err := w.run(context.WithoutCancel(ctx), "pause", us(d))
 	if err != nil {
-		if errCaller(ctx, err) {
-			return err
-		}
 		return fmt.Errorf("pausing %q: %w", w.key, unavailable(err))
 	}
 	return nil
@@ -220,9 +289,8 @@ func (w *keyWaiter) Adapt(ctx context.Context, f throttle.Feedback) error {
 	if f.Pause <= 0 && !f.HasWindow && !f.Throttled {
 		return nil
 	}
-	us := func(d time.Duration) string {
-		d = min(max(d, 0), maxPause)
-		return strconv.FormatInt(int64((d+time.Microsecond-1)/time.Microsecond), 10)
+	if f.Pause > 0 {
+		w.q.memo.pause(w.rkey, time.Now().Add(min(f.Pause, maxPause)))
 	}
 	remaining, reset, size, length := "", "0", "0", "0"
 	if f.HasWindow && !math.IsNaN(f.Remaining) && !math.IsNaN(f.Size) {
@@ -234,16 +302,13 @@ func (w *keyWaiter) Adapt(ctx context.Context, f throttle.Feedback) error {
 	if f.Throttled {
 		age = us(f.Age)
 	}
-	cmd, err := w.q.call(ctx, adaptScript, w.keys, w.interval, us(f.Pause), remaining, reset, size, length, age, w.burst, us(f.Age), w.channel)
+	_, err := w.run(context.WithoutCancel(ctx), "adapt", max(f.Cost, 1), us(f.Pause), remaining, reset, size, length, age)
 	if err != nil {
-		if f.Pause <= 0 || errCaller(ctx, err) {
+		if f.Pause <= 0 {
 			// What was lost is advice; the next response says it again.
 			return nil
 		}
 		return fmt.Errorf("pausing %q: %w", w.key, unavailable(err))
-	}
-	if admits, _ := cmd.Int64(); admits == 1 {
-		w.q.changes.notify()
 	}
 	return nil
 }

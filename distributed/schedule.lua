@@ -1,0 +1,626 @@
+-- schedule.lua: one key's schedule in Redis, the rules of throttle's
+-- schedule.go in Lua, rule for rule and name for name, so that both
+-- implementations are one model (the property suite drives both). The
+-- constants (PROBE_WAIT, CUT_BETA, …, in seconds) are prepended by the Go
+-- source from throttle.ScheduleConstants; SEC is 1e6: times are µs of
+-- Redis's clock (TIME), never a worker's.
+--
+-- KEYS[1]  the key's hash
+-- ARGV[1]  op: wait, turns, cancel, pause, adapt
+-- ARGV[2]  interval: configured µs per unit (0: no limit)
+-- ARGV[3]  burst
+-- ARGV[4]  the quota's channel: a change that moves queued turns is
+--          published there as "id key", so that sleeping waits of every
+--          process ask for their turns again (op turns)
+-- ARGV[5…] the op's own, below.
+--
+-- The hash's fields (absent: the value of a new key):
+--   id            the state's identity: a new one whenever the hash is
+--                 created, so a ticket of a lost state is never read
+--                 against a new one
+--   t, h          tat (the bucket is full again at t) and hold (pauses)
+--   r0 e0 o0 b0   the retry queue: units gone (rel), given out (end),
+--                 holes ("end:n,…") and tickets of several units ("end:n,…")
+--   r1 e1 o1 b1   the queue of first attempts
+--   wv wl wz ws wp wa wn   the window: valid, left, reset, size, probed,
+--                 spreadAt, spreadLeft
+--   c0 cw cf ca co cl cm   the cut: r0, wMax, floor, at, open, last, moved
+--   pd lg         units in flight (pending), when units last went
+--   ss sc sp      units gone per second (second, current, previous)
+--   mc            the largest cost of a wait
+--   xe            when the TTL last set runs out
+local key = KEYS[1]
+local op = ARGV[1]
+local cfgI = tonumber(ARGV[2])
+local cfgB = tonumber(ARGV[3])
+local channel = ARGV[4]
+local SEC = 1000000
+local INF = math.huge
+
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * SEC + tonumber(clock[2])
+
+local raw = redis.call('HGETALL', key)
+local old = {}
+for i = 1, #raw, 2 do
+	old[raw[i]] = raw[i + 1]
+end
+local fresh = old.id == nil
+local function num(f, d)
+	local v = tonumber(old[f])
+	if v == nil then
+		return d
+	end
+	return v
+end
+local function spans(f)
+	local out = {}
+	local v = old[f]
+	if v ~= nil and v ~= '' then
+		for e, n in string.gmatch(v, '(%-?%d+):(%d+)') do
+			table.insert(out, {tonumber(e), tonumber(n)})
+		end
+	end
+	return out
+end
+
+-- The state, as schedule.go's struct.
+local s = {
+	id = old.id or string.format('%.0f', now),
+	tat = num('t', -INF), hold = num('h', 0),
+	q = {
+		[0] = {rel = num('r0', 0), ['end'] = num('e0', 0), holes = spans('o0'), big = spans('b0')},
+		[1] = {rel = num('r1', 0), ['end'] = num('e1', 0), holes = spans('o1'), big = spans('b1')},
+	},
+	win = {valid = old.wv == '1', left = num('wl', 0), reset = num('wz', 0), size = num('ws', 0),
+		probed = num('wp', 0), spreadAt = num('wa', 0), spreadLeft = num('wn', 0)},
+	cut = {r0 = num('c0', 0), wMax = num('cw', 0), floor = num('cf', 0), at = num('ca', 0),
+		open = old.co == '1', last = num('cl', 0), moved = old.cm == '1'},
+	pending = num('pd', 0), lastGo = num('lg', -INF),
+	sentSec = num('ss', 0), sentCur = num('sc', 0), sentPrev = num('sp', 0),
+	maxCost = num('mc', 0),
+}
+local moved = false -- turns may have moved: publish
+
+-- line: one queue (schedule.go's line).
+local function live(q)
+	local n = q['end'] - q.rel
+	for _, h in ipairs(q.holes) do
+		n = n - h[2]
+	end
+	return n
+end
+local function ahead(q, e)
+	if e <= q.rel then
+		return 0
+	end
+	local n = e - q.rel
+	for _, h in ipairs(q.holes) do
+		if h[1] > e then
+			break
+		end
+		n = n - h[2]
+	end
+	return n
+end
+local function release(q, k)
+	local gone, i, j = 0, 1, 1
+	while true do
+		local h = q.holes[i]
+		if h ~= nil and h[1] - h[2] == q.rel then
+			q.rel = h[1]
+			i = i + 1
+		else
+			if k <= 0 then
+				break
+			end
+			local nxt = q['end']
+			if h ~= nil then
+				nxt = h[1] - h[2]
+			end
+			local to = math.min(q.rel + k, nxt)
+			while q.big[j] ~= nil and q.big[j][1] <= q.rel do
+				j = j + 1
+			end
+			local b = q.big[j]
+			if b ~= nil and b[1] - b[2] < to and to < b[1] then
+				to = b[1] - b[2]
+			end
+			if to <= q.rel then
+				break
+			end
+			gone = gone + to - q.rel
+			k = k - (to - q.rel)
+			q.rel = to
+		end
+	end
+	while q.big[j] ~= nil and q.big[j][1] <= q.rel do
+		j = j + 1
+	end
+	local holes, big = {}, {}
+	for x = i, #q.holes do
+		table.insert(holes, q.holes[x])
+	end
+	for x = j, #q.big do
+		table.insert(big, q.big[x])
+	end
+	q.holes, q.big = holes, big
+	return gone
+end
+local function take(q, n)
+	q['end'] = q['end'] + n
+	if n > 1 then
+		table.insert(q.big, {q['end'], n})
+	end
+	return q['end']
+end
+local function cancelTicket(q, e, n)
+	if e <= q.rel or e > q['end'] then
+		return
+	end
+	if n > 1 then
+		for x = #q.big, 1, -1 do
+			if q.big[x][1] == e then
+				table.remove(q.big, x)
+			end
+		end
+	end
+	if e == q['end'] then
+		q['end'] = q['end'] - n
+		while #q.holes > 0 and q.holes[#q.holes][1] == q['end'] do
+			q['end'] = q['end'] - q.holes[#q.holes][2]
+			table.remove(q.holes)
+		end
+		return
+	end
+	local at = #q.holes + 1
+	for x, h in ipairs(q.holes) do
+		if h[1] == e then
+			return -- cancelled already
+		end
+		if h[1] > e then
+			at = x
+			break
+		end
+	end
+	if #q.holes >= MAX_HOLES then
+		return -- kept as queued units: lost, never over-spent
+	end
+	table.insert(q.holes, at, {e, n})
+end
+
+-- window (schedule.go's window).
+local w = s.win
+local function spreading()
+	return w.spreadLeft > 0
+end
+local function spreadInterval()
+	if not w.valid or not spreading() or w.left <= 0 then
+		return 0
+	end
+	return (w.reset - w.spreadAt) / w.spreadLeft
+end
+local function low()
+	if w.size > 0 then
+		return w.left < math.max(1, w.size * LOW_SHARE)
+	end
+	return w.left < LOW_UNITS
+end
+local function admits(probe)
+	if not w.valid then
+		return INF
+	end
+	if now < w.reset then
+		local si = spreadInterval()
+		if si > 0 then
+			local due = math.floor((now - w.spreadAt) / si + 1e-9) + 1
+			return math.min(w.left, math.max(due - (w.spreadLeft - w.left), 0))
+		end
+		return w.left
+	end
+	local periods = math.floor((now - w.reset) / (PROBE_WAIT * SEC)) + 1
+	return w.left + math.max(periods * probe - w.probed, 0)
+end
+local function windowTurn(p, probe)
+	if not w.valid then
+		return -INF
+	end
+	if p <= w.left then
+		local si = spreadInterval()
+		if si > 0 then
+			return w.spreadAt + (w.spreadLeft - w.left + p - 1) * si
+		end
+		return -INF
+	end
+	return w.reset + math.floor((w.probed + p - w.left - 1) / probe) * PROBE_WAIT * SEC
+end
+local function spend(k)
+	if not w.valid then
+		return
+	end
+	if k <= w.left then
+		w.left = w.left - k
+	else
+		w.probed = w.probed + k - w.left
+		w.left = 0
+	end
+	if not spreading() and low() and now < w.reset and w.left > 0 then
+		w.spreadAt, w.spreadLeft = now, w.left
+	end
+end
+local function update(left, reset, size, length, inFlight)
+	local at = now + reset
+	local same = SAME_WINDOW * SEC
+	if length > 0 then
+		same = math.min(same, length / 2)
+	end
+	left = math.max(left - inFlight, 0)
+	if w.valid and w.probed == 0 and math.abs(at - w.reset) < same then
+		w.left = math.min(w.left, left + inFlight)
+		w.reset = math.min(w.reset, at)
+	elseif not w.valid or w.probed > 0 or at > w.reset then
+		w.valid, w.left, w.reset, w.probed, w.spreadAt, w.spreadLeft = true, left, at, 0, 0, 0
+	end
+	w.size = size
+	if not spreading() and low() and w.left > 0 then
+		w.spreadAt, w.spreadLeft = now, w.left
+	end
+end
+
+-- cut (schedule.go's cut).
+local c = s.cut
+local function cutRate(t)
+	if c.r0 == 0 or t < c.at then
+		return 0
+	end
+	local d = math.floor((t - c.at) / (CUT_STEP * SEC)) * CUT_STEP
+	if d < CUT_RECOVER then
+		return math.max(c.r0 + (c.wMax - c.r0) * d / CUT_RECOVER, c.floor)
+	end
+	if not c.open then
+		return 0
+	end
+	local r = c.wMax * (1 + CUT_PROBE * (d - CUT_RECOVER))
+	if r >= 10 * c.wMax then
+		return 0
+	end
+	return r
+end
+local function nextStep()
+	if cutRate(now) == 0 then
+		return INF
+	end
+	return c.at + (math.floor((now - c.at) / (CUT_STEP * SEC)) + 1) * CUT_STEP * SEC
+end
+
+-- schedule (schedule.go's schedule).
+local function base()
+	return cfgI, cfgB
+end
+local function pace()
+	local interval, burst = base()
+	local tau = burst * interval
+	local r = cutRate(now)
+	if r > 0 and SEC / r > interval then
+		local ci = SEC / r
+		if interval == 0 then
+			tau = ci
+		end
+		interval = ci
+	end
+	return interval, tau
+end
+local function queued()
+	return live(s.q[0]) + live(s.q[1])
+end
+local function probe()
+	return math.max(s.maxCost, 1)
+end
+local function count(k)
+	local cur = math.floor(now / SEC)
+	if cur == s.sentSec + 1 then
+		s.sentSec, s.sentPrev, s.sentCur = cur, s.sentCur, 0
+	elseif cur ~= s.sentSec then
+		s.sentSec, s.sentPrev, s.sentCur = cur, 0, 0
+	end
+	s.sentCur = s.sentCur + k
+end
+local function sent()
+	count(0)
+	local frac = now / SEC - s.sentSec
+	return s.sentCur + s.sentPrev * (1 - frac)
+end
+local function advance()
+	if w.valid and now >= w.reset + WINDOW_KEEP * SEC and queued() == 0 then
+		w.valid, w.left, w.reset, w.size, w.probed, w.spreadAt, w.spreadLeft = false, 0, 0, 0, 0, 0, 0
+	end
+	if now - s.lastGo > PENDING_IDLE * SEC then
+		s.pending = 0
+	end
+	local lv = queued()
+	if lv == 0 or now < s.hold then
+		return
+	end
+	local interval, tau = pace()
+	local kb = lv
+	local from = math.max(s.tat, s.hold)
+	if interval > 0 then
+		kb = math.min(kb, math.floor((now - from + tau) / interval + 1e-9))
+	end
+	local kw = math.floor(admits(probe()))
+	local k = math.min(kb, kw)
+	if k > 0 then
+		local gone = release(s.q[0], k)
+		if live(s.q[0]) == 0 then
+			gone = gone + release(s.q[1], k - gone)
+		end
+		if gone > 0 then
+			if interval > 0 then
+				s.tat = from + gone * interval
+			end
+			spend(gone)
+			s.pending = s.pending + gone
+			s.lastGo = now
+			count(gone)
+		end
+	end
+	if interval == 0 or (kw < kb and queued() > 0) then
+		s.tat = math.max(s.tat, now)
+	end
+end
+local function position(qi, e)
+	local p = ahead(s.q[qi], e)
+	if p > 0 and qi == 1 then
+		p = p + live(s.q[0])
+	end
+	return p
+end
+local function turn(qi, e)
+	local p = position(qi, e)
+	if p <= 0 then
+		return -INF
+	end
+	local interval, tau = pace()
+	local t = s.hold
+	if interval > 0 then
+		t = math.max(t, math.max(s.tat, s.hold) + p * interval - tau)
+	end
+	return math.max(t, windowTurn(p, probe()))
+end
+local function enqueue(qi, n)
+	if queued() == 0 then
+		s.tat = math.max(s.tat, now)
+		if w.valid and w.left == 0 and now >= w.reset + math.ceil(w.probed / probe()) * PROBE_WAIT * SEC then
+			w.reset, w.probed = now, 0
+		end
+	end
+	s.maxCost = math.max(s.maxCost, n)
+	return take(s.q[qi], n)
+end
+local function reject(sentAt, cost)
+	if c.moved and sentAt < c.last then
+		return false
+	end
+	local interval = base()
+	local cur = cutRate(now)
+	if interval > 0 and cur == 0 and (not c.moved or now - c.last > STRIKE_WINDOW * SEC) then
+		s.tat = math.max(s.tat, now) + SHIFT_SLOTS * interval
+		c.last, c.moved = now, true
+		return true
+	end
+	local floor = CUT_MIN_REQ * math.max(cost, 1)
+	local wm = sent()
+	if cur > 0 then
+		wm = math.min(wm, cur)
+	end
+	if interval > 0 then
+		local limit = SEC / interval
+		if cur > 0 then
+			wm = cur
+		else
+			wm = limit
+		end
+		floor = math.max(floor, CUT_FLOOR * limit)
+		wm = math.min(wm, limit)
+	end
+	wm = math.max(wm, floor)
+	c.r0, c.wMax, c.floor, c.at, c.open, c.last, c.moved = math.max(CUT_BETA * wm, floor), wm, floor, now, interval == 0, now, true
+	if interval > 0 then
+		c.wMax = SEC / interval
+	end
+	return true
+end
+local function recheck()
+	local t = nextStep()
+	if t == INF then
+		return -1
+	end
+	return math.ceil(t - now)
+end
+local function waitOf(t)
+	if t <= now then
+		return 0
+	end
+	return math.ceil(t - now)
+end
+
+-- Seeding: a process whose tickets came from another state (Redis lost
+-- this one: a restart, an eviction, a failover) carries what it knows
+-- across: its last turn (Redis's, or its local fallback's), and a pause.
+local function seed(knownId, floorRel, holdRel)
+	if knownId == '' or knownId == s.id then
+		return
+	end
+	local f = tonumber(floorRel)
+	if f ~= nil and f > 0 then
+		local interval, burst = base()
+		s.tat = math.max(s.tat, now + f + burst * interval)
+	end
+	local h = tonumber(holdRel)
+	if h ~= nil and h > 0 then
+		s.hold = math.max(s.hold, now + h)
+	end
+end
+
+local reply
+if op == 'wait' then
+	-- ARGV[5] n, ARGV[6] queue, ARGV[7] max wait µs or "", ARGV[8] the
+	-- id this process knew, ARGV[9] its last turn, µs from now, or "",
+	-- ARGV[10] its known pause, µs from now, or "". Returns {status, wait
+	-- µs, id, end, recheck µs (-1: none), now}: status 1, a ticket (queue,
+	-- end) whose turn is wait from now (look again at recheck: a cut's
+	-- pace steps then); 0, its turn is past the max wait: nothing kept.
+	local n, qi, maxwait = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+	seed(ARGV[8], ARGV[9], ARGV[10])
+	advance()
+	local e = enqueue(qi, n)
+	local t = turn(qi, e)
+	local wt = waitOf(t)
+	if maxwait ~= nil and wt > maxwait then
+		cancelTicket(s.q[qi], e, n)
+		reply = {0, wt, s.id, 0, -1, now}
+	else
+		if t <= now then
+			advance()
+		end
+		reply = {1, wt, s.id, e, recheck(), now}
+	end
+elseif op == 'turns' then
+	-- ARGV[5] the tickets' id, ARGV[6…] pairs of queue and end. Returns,
+	-- per ticket, its wait in µs (-1: it has gone, -2: the state it came
+	-- from is lost), then the recheck (µs from now; -1: none) and now.
+	advance()
+	reply = {}
+	for i = 6, #ARGV - 1, 2 do
+		if ARGV[5] ~= s.id then
+			table.insert(reply, -2)
+		else
+			local qi, e = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
+			if e <= s.q[qi].rel then
+				table.insert(reply, -1)
+			else
+				table.insert(reply, waitOf(turn(qi, e)))
+			end
+		end
+	end
+	table.insert(reply, recheck())
+	table.insert(reply, now)
+elseif op == 'cancel' then
+	-- ARGV[5] id, ARGV[6] queue, ARGV[7] end, ARGV[8] n. Returns 1 if the
+	-- units came back.
+	advance()
+	reply = 0
+	if ARGV[5] == s.id then
+		local qi, e, n = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+		if e > s.q[qi].rel then
+			cancelTicket(s.q[qi], e, n)
+			moved, reply = true, 1
+		end
+	end
+elseif op == 'pause' then
+	-- ARGV[5] d µs. Returns the pause's end, µs from now.
+	advance()
+	local until_ = now + tonumber(ARGV[5])
+	if until_ > s.hold then
+		s.hold, moved = until_, true
+	end
+	reply = math.ceil(s.hold - now)
+elseif op == 'adapt' then
+	-- ARGV[5] cost, ARGV[6] pause µs (0: none), ARGV[7] remaining or ""
+	-- (no window), ARGV[8] reset µs, ARGV[9] size, ARGV[10] length µs,
+	-- ARGV[11] the rejected request's age µs, or "" (no bare rejection).
+	advance()
+	local cost = tonumber(ARGV[5])
+	s.pending = math.max(s.pending - math.max(cost, 1), 0)
+	local p = tonumber(ARGV[6])
+	if p > 0 and now + p > s.hold then
+		s.hold, moved = now + p, true
+	end
+	local remaining = tonumber(ARGV[7])
+	if remaining ~= nil then
+		update(math.max(remaining, 0), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), math.min(s.pending, sent()))
+		moved = true
+	end
+	local age = tonumber(ARGV[11])
+	if age ~= nil and reject(now - age, cost) then
+		moved = true
+	end
+	reply = 1
+end
+
+-- Write back what changed; publish a move.
+local f = function(v) return string.format('%.17g', v) end
+local function enc(list)
+	local parts = {}
+	for _, x in ipairs(list) do
+		table.insert(parts, string.format('%.0f:%.0f', x[1], x[2]))
+	end
+	return table.concat(parts, ',')
+end
+local new = {
+	id = s.id, t = s.tat ~= -INF and f(s.tat) or nil, h = s.hold ~= 0 and f(s.hold) or nil,
+	r0 = f(s.q[0].rel), e0 = f(s.q[0]['end']), o0 = enc(s.q[0].holes), b0 = enc(s.q[0].big),
+	r1 = f(s.q[1].rel), e1 = f(s.q[1]['end']), o1 = enc(s.q[1].holes), b1 = enc(s.q[1].big),
+	pd = s.pending ~= 0 and f(s.pending) or nil, lg = s.lastGo ~= -INF and f(s.lastGo) or nil,
+	ss = f(s.sentSec), sc = f(s.sentCur), sp = f(s.sentPrev), mc = f(s.maxCost),
+}
+if w.valid then
+	new.wv, new.wl, new.wz, new.ws, new.wp, new.wa, new.wn = '1', f(w.left), f(w.reset), f(w.size), f(w.probed), f(w.spreadAt), f(w.spreadLeft)
+end
+if c.moved then
+	new.c0, new.cw, new.cf, new.ca, new.co, new.cl, new.cm = f(c.r0), f(c.wMax), f(c.floor), f(c.at), c.open and '1' or '0', f(c.last), '1'
+end
+for _, k in ipairs({'o0', 'b0', 'o1', 'b1'}) do
+	if new[k] == '' then
+		new[k] = nil
+	end
+end
+-- How long the state matters: queued turns, a bucket not yet full, a
+-- pause, a window, a cut and its strike window, the per-second count.
+local interval = pace()
+local expire = math.max(s.tat + queued() * interval, s.hold, now)
+if w.valid then
+	expire = math.max(expire, w.reset + WINDOW_KEEP * SEC)
+end
+if c.moved then
+	expire = math.max(expire, c.last + STRIKE_WINDOW * SEC, c.at + (CUT_RECOVER + 9 / CUT_PROBE) * SEC)
+end
+if s.lastGo ~= -INF then
+	expire = math.max(expire, s.lastGo + 2 * SEC)
+end
+if queued() > 0 then
+	-- Tickets out: keep the state well past their turns.
+	expire = math.max(expire, now + 60 * SEC)
+end
+local xe = num('xe', 0)
+local set, del = {}, {}
+if expire > xe then
+	xe = expire + SEC -- a second more, so that most calls need no PEXPIRE
+	new.xe = f(xe)
+else
+	new.xe = old.xe
+end
+for k, v in pairs(new) do
+	if old[k] ~= v then
+		table.insert(set, k)
+		table.insert(set, v)
+	end
+end
+for k, _ in pairs(old) do
+	if new[k] == nil then
+		table.insert(del, k)
+	end
+end
+if #del > 0 then
+	redis.call('HDEL', key, unpack(del))
+end
+if #set > 0 then
+	redis.call('HSET', key, unpack(set))
+end
+if new.xe ~= old.xe then
+	redis.call('PEXPIRE', key, math.max(1, math.ceil((xe - now) / 1000)))
+end
+if moved then
+	redis.call('PUBLISH', channel, s.id .. ' ' .. key)
+end
+return reply
