@@ -13,7 +13,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(helperEnv) != "" {
+	if os.Getenv(helperEnv) != "" || os.Getenv(restartEnv) != "" {
 		// A child of TestProcesses*: run only the helper, no leak check
 		// (it exits from inside the test).
 		os.Exit(m.Run())
