@@ -89,6 +89,8 @@ const (
 	strikeWindow = 10.0
 	// shiftSlots: intervals a lone rejection shifts the schedule by.
 	shiftSlots = 2.0
+	// maxSteps bounds the cut's steps a turn walks.
+	maxSteps = 64
 	// pendingIdle: a key idle this long forgets the units it counted as in
 	// flight (responses that never came back through Adapt).
 	pendingIdle = 10.0
@@ -116,6 +118,7 @@ func ScheduleConstants() map[string]float64 {
 		"STRIKE_WINDOW": strikeWindow,
 		"SHIFT_SLOTS":   shiftSlots,
 		"PENDING_IDLE":  pendingIdle,
+		"MAX_STEPS":     maxSteps,
 		"LOW_SHARE":     lowShare,
 		"LOW_UNITS":     lowUnits,
 		"QUEUE_RETRY":   queueRetry,
@@ -435,16 +438,17 @@ type schedule struct {
 	hold float64 // nothing goes before hold
 	q    [2]line // queueRetry, queueFirst
 
-	win      window
-	cut      cut
-	dInt     float64 // the server's declared interval; 0 if none
-	dBurst   float64
-	pending  float64 // units gone whose responses have not come
-	lastGo   float64 // when units last went
-	sentSec  float64 // the second sentCur counts
-	sentCur  float64 // units gone in second sentSec
-	sentPrev float64 // units gone in the second before
-	maxCost  float64 // the largest cost of a wait on the key
+	win       window
+	cut       cut
+	dInt      float64 // the server's declared interval; 0 if none
+	dBurst    float64
+	pending   float64 // units gone whose responses have not come
+	lastGo    float64 // when units last went
+	busySince float64 // when units started going after a second without
+	sentSec   float64 // the second sentCur counts
+	sentCur   float64 // units gone in second sentSec
+	sentPrev  float64 // units gone in the second before
+	maxCost   float64 // the largest cost of a wait on the key
 }
 
 // pacing is a key's fixed configuration in schedule units.
@@ -522,6 +526,9 @@ func (s *schedule) advance(now float64, c pacing) {
 			}
 			s.win.spend(n, now)
 			s.pending += n
+			if now-s.lastGo > c.sec {
+				s.busySince = now
+			}
 			s.lastGo = now
 			s.count(now, n, c.sec)
 		}
@@ -575,9 +582,32 @@ func (s *schedule) turn(now float64, c pacing, qi int, e int64) float64 {
 	interval, tau := s.pace(now, c)
 	t := s.hold
 	if interval > 0 {
-		t = max(t, max(s.tat, s.hold)+p*interval-tau)
+		t = max(t, s.paced(now, max(s.tat, s.hold)-tau, p, c))
 	}
 	return max(t, s.win.turn(p, s.probe(c), c.sec))
+}
+
+// paced returns when p units going from t have gone, at the pace in force
+// at each instant from now on: a cut that regrows in steps gives the time
+// back to the queue (the time before now at the pace of now, as advance
+// counts it). It walks at most maxSteps of the cut's steps, then goes on
+// at the last step's pace.
+func (s *schedule) paced(now, t, p float64, c pacing) float64 {
+	for range maxSteps {
+		at := max(t, now)
+		next := s.cut.nextStep(at, c.sec)
+		if math.IsInf(next, 1) {
+			break
+		}
+		iv, _ := s.pace(at, c)
+		if iv == 0 || t+p*iv <= next {
+			return t + p*iv
+		}
+		p -= (next - t) / iv
+		t = next
+	}
+	iv, _ := s.pace(max(t, now), c)
+	return t + p*iv
 }
 
 // enqueue gives a ticket of n units in queue qi at now, after advance.
@@ -627,27 +657,36 @@ func (s *schedule) reject(now, sentAt, cost float64, c pacing) bool {
 		s.cut.last, s.cut.moved = now, true
 		return true
 	}
-	floor := cutMinRequests * max(cost, 1)
-	w := s.sent(now, c.sec) // what the key sent over the last second
+	// The rate the cut regrows to: the limit; without one, the rate the
+	// key sent at before this episode of cuts.
+	var ref float64
+	switch {
+	case interval > 0:
+		ref = c.sec / interval
+	case cur > 0:
+		ref = s.cut.wMax
+	default:
+		ref = s.sentRate(now, c.sec)
+	}
+	least := cutMinRequests * max(cost, 1) // a floor in requests
+	ref = max(ref, least)
+	floor := min(max(least, cutFloor*ref), ref)
+	from := ref // cut from the pace in force
 	if cur > 0 {
-		w = min(w, cur)
+		from = cur
 	}
-	if interval > 0 {
-		limit := c.sec / interval
-		if cur > 0 {
-			w = cur
-		} else {
-			w = limit
-		}
-		floor = max(floor, cutFloor*limit)
-		w = min(w, limit)
-	}
-	w = max(w, floor)
-	s.cut = cut{r0: max(cutBeta*w, floor), wMax: w, floor: floor, at: now, open: interval == 0, last: now, moved: true}
-	if interval > 0 {
-		s.cut.wMax = c.sec / interval // regrow to the limit
-	}
+	s.cut = cut{r0: max(cutBeta*from, floor), wMax: ref, floor: floor, at: now, open: interval == 0, last: now, moved: true}
 	return true
+}
+
+// sentRate returns the units a second the key sent over the last second,
+// or over the time it has been sending if that is shorter.
+func (s *schedule) sentRate(now, sec float64) float64 {
+	w := s.sent(now, sec)
+	if span := now - s.busySince; span < sec {
+		w = w * sec / max(span, 0.01*sec)
+	}
+	return w
 }
 
 // adapt applies a window at now (see window.update).

@@ -24,6 +24,19 @@ var (
 // the field is absent.
 func hashFloat(tb testing.TB, c redis.UniversalClient, rkey, field string) (v float64, ok bool) {
 	tb.Helper()
+	// The cut's fields live in the hash's x field, a MessagePack array
+	// (see schedule.lua): c0 cw cf ca co cl cm at 12-18.
+	ext := map[string]int{"c0": 12, "cw": 13, "cf": 14, "ca": 15, "co": 16, "cl": 17, "cm": 18}
+	if i, isExt := ext[field]; isExt {
+		r, err := stateScript.Run(context.Background(), c, []string{rkey}, i).Result()
+		if errors.Is(err, redis.Nil) {
+			return 0, false
+		}
+		if err != nil {
+			tb.Fatalf("reading %s of %q: %v", field, rkey, err)
+		}
+		return float64(r.(int64)), true
+	}
 	s, err := c.HGet(context.Background(), rkey, field).Result()
 	if errors.Is(err, redis.Nil) {
 		return 0, false
@@ -37,6 +50,17 @@ func hashFloat(tb testing.TB, c redis.UniversalClient, rkey, field string) (v fl
 	}
 	return f, true
 }
+
+// stateScript returns element ARGV[1] of the hash's x array (whole
+// numbers: the cut's fields are µs and rates that are whole in the tests),
+// or nil when x is absent.
+var stateScript = redis.NewScript(`
+local x = redis.call('HGET', KEYS[1], 'x')
+if not x then return nil end
+local v = cmsgpack.unpack(x)[tonumber(ARGV[1])]
+if v == nil then return nil end
+return math.floor(v)
+`)
 
 // TestAdaptNothing: a Feedback that says nothing makes no Redis call.
 func TestAdaptNothing(t *testing.T) {

@@ -14,21 +14,20 @@
 --          process ask for their turns again (op turns)
 -- ARGV[5…] the op's own, below.
 --
--- The hash's fields (absent: the value of a new key):
---   id            the state's identity: a new one whenever the hash is
---                 created, so a ticket of a lost state is never read
---                 against a new one
---   t, h          tat (the bucket is full again at t) and hold (pauses)
---   r0 e0 o0 b0   the retry queue: units gone (rel), given out (end),
---                 holes ("end:n,…") and tickets of several units ("end:n,…")
---   r1 e1 o1 b1   the queue of first attempts
---   wv wl wz ws wp wa wn   the window: valid, left, reset, size, probed,
---                 spreadAt, spreadLeft
---   c0 cw cf ca co cl cm   the cut: r0, wMax, floor, at, open, last, moved
---   pd lg         units in flight (pending), when units last went
---   ss sc sp      units gone per second (second, current, previous)
---   mc            the largest cost of a wait
---   xe            when the TTL last set runs out
+-- The state is one hash. Its core fields, read by every call: id (the
+-- state's identity: its creation time, new whenever Redis lost the state,
+-- so that a ticket of a lost state is never read against a new one), t
+-- (tat), h (hold), r0 e0 r1 e1 (per queue, units gone and given out), pd
+-- (units in flight), lg (when units last went), ss sc sp (units gone per
+-- second), mc (the largest cost), xe (when the TTL last set runs out);
+-- and x, the rest as a MessagePack array (holes, tickets of several
+-- units, the window, the cut), present only while one of them is.
+--
+-- A wait of one unit on a key with nothing but its bucket (no x, no
+-- retry queued, nothing to carry over) takes the fast path below: the
+-- same rules with the window, the cut, the holes and the retry queue
+-- absent, so that the common wait costs a few µs of Redis's time. Every
+-- other call runs the whole model. The property suite drives both.
 local key = KEYS[1]
 local op = ARGV[1]
 local cfgI = tonumber(ARGV[2])
@@ -37,49 +36,147 @@ local channel = ARGV[4]
 local SEC = 1000000
 local INF = math.huge
 
+
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * SEC + tonumber(clock[2])
 
-local raw = redis.call('HGETALL', key)
-local old = {}
-for i = 1, #raw, 2 do
-	old[raw[i]] = raw[i + 1]
+local NONE = -1e300 -- a time that is not set
+local core = redis.call('HMGET', key, 'id', 't', 'h', 'r0', 'e0', 'r1', 'e1', 'pd', 'lg', 'ss', 'sc', 'sp', 'mc', 'xe', 'bs', 'x')
+local id = tonumber(core[1]) or now
+local n0 = {}
+for i = 2, 15 do
+	n0[i] = tonumber(core[i])
 end
-local fresh = old.id == nil
-local function num(f, d)
-	local v = tonumber(old[f])
-	if v == nil then
-		return d
+local f = function(v) return string.format('%.17g', v) end
+-- The core fields' values when absent (t, h, r0, e0, r1, e1, pd, lg, ss,
+-- sc, sp, mc, xe, bs): a value equal to its default is not written.
+local DEFAULTS = {NONE, 0, 0, 0, 0, 0, 0, NONE, 0, 0, 0, 0, 0, 0}
+
+-- The fast path: see above.
+if not core[16] and op == 'wait' and ARGV[5] == '1' and ARGV[6] == '1' and (n0[4] or 0) == (n0[5] or 0)
+	and (ARGV[8] == '' or tonumber(ARGV[8]) == id) then
+	local tat, hold, rel, fin = n0[2] or NONE, n0[3] or 0, n0[6] or 0, n0[7] or 0
+	local pd, lg, ss, sc, sp, mc, xe, bs = n0[8] or 0, n0[9] or NONE, n0[10] or 0, n0[11] or 0, n0[12] or 0, n0[13] or 0, n0[14] or 0, n0[15] or 0
+	local I, tau = cfgI, cfgB * cfgI
+	local maxwait = tonumber(ARGV[7])
+	local function go() -- advance, without window, cut, holes or retries
+		local k = fin - rel
+		if k > 0 and now >= hold then
+			local from = math.max(tat, hold)
+			if I > 0 then
+				k = math.min(k, math.floor((now - from + tau) / I + 1e-9))
+			end
+			if k > 0 then
+				rel = rel + k
+				if I > 0 then
+					tat = from + k * I
+				end
+				if now - lg > SEC then
+					bs = now
+				end
+				pd, lg = pd + k, now
+				local cur = math.floor(now / SEC)
+				if cur == ss + 1 then
+					ss, sp, sc = cur, sc, 0
+				elseif cur ~= ss then
+					ss, sp, sc = cur, 0, 0
+				end
+				sc = sc + k
+			end
+		end
+		if I == 0 then
+			tat = math.max(tat, now)
+		end
 	end
-	return v
+	if now - lg > PENDING_IDLE * SEC then
+		pd = 0
+	end
+	go()
+	if fin == rel then
+		tat = math.max(tat, now)
+	end
+	mc = math.max(mc, 1)
+	fin = fin + 1
+	local t = hold
+	if I > 0 then
+		t = math.max(hold, math.max(tat, hold) + (fin - rel) * I - tau)
+	end
+	local wt = 0
+	if t > now then
+		wt = math.ceil(t - now)
+	end
+	if maxwait ~= nil and wt > maxwait then
+		fin = fin - 1
+		return {0, wt, id, 0, -1, now}
+	end
+	if t <= now then
+		go()
+	end
+	local expire = math.max(tat + (fin - rel) * I, hold, now)
+	if lg > NONE then
+		expire = math.max(expire, lg + 2 * SEC)
+	end
+	if fin > rel then
+		expire = math.max(expire, now + 60 * SEC)
+	end
+	local newXe = xe
+	if expire > xe then
+		newXe = expire + SEC
+	end
+	local set = {}
+	local vals = {tat, hold, n0[4] or 0, n0[5] or 0, rel, fin, pd, lg, ss, sc, sp, mc, newXe, bs}
+	local names = {'t', 'h', 'r0', 'e0', 'r1', 'e1', 'pd', 'lg', 'ss', 'sc', 'sp', 'mc', 'xe', 'bs'}
+	for i = 1, 14 do
+		local v = vals[i]
+		if v ~= (n0[i + 1] or DEFAULTS[i]) then
+			table.insert(set, names[i])
+			table.insert(set, f(v))
+		end
+	end
+	if not core[1] then
+		table.insert(set, 'id')
+		table.insert(set, f(id))
+	end
+	if #set > 0 then
+		redis.call('HSET', key, unpack(set))
+	end
+	if newXe ~= xe then
+		redis.call('PEXPIRE', key, math.max(1, math.ceil((newXe - now) / 1000)))
+	end
+	return {1, wt, id, fin, -1, now}
 end
-local function spans(f)
+
+local a = {}
+if core[16] then
+	a = cmsgpack.unpack(core[16])
+end
+local function pairsOf(flat)
 	local out = {}
-	local v = old[f]
-	if v ~= nil and v ~= '' then
-		for e, n in string.gmatch(v, '(%-?%d+):(%d+)') do
-			table.insert(out, {tonumber(e), tonumber(n)})
+	if type(flat) == 'table' then
+		for i = 1, #flat, 2 do
+			table.insert(out, {flat[i], flat[i + 1]})
 		end
 	end
 	return out
 end
 
--- The state, as schedule.go's struct.
+-- The state, as schedule.go's struct; x's layout is in the write back.
 local s = {
-	id = old.id or string.format('%.0f', now),
-	tat = num('t', -INF), hold = num('h', 0),
+	id = id,
+	tat = n0[2] or NONE, hold = n0[3] or 0,
 	q = {
-		[0] = {rel = num('r0', 0), ['end'] = num('e0', 0), holes = spans('o0'), big = spans('b0')},
-		[1] = {rel = num('r1', 0), ['end'] = num('e1', 0), holes = spans('o1'), big = spans('b1')},
+		[0] = {rel = n0[4] or 0, ['end'] = n0[5] or 0, holes = pairsOf(a[1]), big = pairsOf(a[2])},
+		[1] = {rel = n0[6] or 0, ['end'] = n0[7] or 0, holes = pairsOf(a[3]), big = pairsOf(a[4])},
 	},
-	win = {valid = old.wv == '1', left = num('wl', 0), reset = num('wz', 0), size = num('ws', 0),
-		probed = num('wp', 0), spreadAt = num('wa', 0), spreadLeft = num('wn', 0)},
-	cut = {r0 = num('c0', 0), wMax = num('cw', 0), floor = num('cf', 0), at = num('ca', 0),
-		open = old.co == '1', last = num('cl', 0), moved = old.cm == '1'},
-	pending = num('pd', 0), lastGo = num('lg', -INF),
-	sentSec = num('ss', 0), sentCur = num('sc', 0), sentPrev = num('sp', 0),
-	maxCost = num('mc', 0),
+	win = {valid = a[5] == 1, left = a[6] or 0, reset = a[7] or 0, size = a[8] or 0,
+		probed = a[9] or 0, spreadAt = a[10] or 0, spreadLeft = a[11] or 0},
+	cut = {r0 = a[12] or 0, wMax = a[13] or 0, floor = a[14] or 0, at = a[15] or 0,
+		open = a[16] == 1, last = a[17] or 0, moved = a[18] == 1},
+	pending = n0[8] or 0, lastGo = n0[9] or NONE,
+	sentSec = n0[10] or 0, sentCur = n0[11] or 0, sentPrev = n0[12] or 0,
+	maxCost = n0[13] or 0, busySince = n0[15] or 0,
 }
+local xe = n0[14] or 0 -- when the TTL last set runs out
 local moved = false -- turns may have moved: publish
 
 -- line: one queue (schedule.go's line).
@@ -286,21 +383,21 @@ local function cutRate(t)
 	end
 	return r
 end
-local function nextStep()
-	if cutRate(now) == 0 then
+local function nextStep(at)
+	if cutRate(at) == 0 then
 		return INF
 	end
-	return c.at + (math.floor((now - c.at) / (CUT_STEP * SEC)) + 1) * CUT_STEP * SEC
+	return c.at + (math.floor((at - c.at) / (CUT_STEP * SEC)) + 1) * CUT_STEP * SEC
 end
 
 -- schedule (schedule.go's schedule).
 local function base()
 	return cfgI, cfgB
 end
-local function pace()
+local function pace(at)
 	local interval, burst = base()
 	local tau = burst * interval
-	local r = cutRate(now)
+	local r = cutRate(at)
 	if r > 0 and SEC / r > interval then
 		local ci = SEC / r
 		if interval == 0 then
@@ -312,6 +409,23 @@ local function pace()
 end
 local function queued()
 	return live(s.q[0]) + live(s.q[1])
+end
+local function paced(t, p)
+	for _ = 1, MAX_STEPS do
+		local at = math.max(t, now)
+		local nxt = nextStep(at)
+		if nxt == INF then
+			break
+		end
+		local iv = pace(at)
+		if iv == 0 or t + p * iv <= nxt then
+			return t + p * iv
+		end
+		p = p - (nxt - t) / iv
+		t = nxt
+	end
+	local iv = pace(math.max(t, now))
+	return t + p * iv
 end
 local function probe()
 	return math.max(s.maxCost, 1)
@@ -341,7 +455,7 @@ local function advance()
 	if lv == 0 or now < s.hold then
 		return
 	end
-	local interval, tau = pace()
+	local interval, tau = pace(now)
 	local kb = lv
 	local from = math.max(s.tat, s.hold)
 	if interval > 0 then
@@ -360,6 +474,9 @@ local function advance()
 			end
 			spend(gone)
 			s.pending = s.pending + gone
+			if now - s.lastGo > SEC then
+				s.busySince = now
+			end
 			s.lastGo = now
 			count(gone)
 		end
@@ -380,10 +497,10 @@ local function turn(qi, e)
 	if p <= 0 then
 		return -INF
 	end
-	local interval, tau = pace()
+	local interval, tau = pace(now)
 	local t = s.hold
 	if interval > 0 then
-		t = math.max(t, math.max(s.tat, s.hold) + p * interval - tau)
+		t = math.max(t, paced(math.max(s.tat, s.hold) - tau, p))
 	end
 	return math.max(t, windowTurn(p, probe()))
 end
@@ -408,30 +525,32 @@ local function reject(sentAt, cost)
 		c.last, c.moved = now, true
 		return true
 	end
-	local floor = CUT_MIN_REQ * math.max(cost, 1)
-	local wm = sent()
-	if cur > 0 then
-		wm = math.min(wm, cur)
-	end
+	-- The rate the cut regrows to: the limit; without one, the rate the
+	-- key sent at before this episode of cuts.
+	local ref
 	if interval > 0 then
-		local limit = SEC / interval
-		if cur > 0 then
-			wm = cur
-		else
-			wm = limit
+		ref = SEC / interval
+	elseif cur > 0 then
+		ref = c.wMax
+	else
+		ref = sent()
+		local span = now - s.busySince
+		if span < SEC then
+			ref = ref * SEC / math.max(span, 0.01 * SEC)
 		end
-		floor = math.max(floor, CUT_FLOOR * limit)
-		wm = math.min(wm, limit)
 	end
-	wm = math.max(wm, floor)
-	c.r0, c.wMax, c.floor, c.at, c.open, c.last, c.moved = math.max(CUT_BETA * wm, floor), wm, floor, now, interval == 0, now, true
-	if interval > 0 then
-		c.wMax = SEC / interval
+	local least = CUT_MIN_REQ * math.max(cost, 1)
+	ref = math.max(ref, least)
+	local floor = math.min(math.max(least, CUT_FLOOR * ref), ref)
+	local from = ref
+	if cur > 0 then
+		from = cur
 	end
+	c.r0, c.wMax, c.floor, c.at, c.open, c.last, c.moved = math.max(CUT_BETA * from, floor), ref, floor, now, interval == 0, now, true
 	return true
 end
 local function recheck()
-	local t = nextStep()
+	local t = nextStep(now)
 	if t == INF then
 		return -1
 	end
@@ -448,7 +567,7 @@ end
 -- this one: a restart, an eviction, a failover) carries what it knows
 -- across: its last turn (Redis's, or its local fallback's), and a pause.
 local function seed(knownId, floorRel, holdRel)
-	if knownId == '' or knownId == s.id then
+	if knownId == '' or tonumber(knownId) == s.id then
 		return
 	end
 	local f = tonumber(floorRel)
@@ -492,7 +611,7 @@ elseif op == 'turns' then
 	advance()
 	reply = {}
 	for i = 6, #ARGV - 1, 2 do
-		if ARGV[5] ~= s.id then
+		if tonumber(ARGV[5]) ~= s.id then
 			table.insert(reply, -2)
 		else
 			local qi, e = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
@@ -510,7 +629,7 @@ elseif op == 'cancel' then
 	-- units came back.
 	advance()
 	reply = 0
-	if ARGV[5] == s.id then
+	if tonumber(ARGV[5]) == s.id then
 		local qi, e, n = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 		if e > s.q[qi].rel then
 			cancelTicket(s.q[qi], e, n)
@@ -548,36 +667,27 @@ elseif op == 'adapt' then
 	reply = 1
 end
 
--- Write back what changed; publish a move.
-local f = function(v) return string.format('%.17g', v) end
-local function enc(list)
-	local parts = {}
+-- Write the state back; publish a move.
+local function flat(list)
+	if #list == 0 then
+		return 0
+	end
+	local out = {}
 	for _, x in ipairs(list) do
-		table.insert(parts, string.format('%.0f:%.0f', x[1], x[2]))
+		table.insert(out, x[1])
+		table.insert(out, x[2])
 	end
-	return table.concat(parts, ',')
+	return out
 end
-local new = {
-	id = s.id, t = s.tat ~= -INF and f(s.tat) or nil, h = s.hold ~= 0 and f(s.hold) or nil,
-	r0 = f(s.q[0].rel), e0 = f(s.q[0]['end']), o0 = enc(s.q[0].holes), b0 = enc(s.q[0].big),
-	r1 = f(s.q[1].rel), e1 = f(s.q[1]['end']), o1 = enc(s.q[1].holes), b1 = enc(s.q[1].big),
-	pd = s.pending ~= 0 and f(s.pending) or nil, lg = s.lastGo ~= -INF and f(s.lastGo) or nil,
-	ss = f(s.sentSec), sc = f(s.sentCur), sp = f(s.sentPrev), mc = f(s.maxCost),
-}
-if w.valid then
-	new.wv, new.wl, new.wz, new.ws, new.wp, new.wa, new.wn = '1', f(w.left), f(w.reset), f(w.size), f(w.probed), f(w.spreadAt), f(w.spreadLeft)
-end
-if c.moved then
-	new.c0, new.cw, new.cf, new.ca, new.co, new.cl, new.cm = f(c.r0), f(c.wMax), f(c.floor), f(c.at), c.open and '1' or '0', f(c.last), '1'
-end
-for _, k in ipairs({'o0', 'b0', 'o1', 'b1'}) do
-	if new[k] == '' then
-		new[k] = nil
+local function bit(b)
+	if b then
+		return 1
 	end
+	return 0
 end
 -- How long the state matters: queued turns, a bucket not yet full, a
 -- pause, a window, a cut and its strike window, the per-second count.
-local interval = pace()
+local interval = pace(now)
 local expire = math.max(s.tat + queued() * interval, s.hold, now)
 if w.valid then
 	expire = math.max(expire, w.reset + WINDOW_KEEP * SEC)
@@ -585,40 +695,56 @@ end
 if c.moved then
 	expire = math.max(expire, c.last + STRIKE_WINDOW * SEC, c.at + (CUT_RECOVER + 9 / CUT_PROBE) * SEC)
 end
-if s.lastGo ~= -INF then
+if s.lastGo > NONE then
 	expire = math.max(expire, s.lastGo + 2 * SEC)
 end
 if queued() > 0 then
 	-- Tickets out: keep the state well past their turns.
 	expire = math.max(expire, now + 60 * SEC)
 end
-local xe = num('xe', 0)
-local set, del = {}, {}
+-- A cut fully over (regrown, and its strike window past) is the state of
+-- a key never cut: dropped, so that the key takes the fast path again.
+if c.moved and cutRate(now) == 0 and now - c.last > STRIKE_WINDOW * SEC then
+	c.r0, c.wMax, c.floor, c.at, c.open, c.last, c.moved = 0, 0, 0, 0, false, 0, false
+end
+local ext = nil
+if #s.q[0].holes + #s.q[0].big + #s.q[1].holes + #s.q[1].big > 0 or w.valid or c.moved then
+	ext = cmsgpack.pack({
+		flat(s.q[0].holes), flat(s.q[0].big), flat(s.q[1].holes), flat(s.q[1].big),
+		bit(w.valid), w.left, w.reset, w.size, w.probed, w.spreadAt, w.spreadLeft,
+		c.r0, c.wMax, c.floor, c.at, bit(c.open), c.last, bit(c.moved),
+	})
+end
+local newXe = xe
 if expire > xe then
-	xe = expire + SEC -- a second more, so that most calls need no PEXPIRE
-	new.xe = f(xe)
-else
-	new.xe = old.xe
+	newXe = expire + SEC -- a second more, so that most calls keep the TTL
 end
-for k, v in pairs(new) do
-	if old[k] ~= v then
-		table.insert(set, k)
-		table.insert(set, v)
+local set = {}
+local vals = {s.tat, s.hold, s.q[0].rel, s.q[0]['end'], s.q[1].rel, s.q[1]['end'], s.pending, s.lastGo, s.sentSec, s.sentCur, s.sentPrev, s.maxCost, newXe, s.busySince}
+local names = {'t', 'h', 'r0', 'e0', 'r1', 'e1', 'pd', 'lg', 'ss', 'sc', 'sp', 'mc', 'xe', 'bs'}
+for i = 1, 14 do
+	local v = vals[i]
+	if v ~= (n0[i + 1] or DEFAULTS[i]) then
+		table.insert(set, names[i])
+		table.insert(set, f(v))
 	end
 end
-for k, _ in pairs(old) do
-	if new[k] == nil then
-		table.insert(del, k)
-	end
+if not core[1] then
+	table.insert(set, 'id')
+	table.insert(set, f(s.id))
 end
-if #del > 0 then
-	redis.call('HDEL', key, unpack(del))
+if ext ~= nil and ext ~= core[16] then
+	table.insert(set, 'x')
+	table.insert(set, ext)
 end
 if #set > 0 then
 	redis.call('HSET', key, unpack(set))
 end
-if new.xe ~= old.xe then
-	redis.call('PEXPIRE', key, math.max(1, math.ceil((xe - now) / 1000)))
+if ext == nil and core[16] then
+	redis.call('HDEL', key, 'x')
+end
+if newXe ~= xe then
+	redis.call('PEXPIRE', key, math.max(1, math.ceil((newXe - now) / 1000)))
 end
 if moved then
 	redis.call('PUBLISH', channel, s.id .. ' ' .. key)

@@ -48,12 +48,6 @@ func (w *keyWaiter) run(ctx context.Context, op string, args ...any) ([]int64, e
 			switch x := x.(type) {
 			case int64:
 				out[i] = x
-			case string: // the state's id
-				id, err := strconv.ParseInt(x, 10, 64)
-				if err != nil {
-					return nil, fmt.Errorf("unexpected id %q from the schedule script", x)
-				}
-				out[i] = id
 			default:
 				return nil, fmt.Errorf("unexpected reply %v from the schedule script", cmd.Val())
 			}
