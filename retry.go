@@ -35,7 +35,13 @@ import (
 // When: after the server's Retry-After (or the reset of an exhausted quota)
 // when the response gives one, else after a jittered exponential backoff
 // (cenkalti/backoff/v4: InitialInterval × Multiplier^attempt, each ±50%,
-// at most MaxInterval). Every retry then waits for quota like any request.
+// at most MaxInterval). A bare 429 or 503 that slowed the key's waiter
+// down (an [Adapter], unless DisableAdaptive) is retried after
+// InitialInterval (±50%) each time instead: the key's slower pace, shared
+// by every request, is then what backs off, and a per-request backoff
+// growing on top of it would hold a request back for seconds after the
+// upstream is back. Every retry then waits for quota like any request,
+// ahead of first attempts when the waiter is a [RetryWaiter].
 //
 // The bounds below hold whatever Classify says. A retry is given up, and
 // the last response returned, when its delay or its wait for quota would
@@ -341,10 +347,12 @@ type retries struct {
 
 // next decides what follows an attempt whose outcome o was classified d
 // at now: a retry after delay, or none, with the reason when o is a
-// failure. Every bound is checked here, before any sleep: a retry that
-// could not start before MaxElapsed, or that would leave less than a
-// round trip before ctx's deadline, is given up now.
-func (r *retries) next(o Outcome, d Decision, now time.Time) (retry bool, delay time.Duration, reason string) {
+// failure. slowed reports that o was a bare rejection the key's waiter
+// slowed down for: then the backoff does not grow (see [RetryPolicy]).
+// Every bound is checked here, before any sleep: a retry that could not
+// start before MaxElapsed, or that would leave less than a round trip
+// before ctx's deadline, is given up now.
+func (r *retries) next(o Outcome, d Decision, now time.Time, slowed bool) (retry bool, delay time.Duration, reason string) {
 	p := &r.t.Retry
 	if !d.Retry {
 		return false, 0, d.Reason
@@ -360,6 +368,11 @@ func (r *retries) next(o Outcome, d Decision, now time.Time) (retry bool, delay 
 	default:
 		if r.bo == nil {
 			r.bo = p.newBackOff()
+		}
+		if slowed {
+			// The waiter's cut pace backs off for every request of the
+			// key; this one only needs its attempts spread (±50%).
+			r.bo.Reset()
 		}
 		delay = r.bo.NextBackOff()
 	}

@@ -255,16 +255,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		o := Outcome{Request: req, Response: resp, Err: err, Attempt: attempt}
 		var d Decision
+		slowed := false // the key's waiter slowed down for a bare rejection
 		if resp != nil {
 			t.rtt.observe(received, received.Sub(sent))
-			d = t.observe(ctx, &o, fb, key, n, sent, received)
+			d, slowed = t.observe(ctx, &o, fb, key, n, sent, received)
 		} else {
 			if a, ok := fb.(Adapter); ok {
 				a.Adapt(ctx, Feedback{Cost: n, Age: received.Sub(sent)}) // answered, with nothing said
 			}
 			d = t.Retry.classify(o)
 		}
-		retry, delay, reason := rs.next(o, d, received)
+		retry, delay, reason := rs.next(o, d, received, slowed)
 		ev.Err, ev.StatusCode = err, 0
 		if resp != nil {
 			ev.StatusCode = resp.StatusCode
@@ -364,14 +365,15 @@ func (t *Transport) wait(ctx context.Context, rs *retries, w Waiter, key string,
 // observe reads resp's rate-limit headers into o, classifies o, and tells
 // the key's waiter what the headers and the decision say: a pause when
 // the quota is spent, the quota's window, the server's declared limit, a
-// bare rejection. It returns the decision.
-func (t *Transport) observe(ctx context.Context, o *Outcome, w Waiter, key string, n int, sent, now time.Time) Decision {
+// bare rejection. It returns the decision, and whether a bare rejection
+// reached a waiter that slows down for it (an [Adapter]).
+func (t *Transport) observe(ctx context.Context, o *Outcome, w Waiter, key string, n int, sent, now time.Time) (d Decision, slowed bool) {
 	resp := o.Response
 	o.Quota = ParseQuota(resp.Header, now)
 	f, wait, said := t.feedback(resp, o.Quota, now.Sub(sent))
 	f.Cost = n
 	o.Wait, o.HasWait = wait, said
-	d := t.Retry.classify(*o)
+	d = t.Retry.classify(*o)
 	f.Pause = max(f.Pause, min(d.Pause, t.Retry.maxRetryAfter()))
 	if f.Throttled && shouldRetry(resp.Header) == "false" {
 		f.Throttled = false // a permanent rejection: a slower pace cannot help
@@ -380,6 +382,8 @@ func (t *Transport) observe(ctx context.Context, o *Outcome, w Waiter, key strin
 	case Adapter:
 		if err := w.Adapt(ctx, f); err != nil {
 			f.Pause = 0
+		} else {
+			slowed = f.Throttled
 		}
 	case Pauser:
 		if f.Pause > 0 && w.Pause(ctx, f.Pause) != nil {
@@ -391,7 +395,7 @@ func (t *Transport) observe(ctx context.Context, o *Outcome, w Waiter, key strin
 	if f.Pause > 0 {
 		t.emit(Event{Kind: EventPause, Request: o.Request, Key: key, Attempt: o.Attempt, Delay: f.Pause, StatusCode: resp.StatusCode})
 	}
-	return d
+	return d, slowed
 }
 
 // rewind returns a copy of req with a fresh body for another attempt.
