@@ -130,12 +130,12 @@ if not core[16] and op == 'wait' and ARGV[5] == '1' and ARGV[6] == '1' and (n0[4
 		local v = vals[i]
 		if v ~= (n0[i + 1] or DEFAULTS[i]) then
 			table.insert(set, names[i])
-			table.insert(set, f(v))
+			table.insert(set, v) -- redis.call writes a number's every digit
 		end
 	end
 	if not core[1] then
 		table.insert(set, 'id')
-		table.insert(set, f(id))
+		table.insert(set, id)
 	end
 	if #set > 0 then
 		redis.call('HSET', key, unpack(set))
@@ -726,12 +726,12 @@ for i = 1, 14 do
 	local v = vals[i]
 	if v ~= (n0[i + 1] or DEFAULTS[i]) then
 		table.insert(set, names[i])
-		table.insert(set, f(v))
+		table.insert(set, v) -- redis.call writes a number's every digit
 	end
 end
 if not core[1] then
 	table.insert(set, 'id')
-	table.insert(set, f(s.id))
+	table.insert(set, s.id)
 end
 if ext ~= nil and ext ~= core[16] then
 	table.insert(set, 'x')
