@@ -39,6 +39,21 @@
 // deadline-aware ([ErrWouldExceedDeadline], reserving nothing), and gives
 // its units back when its context ends.
 //
+// # The schedule
+//
+// A key's waits are tickets in a queue (retries, through [RetryWaiter],
+// ahead of first attempts). A ticket's turn is never stored: it follows
+// from the key's state whenever it is asked for — a token bucket of the
+// units gone, a hold (pauses), the server's window, a declared pace and an
+// adaptive cut — so a pause, a cut that regrows, or a refund moves every
+// queued turn at once, and nothing has to be patched afterwards. The
+// model, its constants and its invariants are stated once, in
+// schedule.go; the distributed package's Redis script follows it rule for
+// rule, takes its constants from [ScheduleConstants], and one property
+// suite (internal/schedtest) checks both: never more than the bucket
+// allows in any interval, nothing inside a pause, FIFO, exact refunds, no
+// wedge once the server stops rejecting, and bounded memory.
+//
 // # Reading headers
 //
 // [ParseQuota] reads every dialect in use into a [Quota]: Retry-After, the

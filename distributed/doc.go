@@ -33,22 +33,21 @@
 //
 //   - A pause (Retry-After, or a spent quota's reset): no worker's turn
 //     comes before it.
-//   - A window (remaining units until a reset): every reservation of every
-//     worker spends from it, so requests in flight count before their
-//     responses arrive. A spent window holds every wait until its reset;
-//     then one wait goes as a probe, and the rest wait for its response
-//     (waits of the process that gets it wake at once; the others look
-//     again when it is due, two round trips after it left, and otherwise
-//     at its 1 s timeout). A window running low (under a tenth of its size, or 10
-//     units) is spread: at most remaining/(time to reset) per second.
+//   - A window (remaining units until a reset): units spend from it as
+//     they go, so requests in flight count before their responses
+//     arrive. Waits past a spent window keep their places in the queue
+//     (FIFO): at the reset one probe goes, and the response that tells the
+//     next window moves the queue up; without one, a probe a second. A
+//     window running low (under a tenth of its size, or 10 units) is
+//     spread: its units go evenly until the reset.
 //   - A bare rejection (429 or 503 that says nothing of when): the fleet's
-//     pace is cut to 0.7 times the rate it was sending at over the last
-//     second, and regrows along a cubic curve, back to that rate after 1 s
-//     and 30% beyond it 3 s later, never above the configured limit (AWS's
-//     adaptive retry mode; see throttle's Adapter). A lone rejection first
-//     shifts the schedule by two intervals; a second within 10 s cuts.
-//     Rejections of requests that reserved their turns before the last cut
-//     are ignored.
+//     pace is cut to 0.7 of the configured limit (of the pace in force,
+//     for a cut that follows another; never below a quarter of the
+//     limit), and regrows to the limit in steps over 2 s; queued turns
+//     get the time back as it regrows. A lone rejection first shifts the
+//     schedule by two intervals; a second within 10 s cuts. Rejections of
+//     requests sent before the last cut are ignored. The cut is a fraction
+//     of the limit, never of a rate read from state that Redis could lose.
 //
 // A server's declared limit (Feedback.HasDeclared) is not used: a Quota
 // always has a configured limit, and a declared one applies only where
@@ -57,64 +56,58 @@
 // # Guarantees
 //
 //   - One round trip per wait: a Lua script (EVALSHA, reloaded after
-//     NOSCRIPT) reserves the turn using Redis's TIME and returns a relative
-//     wait. Workers' clocks are never consulted, so clock skew between
-//     them does not matter. Callers are served in the order they reach
-//     Redis.
+//     NOSCRIPT) gives the wait its ticket using Redis's TIME and returns a
+//     relative wait. Workers' clocks are never consulted, so clock skew
+//     between them does not matter. Callers are served in the order they
+//     reach Redis. The script is throttle's schedule model (schedule.go)
+//     rule for rule, its constants prepended from
+//     [throttle.ScheduleConstants]; the same property suite drives both.
 //   - A turn past ctx's deadline is refused by the script itself, at once,
-//     and nothing is reserved; a wait cancelled during its sleep gives its
-//     units back.
+//     and nothing is kept; a wait cancelled during its sleep gives its
+//     units back, and the tickets behind it move up.
 //   - [Quota.Pause] (and the Pause of a For waiter) writes "nothing before
-//     now+d" where every process's next wait sees it, and pushes it to
-//     the waits already sleeping on their turns in every process (see
-//     Pauses below); Adapt does the same for a pause, a window and an
-//     adaptive cut.
-//   - One Redis hash per bucket, expiring once the bucket is full again,
-//     any pause is over, no window or cut needs remembering, and no unit
-//     was reserved for 2 s (the reach of the count an adaptive cut and a
-//     first window read);
+//     now+d" where every process's next wait sees it, and the waits
+//     already sleeping in every process learn it (see Pauses below); a
+//     cut, a window and a refund reach them the same way.
+//   - One Redis hash per key, expiring once its state is that of a new key;
 //     the key's text is encoded, so any user key is safe and all of a
-//     bucket's state stays in one Cluster slot.
+//     key's state stays in one Cluster slot.
 //   - When Redis cannot answer within [Quota.Timeout], the [FailMode]
 //     decides; a breaker keeps an outage from charging every wait the
-//     timeout, and recovery is automatic.
+//     timeout, and recovery is automatic. A process carries what it knows
+//     of a key across an outage both ways: a FailLocal wait takes no turn
+//     before the last one Redis gave this process nor inside a pause it
+//     knows, and a state Redis lost (a restart, FLUSHALL, a failover, an
+//     eviction) takes on each process's last turn and pause at its next
+//     wait.
 //
-// # Pauses
+// # Pauses and other moves of the queue
 //
 // A pause (Pause, or Adapt with a Retry-After) stops the whole fleet,
 // including turns handed out before it: "one worker gets 429 with
-// Retry-After: 2; no worker sends for 2 s". The script that writes a new
-// or longer pause, from start (now, or the end of the pause it extends)
-// to its end, moves the queue's end back by the pause's length, so later
-// reservations come after the turns it moves, and PUBLISHes
-// "now start end key" (µs of Redis's clock) on the quota's channel,
-// Prefix + "pause." + base64url(name). In Cluster a PUBLISH reaches every
-// node. A wait sleeping on a turn it reserved before the pause, at or
-// after start, moves its wake by end − start: every turn keeps its
-// spacing and none comes before the end. It computes this from Redis's µs
-// and its own timer only, never comparing clocks.
+// Retry-After: 2; no worker sends for 2 s". The script that moves queued
+// turns (a pause, a cut, a window, a refund) PUBLISHes "id key" on the
+// quota's channel, Prefix + "pause." + base64url(name); in Cluster a
+// PUBLISH reaches every node. Each waiting process asks the script for
+// the turns of its sleeping waits of that key again (one call each), so
+// every turn follows from the moved state.
 //
 // The subscription costs no command per wait: each process subscribes
-// (one connection, one goroutine per Quota) when its first wait starts a
-// sleep of 10ms or more, and ends it when the last such wait ends; a busy
-// quota stays subscribed. What that leaves out, each bounded:
-//
-//   - A wait whose turn comes before the message reaches it (about when
-//     Pause returns to its caller, one round trip after it was sent) goes;
-//     so does one that sleeps less than 10ms.
-//   - A sleeper that starts the subscription does not see a pause
-//     published before the subscription is active, one round trip later.
-//   - If Redis is down or the subscription fails, waits are unaffected,
-//     they only miss pushed pauses until it is back (retried every
-//     250ms). On a Ring, a channel lives on one shard: only pauses of keys
-//     on that shard are pushed.
+// (one connection, one goroutine per Quota) with its first sleeping wait
+// and keeps the subscription a second after the last (or until
+// [Quota.Close]); a busy quota stays subscribed. Pub/sub delivers only to
+// subscribers that are up: a wait that could have missed a message (the
+// subscription was not up when it reserved, went down since, or a message
+// came before the wait listened) asks for its turn once more before
+// going. If Redis is down, waits keep the turns they have. On a Ring, a
+// channel lives on one shard: only moves of keys on that shard are pushed.
 //
 // # Redis keys
 //
-// A bucket lives at Prefix + "{" + base64url(name) + "." + base64url(key)
-// + "}" (Prefix defaults to "throttle:"), a hash with fields t (the time
-// the bucket is full again, µs of Redis's clock), p (paused until), and,
-// once servers said something, the window (wr, wz, wl, ws, wp), the cut
-// (am, ac, al), a per-second count of reserved units (cs, cc, cp) and how
-// long all of it must be kept (x); reserve.lua describes them.
+// A key's state lives at Prefix + "{" + base64url(name) + "." +
+// base64url(key) + "}" (Prefix defaults to "throttle:"), a hash whose
+// fields schedule.lua describes: the state's id, the bucket, the two
+// queues' counters, units in flight and per second, and, while any is in
+// force, the window, the cut and the queues' holes in one MessagePack
+// field. It needs Redis 5.0 or later; the tests run 7.0.
 package distributed

@@ -185,44 +185,47 @@ func (q *Quota) Adapt(ctx context.Context, f throttle.Feedback) error {
 // its own state, shared by every process that uses q's name and the same
 // key. Any string is a safe key (see "Redis keys" in the package doc): it
 // cannot reach another key's state. For is cheap; the
-// result is safe for concurrent use and also implements [throttle.Pauser]
-// and [throttle.Adapter].
+// result is safe for concurrent use and also implements [throttle.Pauser],
+// [throttle.Adapter] and [throttle.RetryWaiter].
 //
 // The result's WaitN(ctx, n) keeps the [throttle.Waiter] contract:
 //
 //   - n = 0 returns nil at once; n < 0, a limit that is not positive or a
 //     burst below 1 fail with [throttle.ErrInvalidLimit], n > burst with
 //     [throttle.ErrCostExceedsBurst], before any Redis call.
-//   - One script call reserves the turn and returns the wait (one more
-//     each time a spent server window blocked the wait until its reset or
-//     a probe's answer). If the turn
-//     is past ctx's deadline, WaitN returns a [*throttle.DeadlineError]
-//     (matching [throttle.ErrWouldExceedDeadline] and
-//     [context.DeadlineExceeded]) at once, and nothing was reserved. (If
-//     the round trip itself used up the last of the margin, the turn is
-//     refunded as below and the same error returned.)
+//   - One script call gives the wait its ticket in the key's queue and
+//     returns the wait until its turn. If the turn is past ctx's
+//     deadline, WaitN returns a [*throttle.DeadlineError] (matching
+//     [throttle.ErrWouldExceedDeadline] and [context.DeadlineExceeded]) at
+//     once, and nothing was kept. (If the round trip itself used up the
+//     last of the margin, the ticket is given back as below and the same
+//     error returned.)
+//   - While it sleeps, a move of the key's queue (a pause, a cut, a
+//     window, a refund ahead of it) costs one more call to learn the new
+//     turn (see "Pauses and other moves of the queue" in the package
+//     doc); a moved turn past ctx's deadline gives the units back and
+//     returns a [*throttle.DeadlineError] at once.
 //   - If ctx ends while WaitN sleeps, a second script call gives the n
-//     units back and WaitN returns ctx.Err(). Refund semantics: the
-//     bucket's debt shrinks by exactly n units, so the next caller to reach
-//     Redis can use them; callers already sleeping keep their turns; the
-//     bucket never exceeds burst (a refund that would overfill it is cut).
-//     The refund is best effort: if Redis fails it, the units are lost,
-//     which errs on the side of the API's limit. Likewise, if ctx ends while
-//     the reserving call itself is in flight, whether it reserved is unknown
-//     and nothing is refunded.
+//     units back and WaitN returns ctx.Err(): the tickets behind move up,
+//     so the units go to the next wait in line, never to two. The refund is
+//     best effort: if Redis fails it, the units are lost, which errs on
+//     the side of the API's limit. Likewise, if ctx ends while the
+//     reserving call itself is in flight, whether it took a ticket is
+//     unknown and nothing is given back.
 //   - If Redis cannot answer, FailMode decides (see [FailMode]).
 //
+// WaitRetryN is WaitN with the ticket in the queue of retries, ahead of
+// first attempts ([throttle.Transport] uses it for retries).
+//
 // The result's Pause(ctx, d) writes "nothing before now+d" (Redis's clock)
-// into the bucket (d is capped at a week): every process's next wait ends
-// no earlier, and the turns already reserved at or after its start
-// move back by its length, keeping their spacing: the queue's end in
-// Redis, and the waits sleeping on those turns in every process, which
-// learn it by pub/sub (see "Pauses" in the package doc). A sleeping wait
-// whose moved turn is past ctx's deadline gives its units back and
-// returns a [*throttle.DeadlineError] at once. A pause never shortens a
-// longer one. A failed Pause returns an error matching
-// [ErrStoreUnavailable], whatever the FailMode; it does not pause the
-// FailLocal buckets.
+// into the key's state (d is capped at a week), with a context of its own
+// bounded by Timeout, so that the request's context ending a moment later
+// does not lose it: every queued turn, in every process, comes no earlier,
+// and at the pause's end the queue goes on at the key's pace, at most a
+// burst at once. A pause never shortens a longer one. The process
+// remembers the pause too (FailLocal honours it, and a state Redis lost
+// takes it on). A failed Pause returns an error matching
+// [ErrStoreUnavailable], whatever the FailMode.
 //
 // The result's Adapt(ctx, f) implements [throttle.Adapter] for the whole
 // fleet (see "Fleet-wide pacing" in the package doc). A Feedback with no
@@ -232,10 +235,7 @@ func (q *Quota) Adapt(ctx context.Context, f throttle.Feedback) error {
 // cannot answer, the feedback is dropped: Adapt returns nil, except that a
 // pause that could not be written returns an error matching
 // [ErrStoreUnavailable] (as Pause does, whatever the FailMode), so that
-// Transport does not report a pause that did not happen. A pause moves
-// the queued turns as Pause does; a cut keeps the turns already handed out
-// and stretches the queue behind them, so that the fleet's count over time
-// follows the slower pace.
+// Transport does not report a pause that did not happen.
 func (q *Quota) For(key string) throttle.Waiter {
 	return newKeyWaiter(q, key)
 }
