@@ -2,6 +2,7 @@ package distributed
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"testing"
@@ -53,32 +54,37 @@ func startRedis(tb testing.TB) (*redistest.Server, *redis.Client) {
 	return s, newClient(tb, s.Addr())
 }
 
-// hashState reads a bucket's hash: its theoretical arrival time t and its
-// pause p, in µs of Redis's clock (0 when absent), and the key's PTTL.
+// hashState reads a key's state: its theoretical arrival time t and its
+// hold (pause) p, in µs of Redis's clock (0 when absent), and the key's
+// PTTL.
 func hashState(tb testing.TB, c redis.UniversalClient, rkey string) (t, p float64, pttl time.Duration) {
 	tb.Helper()
 	ctx := context.Background()
-	vals, err := c.HMGet(ctx, rkey, "t", "p").Result()
-	if err != nil {
-		tb.Fatalf("HMGET %q: %v", rkey, err)
+	r, err := coreScript.Run(ctx, c, []string{rkey}).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		tb.Fatalf("reading the state of %q: %v", rkey, err)
 	}
-	num := func(v any) float64 {
-		s, _ := v.(string)
-		if s == "" {
-			return 0
-		}
-		var f float64
-		if _, err := fmt.Sscan(s, &f); err != nil {
-			tb.Fatalf("hash field %q of %q is not a number: %v", s, rkey, err)
-		}
-		return f
+	if v, ok := r.([]any); ok && len(v) == 2 {
+		var tv, pv float64
+		fmt.Sscan(v[0].(string), &tv)
+		fmt.Sscan(v[1].(string), &pv)
+		t, p = max(tv, 0), pv
 	}
 	pttl, err = c.PTTL(ctx, rkey).Result()
 	if err != nil {
 		tb.Fatalf("PTTL %q: %v", rkey, err)
 	}
-	return num(vals[0]), num(vals[1]), pttl
+	return t, p, pttl
 }
+
+// coreScript returns the core's tat and hold as strings (every digit), or
+// nil when the key has no state.
+var coreScript = redis.NewScript(`
+local c = redis.call('HGET', KEYS[1], 'c')
+if not c then return nil end
+local v = cmsgpack.unpack(c)
+return {string.format('%.17g', v[2]), string.format('%.17g', v[3])}
+`)
 
 // redisNow returns Redis's clock in µs.
 func redisNow(tb testing.TB, c redis.UniversalClient) float64 {

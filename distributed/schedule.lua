@@ -14,14 +14,14 @@
 --          process ask for their turns again (op turns)
 -- ARGV[5…] the op's own, below.
 --
--- The state is one hash. Its core fields, read by every call: id (the
--- state's identity: its creation time, new whenever Redis lost the state,
--- so that a ticket of a lost state is never read against a new one), t
--- (tat), h (hold), r0 e0 r1 e1 (per queue, units gone and given out), pd
--- (units in flight), lg (when units last went), ss sc sp (units gone per
--- second), mc (the largest cost), xe (when the TTL last set runs out);
--- and x, the rest as a MessagePack array (holes, tickets of several
--- units, the window, the cut), present only while one of them is.
+-- The state is one hash of two MessagePack arrays (cmsgpack is in every
+-- Redis since 2.6, and in Valkey; numbers stay numbers, which is far
+-- cheaper in Redis's Lua than a field per number): c, the core, read by
+-- every call (see below), and x, the rest (holes, tickets of several
+-- units, the window, the cut), present only while one of them is. The
+-- state's id is its creation time: a new one whenever Redis lost the
+-- state, so that a ticket of a lost state is never read against a new
+-- one.
 --
 -- A wait of one unit on a key with nothing but its bucket (no x, no
 -- retry queued, nothing to carry over) takes the fast path below: the
@@ -41,22 +41,23 @@ local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * SEC + tonumber(clock[2])
 
 local NONE = -1e300 -- a time that is not set
-local core = redis.call('HMGET', key, 'id', 't', 'h', 'r0', 'e0', 'r1', 'e1', 'pd', 'lg', 'ss', 'sc', 'sp', 'mc', 'xe', 'bs', 'x')
-local id = tonumber(core[1]) or now
-local n0 = {}
-for i = 2, 15 do
-	n0[i] = tonumber(core[i])
+-- The core: id, tat, hold, r0, e0, r1, e1, pending, lastGo, sentSec,
+-- sentCur, sentPrev, maxCost, xe (when the TTL last set runs out),
+-- busySince.
+local got = redis.call('HMGET', key, 'c', 'x')
+local fresh = not got[1]
+local n0
+if fresh then
+	n0 = {now, NONE, 0, 0, 0, 0, 0, 0, NONE, 0, 0, 0, 0, 0, 0}
+else
+	n0 = cmsgpack.unpack(got[1])
 end
-local f = function(v) return string.format('%.17g', v) end
--- The core fields' values when absent (t, h, r0, e0, r1, e1, pd, lg, ss,
--- sc, sp, mc, xe, bs): a value equal to its default is not written.
-local DEFAULTS = {NONE, 0, 0, 0, 0, 0, 0, NONE, 0, 0, 0, 0, 0, 0}
+local id = n0[1]
 
 -- The fast path: see above.
-if not core[16] and op == 'wait' and ARGV[5] == '1' and ARGV[6] == '1' and (n0[4] or 0) == (n0[5] or 0)
+if not got[2] and op == 'wait' and ARGV[5] == '1' and ARGV[6] == '1' and n0[4] == n0[5]
 	and (ARGV[8] == '' or tonumber(ARGV[8]) == id) then
-	local tat, hold, rel, fin = n0[2] or NONE, n0[3] or 0, n0[6] or 0, n0[7] or 0
-	local pd, lg, ss, sc, sp, mc, xe, bs = n0[8] or 0, n0[9] or NONE, n0[10] or 0, n0[11] or 0, n0[12] or 0, n0[13] or 0, n0[14] or 0, n0[15] or 0
+	local _, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs = unpack(n0)
 	local I, tau = cfgI, cfgB * cfgI
 	local maxwait = tonumber(ARGV[7])
 	local function go() -- advance, without window, cut, holes or retries
@@ -106,7 +107,7 @@ if not core[16] and op == 'wait' and ARGV[5] == '1' and ARGV[6] == '1' and (n0[4
 		wt = math.ceil(t - now)
 	end
 	if maxwait ~= nil and wt > maxwait then
-		fin = fin - 1
+		-- Nothing kept: the ticket is not given, the state not written.
 		return {0, wt, id, 0, -1, now}
 	end
 	if t <= now then
@@ -121,25 +122,9 @@ if not core[16] and op == 'wait' and ARGV[5] == '1' and ARGV[6] == '1' and (n0[4
 	end
 	local newXe = xe
 	if expire > xe then
-		newXe = expire + SEC
+		newXe = expire + SEC -- a second more, so that most calls keep the TTL
 	end
-	local set = {}
-	local vals = {tat, hold, n0[4] or 0, n0[5] or 0, rel, fin, pd, lg, ss, sc, sp, mc, newXe, bs}
-	local names = {'t', 'h', 'r0', 'e0', 'r1', 'e1', 'pd', 'lg', 'ss', 'sc', 'sp', 'mc', 'xe', 'bs'}
-	for i = 1, 14 do
-		local v = vals[i]
-		if v ~= (n0[i + 1] or DEFAULTS[i]) then
-			table.insert(set, names[i])
-			table.insert(set, v) -- redis.call writes a number's every digit
-		end
-	end
-	if not core[1] then
-		table.insert(set, 'id')
-		table.insert(set, id)
-	end
-	if #set > 0 then
-		redis.call('HSET', key, unpack(set))
-	end
+	redis.call('HSET', key, 'c', cmsgpack.pack({id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, newXe, bs}))
 	if newXe ~= xe then
 		redis.call('PEXPIRE', key, math.max(1, math.ceil((newXe - now) / 1000)))
 	end
@@ -147,8 +132,8 @@ if not core[16] and op == 'wait' and ARGV[5] == '1' and ARGV[6] == '1' and (n0[4
 end
 
 local a = {}
-if core[16] then
-	a = cmsgpack.unpack(core[16])
+if got[2] then
+	a = cmsgpack.unpack(got[2])
 end
 local function pairsOf(flat)
 	local out = {}
@@ -163,20 +148,20 @@ end
 -- The state, as schedule.go's struct; x's layout is in the write back.
 local s = {
 	id = id,
-	tat = n0[2] or NONE, hold = n0[3] or 0,
+	tat = n0[2], hold = n0[3],
 	q = {
-		[0] = {rel = n0[4] or 0, ['end'] = n0[5] or 0, holes = pairsOf(a[1]), big = pairsOf(a[2])},
-		[1] = {rel = n0[6] or 0, ['end'] = n0[7] or 0, holes = pairsOf(a[3]), big = pairsOf(a[4])},
+		[0] = {rel = n0[4], ['end'] = n0[5], holes = pairsOf(a[1]), big = pairsOf(a[2])},
+		[1] = {rel = n0[6], ['end'] = n0[7], holes = pairsOf(a[3]), big = pairsOf(a[4])},
 	},
 	win = {valid = a[5] == 1, left = a[6] or 0, reset = a[7] or 0, size = a[8] or 0,
 		probed = a[9] or 0, spreadAt = a[10] or 0, spreadLeft = a[11] or 0},
 	cut = {r0 = a[12] or 0, wMax = a[13] or 0, floor = a[14] or 0, at = a[15] or 0,
 		open = a[16] == 1, last = a[17] or 0, moved = a[18] == 1},
-	pending = n0[8] or 0, lastGo = n0[9] or NONE,
-	sentSec = n0[10] or 0, sentCur = n0[11] or 0, sentPrev = n0[12] or 0,
-	maxCost = n0[13] or 0, busySince = n0[15] or 0,
+	pending = n0[8], lastGo = n0[9],
+	sentSec = n0[10], sentCur = n0[11], sentPrev = n0[12],
+	maxCost = n0[13], busySince = n0[15],
 }
-local xe = n0[14] or 0 -- when the TTL last set runs out
+local xe = n0[14] -- when the TTL last set runs out
 local moved = false -- turns may have moved: publish
 
 -- line: one queue (schedule.go's line).
@@ -719,28 +704,14 @@ local newXe = xe
 if expire > xe then
 	newXe = expire + SEC -- a second more, so that most calls keep the TTL
 end
-local set = {}
-local vals = {s.tat, s.hold, s.q[0].rel, s.q[0]['end'], s.q[1].rel, s.q[1]['end'], s.pending, s.lastGo, s.sentSec, s.sentCur, s.sentPrev, s.maxCost, newXe, s.busySince}
-local names = {'t', 'h', 'r0', 'e0', 'r1', 'e1', 'pd', 'lg', 'ss', 'sc', 'sp', 'mc', 'xe', 'bs'}
-for i = 1, 14 do
-	local v = vals[i]
-	if v ~= (n0[i + 1] or DEFAULTS[i]) then
-		table.insert(set, names[i])
-		table.insert(set, v) -- redis.call writes a number's every digit
-	end
-end
-if not core[1] then
-	table.insert(set, 'id')
-	table.insert(set, s.id)
-end
-if ext ~= nil and ext ~= core[16] then
+local set = {'c', cmsgpack.pack({s.id, s.tat, s.hold, s.q[0].rel, s.q[0]['end'], s.q[1].rel, s.q[1]['end'],
+	s.pending, s.lastGo, s.sentSec, s.sentCur, s.sentPrev, s.maxCost, newXe, s.busySince})}
+if ext ~= nil and ext ~= got[2] then
 	table.insert(set, 'x')
 	table.insert(set, ext)
 end
-if #set > 0 then
-	redis.call('HSET', key, unpack(set))
-end
-if ext == nil and core[16] then
+redis.call('HSET', key, unpack(set))
+if ext == nil and got[2] then
 	redis.call('HDEL', key, 'x')
 end
 if newXe ~= xe then
