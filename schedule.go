@@ -191,10 +191,13 @@ func (q *line) release(k int64) int64 {
 			next = q.holes[i].end - q.holes[i].n
 		}
 		to := min(q.rel+k, next)
-		for j < len(q.big) && q.big[j].end <= q.rel {
+		// The big ticket that to would split, if any, is the first not
+		// wholly before to (tickets do not overlap): the tickets before
+		// it go whole, it does not go in part.
+		for j < len(q.big) && q.big[j].end <= to {
 			j++
 		}
-		if j < len(q.big) && q.big[j].end-q.big[j].n < to && to < q.big[j].end {
+		if j < len(q.big) && q.big[j].end-q.big[j].n < to {
 			to = q.big[j].end - q.big[j].n // not part of a ticket
 		}
 		if to <= q.rel {
