@@ -359,12 +359,15 @@ func (w *window) update(now, left, reset, size, length, inFlight, sec float64) {
 	if length > 0 {
 		same = min(same, length/2)
 	}
+	told := left
 	left = max(left-inFlight, 0)
 	switch {
 	case w.valid && w.probed == 0 && math.Abs(at-w.reset) < same:
 		// The same window: the local count has spent the units in flight
-		// already, so take the server's count as it is, if lower.
-		w.left = min(w.left, left+inFlight)
+		// already, so take the server's count as it is, if lower (as
+		// told: max(left-inFlight, 0)+inFlight is inFlight, not the
+		// server's count, when more are in flight than it says remain).
+		w.left = min(w.left, told)
 		w.reset = min(w.reset, at)
 	case !w.valid || w.probed > 0 || at > w.reset:
 		*w = window{valid: true, left: left, reset: at}
