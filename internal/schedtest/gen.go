@@ -285,7 +285,9 @@ func Generate(seed int64, cfg Config, opt Options) Sequence {
 				o.Kind, o.F = Adapt, throttle.Feedback{Throttled: true, Cost: cost(), Age: steps(0, 2*unit)}
 			case "declare":
 				lims := []rate.Limit{2, 5, 10, 50}
-				o.Kind, o.F = Adapt, throttle.Feedback{HasDeclared: true, Limit: lims[r.IntN(len(lims))], Burst: 1 + r.IntN(4)}
+				// A declared burst holds the largest cost: a wait of more
+				// units than the burst conforms to no bucket.
+				o.Kind, o.F = Adapt, throttle.Feedback{HasDeclared: true, Limit: lims[r.IntN(len(lims))], Burst: maxN + r.IntN(4)}
 			}
 			s.Ops = append(s.Ops, o)
 			continue
