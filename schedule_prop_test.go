@@ -24,12 +24,12 @@ import (
 //
 // Environment:
 //
-//	THROTTLE_PROP_N=20000    sequences per suite (default propDefaultN;
-//	                         the distributed package runs fewer on Redis)
-//	THROTTLE_PROP_SEED=1234  replay that one seed in every suite (as a
-//	                         failure reports it), verbosely
+//	THROTTLE_PROP_N=20000    sequences per suite (default propDefaultN:
+//	                         11 suites × 500 run in about 10 s with -race)
+//	THROTTLE_PROP_SEED=1234  replay that one seed (as a failure reports
+//	                         it, with the suite to -run), verbosely
 //	THROTTLE_PROP_BASE=99    first seed (default: from the clock, logged)
-const propDefaultN = 300
+const propDefaultN = 500
 
 // propTol: the schedule keeps times in float64 nanoseconds and rounds
 // sleeps up; the checker's ideal schedule rounds too. 2 ns is that and
@@ -132,8 +132,8 @@ func TestPropSchedule(t *testing.T) {
 					return len(v) > 0
 				})
 				mv, mlg := propRun(t, min)
-				t.Errorf("seed %d (THROTTLE_PROP_SEED=%d): %s\nshrunk to:\n%s\nviolates:\n\t%s",
-					seed, seed, v[0], schedtest.Describe(min, mlg), strings.Join(mv, "\n\t"))
+				t.Errorf("seed %d: %s\nreplay: THROTTLE_PROP_SEED=%d go test -run 'TestPropSchedule/%s$' -v\nshrunk to:\n%s\nviolates:\n\t%s",
+					seed, v[0], seed, s.name, schedtest.Describe(min, mlg), strings.Join(mv, "\n\t"))
 				if failed++; failed == 3 {
 					t.Fatalf("stopping after %d failing sequences", failed)
 				}

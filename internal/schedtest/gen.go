@@ -8,18 +8,60 @@
 //
 // The same suite drives every implementation: the in-process
 // [throttle.Limiter] inside testing/synctest bubbles (thousands of
-// sequences, exact times, tol 1 ns) and the Redis-backed distributed.Quota
+// sequences, exact times, tol 2 ns) and the Redis-backed distributed.Quota
 // on the real clock (fewer, spaced sequences and a tolerance). The package
 // uses only time.Now, time.Since, time.Sleep and timers, so it runs
 // unchanged in a bubble and on the real clock; it does not import
 // testing/synctest: the caller wraps each run in a bubble.
 //
+// In a bubble (the root package's schedule_prop_test.go):
+//
 //	seq := schedtest.Generate(seed, cfg, opt)
 //	synctest.Test(t, func(t *testing.T) {
 //		l := &throttle.Limiter{Limit: rate.Limit(cfg.Limit), Burst: cfg.Burst}
-//		log := schedtest.Run(t, l.For("k"), seq, synctest.Wait)
-//		schedtest.Check(t, seq, log, time.Nanosecond)
+//		lg := schedtest.Run(t, l.For("k"), seq, synctest.Wait)
+//		schedtest.Check(t, seq, lg, 2*time.Nanosecond)
 //	})
+//
+// On the real clock (the distributed package, a fresh quota key per
+// sequence): ops spaced so that the order of calls is known, a give-up
+// that bounds a wedged run, no settle func, and a tolerance for the round
+// trip and timer slack:
+//
+//	opt := schedtest.Options{Ops: 12, Horizon: time.Second, Step: 10 * time.Millisecond,
+//		MinGap: 20 * time.Millisecond, GiveUp: 20 * time.Second,
+//		Deadlines: true, Cancels: true, Pauses: true, Windows: true, Rejects: true}
+//	seq := schedtest.Generate(seed, schedtest.Config{Limit: 20, Burst: 4}, opt)
+//	q := distributed.New(client, fmt.Sprint("prop", seed), 20, 4)
+//	lg := schedtest.Run(t, q.For("k"), seq, nil)
+//	schedtest.Check(t, seq, lg, 15*time.Millisecond)
+//
+// Retries need the waiter to implement [throttle.RetryWaiter], pauses
+// [throttle.Pauser], the other feedback [throttle.Adapter]; Run fails the
+// test if an op needs what the waiter lacks. Violations returns the
+// violations without failing, for shrinking a failing sequence ([Shrink])
+// to the ops that matter.
+//
+// The invariants, each named at the start of its violation's line:
+//
+//   - never over: the admitted units, replayed in time order through GCRA
+//     with the configured (Limit, Burst), or with a declared limit from its
+//     op to the next where none is configured, are never early;
+//   - pause: nothing is admitted inside a pause (Pause, or Adapt's Pause);
+//   - window: from a window's op to its reset (or the next window's op),
+//     no more units are admitted than it said remain;
+//   - FIFO: waits that succeed are admitted in call order within a queue,
+//     and a retry queued before a first attempt goes no later than it;
+//   - refund (sequences of first attempts without feedback): every wait
+//     goes by its turn in the ideal FIFO GCRA schedule in which refused
+//     waits take no place and failed ones leave when they fail; no wait
+//     fails after that turn; no wait is refused whose turn at its call
+//     was within its deadline;
+//   - no wedge (sequences with feedback): see [Recovery];
+//   - deadline, cancel, wedged: a wait ends as its context allows
+//     (succeeds by its deadline or cancel, is refused at once with
+//     [throttle.ErrWouldExceedDeadline], or fails at its deadline or
+//     cancel with the context's error), and never hangs until GiveUp.
 package schedtest
 
 import (
