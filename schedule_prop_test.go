@@ -142,3 +142,28 @@ func TestPropSchedule(t *testing.T) {
 	}
 	t.Logf("%d sequences, %d ops (%d waits) checked in %v", seqs.Load(), ops.Load(), waits.Load(), time.Since(start).Round(time.Millisecond))
 }
+
+// TestPropRealClock runs a few sequences against Limiter on the real
+// clock, as the distributed package runs them against Redis: spaced ops,
+// no settle func, a tolerance for timer slack. It checks the real-clock
+// mode of the suite itself (no false violations from scheduling noise);
+// the bubble runs above check the Limiter.
+func TestPropRealClock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real clock: a few seconds")
+	}
+	opt := schedtest.Options{Ops: 12, Horizon: time.Second, Step: 10 * time.Millisecond,
+		MinGap: 20 * time.Millisecond, GiveUp: 20 * time.Second,
+		Deadlines: true, Cancels: true, Pauses: true}
+	cfg := schedtest.Config{Limit: 20, Burst: 4}
+	base := propEnv(t, "THROTTLE_PROP_BASE", time.Now().UnixNano()%1e9)
+	for i := range int64(4) {
+		t.Run(fmt.Sprint(base+i), func(t *testing.T) {
+			t.Parallel()
+			seq := schedtest.Generate(base+i, cfg, opt)
+			l := &throttle.Limiter{Limit: rate.Limit(cfg.Limit), Burst: cfg.Burst}
+			lg := schedtest.Run(t, l.For("k"), seq, nil)
+			schedtest.Check(t, seq, lg, 15*time.Millisecond)
+		})
+	}
+}
