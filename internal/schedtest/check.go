@@ -14,7 +14,8 @@ import (
 )
 
 // Recovery is the no-wedge bound's recovery time: once the last pause
-// has ended, the last window reset and the last rejection come, every
+// has ended, the last window reset and the last rejection or declared
+// limit come, every
 // queued wait is admitted within Recovery plus two intervals of the
 // configured pace (a lone rejection shifts the schedule by two) plus its
 // position at the pace in force. A cut regrows to the configured limit in

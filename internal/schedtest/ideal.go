@@ -87,8 +87,9 @@ func (c *checker) conserve() {
 //
 //	max(call, E + Recovery + 2·interval) + units·perUnit + tickets·probes
 //
-// where E is when the last pause, window or rejection applied before its
-// return ended (a pause's end, a window's reset, a rejection's arrival),
+// where E is when the last pause, window, rejection or declared limit
+// applied before its return ended (a pause's end, a window's reset, a
+// rejection's or declared limit's arrival),
 // units are its own and those of the waits queued ahead of it (or passing
 // it from the retry queue), perUnit the slowest pace that may then be in
 // force (the configured interval; without one, the slowest declared
@@ -127,6 +128,9 @@ func (c *checker) noWedge() {
 				}
 			}
 			if o.F.HasDeclared && interval == 0 && o.F.Limit > 0 {
+				// A declared limit changes the pace and the bucket's depth
+				// (a smaller burst moves every queued turn later).
+				end = max(end, c.ret(k))
 				perUnit = max(perUnit, 1e9/float64(o.F.Limit))
 			}
 		}
