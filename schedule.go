@@ -195,10 +195,13 @@ func (q *line) release(k int64) int64 {
 			next = q.holes[i].end - q.holes[i].n
 		}
 		to := min(q.rel+k, next)
-		for j < len(q.big) && q.big[j].end <= q.rel {
+		// The big ticket that to would split, if any, is the first not
+		// wholly before to (tickets do not overlap): the tickets before
+		// it go whole, it does not go in part.
+		for j < len(q.big) && q.big[j].end <= to {
 			j++
 		}
-		if j < len(q.big) && q.big[j].end-q.big[j].n < to && to < q.big[j].end {
+		if j < len(q.big) && q.big[j].end-q.big[j].n < to {
 			to = q.big[j].end - q.big[j].n // not part of a ticket
 		}
 		if to <= q.rel {
@@ -360,12 +363,15 @@ func (w *window) update(now, left, reset, size, length, inFlight, sec float64) {
 	if length > 0 {
 		same = min(same, length/2)
 	}
+	told := left
 	left = max(left-inFlight, 0)
 	switch {
 	case w.valid && w.probed == 0 && math.Abs(at-w.reset) < same:
 		// The same window: the local count has spent the units in flight
-		// already, so take the server's count as it is, if lower.
-		w.left = min(w.left, left+inFlight)
+		// already, so take the server's count as it is, if lower (as
+		// told: max(left-inFlight, 0)+inFlight is inFlight, not the
+		// server's count, when more are in flight than it says remain).
+		w.left = min(w.left, told)
 		w.reset = min(w.reset, at)
 	case !w.valid || w.probed > 0 || at > w.reset:
 		*w = window{valid: true, left: left, reset: at}

@@ -1,0 +1,172 @@
+package throttle_test
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/throttle-go/throttle"
+	"github.com/throttle-go/throttle/internal/schedtest"
+)
+
+// The model-based property suite of the schedule (schedule.go) against
+// Limiter: random sequences of waits, cancels, deadlines, pauses, windows,
+// rejections and declared limits, each run in a synctest bubble (exact
+// times, tol 2 ns for the schedule's float64 rounding) and checked by
+// internal/schedtest.
+//
+// Environment:
+//
+//	THROTTLE_PROP_N=20000    sequences per suite (default propDefaultN:
+//	                         11 suites × 500 run in about 10 s with -race)
+//	THROTTLE_PROP_SEED=1234  replay that one seed (as a failure reports
+//	                         it, with the suite to -run), verbosely
+//	THROTTLE_PROP_BASE=99    first seed (default: from the clock, logged)
+const propDefaultN = 500
+
+// propTol: the schedule keeps times in float64 nanoseconds and rounds
+// sleeps up; the checker's ideal schedule rounds too. 2 ns is that and
+// no more: every op is at a whole millisecond.
+// propWatchdog bounds one sequence's run in real time.
+const propWatchdog = 20 * time.Second
+
+const propTol = 2 * time.Nanosecond
+
+var propSuites = []struct {
+	name string
+	cfg  schedtest.Config
+	opt  schedtest.Options
+}{
+	// Waits only: FIFO, never over, exact refund against the ideal
+	// schedule, deadlines.
+	{"waits/10per_s/burst1", schedtest.Config{Limit: 10, Burst: 1}, schedtest.Options{Deadlines: true, Cancels: true}},
+	{"waits/10per_s/burst4", schedtest.Config{Limit: 10, Burst: 4}, schedtest.Options{Deadlines: true, Cancels: true}},
+	{"waits/3per_s/burst2", schedtest.Config{Limit: 3, Burst: 2}, schedtest.Options{Deadlines: true, Cancels: true, Ops: 30, Horizon: 4 * time.Second}},
+	{"waits/retries/10per_s/burst3", schedtest.Config{Limit: 10, Burst: 3}, schedtest.Options{Deadlines: true, Cancels: true, Retries: true}},
+	// One kind of feedback at a time, then everything.
+	{"pauses/10per_s/burst3", schedtest.Config{Limit: 10, Burst: 3}, schedtest.Options{Deadlines: true, Cancels: true, Retries: true, Pauses: true}},
+	{"windows/20per_s/burst5", schedtest.Config{Limit: 20, Burst: 5}, schedtest.Options{Deadlines: true, Cancels: true, Windows: true}},
+	{"rejects/10per_s/burst2", schedtest.Config{Limit: 10, Burst: 2}, schedtest.Options{Deadlines: true, Cancels: true, Rejects: true}},
+	{"all/10per_s/burst2", schedtest.Config{Limit: 10, Burst: 2}, propAll},
+	{"all/50per_s/burst10", schedtest.Config{Limit: 50, Burst: 10}, propAll},
+	{"all/1per_s/burst1", schedtest.Config{Limit: 1, Burst: 1}, propAll},
+	// The zero Limiter: no limit, only what servers say.
+	{"all/nolimit", schedtest.Config{}, propAll},
+}
+
+var propAll = schedtest.Options{Retries: true, Deadlines: true, Cancels: true, Pauses: true, Windows: true, Rejects: true, Declares: true}
+
+func propEnv(t *testing.T, name string, def int64) int64 {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", name, s, err)
+	}
+	return v
+}
+
+// propRun runs seq against a fresh Limiter in a bubble and returns its
+// violations and log.
+func propRun(t *testing.T, seq schedtest.Sequence) (v []string, lg schedtest.Log) {
+	// A waiter that spins (wakes again and again at one instant, or a
+	// nanosecond apart) keeps fake time from reaching the sequence's
+	// GiveUp: a real-time watchdog names the sequence and stops the test.
+	wd := time.AfterFunc(propWatchdog, func() {
+		panic(fmt.Sprintf("schedule property: sequence still running after %v of real time (a waiter spins?):\n%s", propWatchdog, seq))
+	})
+	defer wd.Stop()
+	synctest.Test(t, func(t *testing.T) {
+		l := &throttle.Limiter{Limit: rate.Limit(seq.Config.Limit), Burst: seq.Config.Burst}
+		lg = schedtest.Run(t, l.For("k"), seq, synctest.Wait)
+		v = schedtest.Violations(seq, lg, propTol)
+	})
+	return v, lg
+}
+
+func TestPropSchedule(t *testing.T) {
+	n := propEnv(t, "THROTTLE_PROP_N", propDefaultN)
+	base := propEnv(t, "THROTTLE_PROP_BASE", time.Now().UnixNano()%1e9)
+	one, replay := int64(0), os.Getenv("THROTTLE_PROP_SEED") != ""
+	if replay {
+		one, n = propEnv(t, "THROTTLE_PROP_SEED", 0), 1
+	} else {
+		t.Logf("seeds %d to %d per suite (THROTTLE_PROP_BASE=%d)", base, base+n-1, base)
+	}
+	var seqs, ops, waits atomic.Int64
+	start := time.Now()
+	for _, s := range propSuites {
+		t.Run(s.name, func(t *testing.T) {
+			failed := 0
+			for i := range n {
+				seed := base + i
+				if replay {
+					seed = one
+				}
+				seq := schedtest.Generate(seed, s.cfg, s.opt)
+				v, lg := propRun(t, seq)
+				seqs.Add(1)
+				ops.Add(int64(len(seq.Ops)))
+				for _, o := range seq.Ops {
+					if o.Kind == schedtest.Wait {
+						waits.Add(1)
+					}
+				}
+				if replay {
+					t.Logf("%s", schedtest.Describe(seq, lg))
+				}
+				if len(v) == 0 {
+					continue
+				}
+				min := schedtest.Shrink(seq, func(s schedtest.Sequence) bool {
+					v, _ := propRun(t, s)
+					return len(v) > 0
+				})
+				mv, mlg := propRun(t, min)
+				if len(mv) == 0 {
+					mv = []string{"(none when run again: the violation depends on the order of events at one instant)"}
+				}
+				t.Errorf("seed %d: %s\nreplay: THROTTLE_PROP_SEED=%d go test -run 'TestPropSchedule/%s$' -v\nshrunk to:\n%s\nviolates:\n\t%s",
+					seed, v[0], seed, s.name, schedtest.Describe(min, mlg), strings.Join(mv, "\n\t"))
+				if failed++; failed == 3 {
+					t.Fatalf("stopping after %d failing sequences", failed)
+				}
+			}
+		})
+	}
+	t.Logf("%d sequences, %d ops (%d waits) checked in %v", seqs.Load(), ops.Load(), waits.Load(), time.Since(start).Round(time.Millisecond))
+}
+
+// TestPropRealClock runs a few sequences against Limiter on the real
+// clock, as the distributed package runs them against Redis: spaced ops,
+// no settle func, a tolerance for timer slack. It checks the real-clock
+// mode of the suite itself (no false violations from scheduling noise);
+// the bubble runs above check the Limiter.
+func TestPropRealClock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real clock: a few seconds")
+	}
+	opt := schedtest.Options{Ops: 12, Horizon: time.Second, Step: 10 * time.Millisecond,
+		MinGap: 20 * time.Millisecond, GiveUp: 20 * time.Second,
+		Deadlines: true, Cancels: true, Pauses: true}
+	cfg := schedtest.Config{Limit: 20, Burst: 4}
+	base := propEnv(t, "THROTTLE_PROP_BASE", time.Now().UnixNano()%1e9)
+	for i := range int64(4) {
+		t.Run(fmt.Sprint(base+i), func(t *testing.T) {
+			t.Parallel()
+			seq := schedtest.Generate(base+i, cfg, opt)
+			l := &throttle.Limiter{Limit: rate.Limit(cfg.Limit), Burst: cfg.Burst}
+			lg := schedtest.Run(t, l.For("k"), seq, nil)
+			schedtest.Check(t, seq, lg, 15*time.Millisecond)
+		})
+	}
+}

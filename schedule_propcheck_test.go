@@ -1,0 +1,104 @@
+package throttle_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/throttle-go/throttle"
+	"github.com/throttle-go/throttle/internal/schedtest"
+)
+
+// Waiters that break one rule each, for TestPropCheckerCatches.
+type (
+	// propFree admits every wait at once.
+	propFree struct{}
+	// propLate is a Limiter key that returns a millisecond after its turn.
+	propLate struct{ throttle.Waiter }
+	// propDeaf is a Limiter key that ignores pauses and what servers say.
+	propDeaf struct{ throttle.Waiter }
+	// propSulk is a Limiter key that holds off for ten minutes after a
+	// rejection.
+	propSulk struct{ throttle.Waiter }
+)
+
+func (w propSulk) Adapt(ctx context.Context, f throttle.Feedback) error {
+	if f.Throttled {
+		return w.Waiter.(throttle.Pauser).Pause(ctx, 10*time.Minute)
+	}
+	return w.Waiter.(throttle.Adapter).Adapt(ctx, f)
+}
+
+func (propFree) WaitN(ctx context.Context, n int) error { return ctx.Err() }
+
+func (w propLate) WaitN(ctx context.Context, n int) error {
+	err := w.Waiter.WaitN(ctx, n)
+	time.Sleep(time.Millisecond)
+	return err
+}
+
+func (propDeaf) Pause(context.Context, time.Duration) error     { return nil }
+func (propDeaf) Adapt(context.Context, throttle.Feedback) error { return nil }
+func (w propDeaf) WaitRetryN(ctx context.Context, n int) error  { return w.WaitN(ctx, n) }
+
+// TestPropCheckerCatches checks that the property suite is not vacuous:
+// waiters that break a rule are caught, each by the invariant it breaks.
+func TestPropCheckerCatches(t *testing.T) {
+	waits := schedtest.Options{Deadlines: true, Cancels: true}
+	tests := []struct {
+		name string
+		cfg  schedtest.Config
+		opt  schedtest.Options
+		new  func(cfg schedtest.Config) throttle.Waiter
+		want string // a violation starting with this is found
+	}{
+		{"admits at once", schedtest.Config{Limit: 10, Burst: 2}, waits,
+			func(schedtest.Config) throttle.Waiter { return propFree{} }, "never over"},
+		{"late by 1ms", schedtest.Config{Limit: 10, Burst: 2}, waits,
+			func(c schedtest.Config) throttle.Waiter {
+				return propLate{(&throttle.Limiter{Limit: rate.Limit(c.Limit), Burst: c.Burst}).For("k")}
+			}, "refund"},
+		{"ignores pauses", schedtest.Config{Limit: 10, Burst: 2}, schedtest.Options{Pauses: true},
+			func(c schedtest.Config) throttle.Waiter {
+				return propDeaf{(&throttle.Limiter{Limit: rate.Limit(c.Limit), Burst: c.Burst}).For("k")}
+			}, "pause"},
+		{"ignores windows", schedtest.Config{Limit: 10, Burst: 2}, schedtest.Options{Windows: true},
+			func(c schedtest.Config) throttle.Waiter {
+				return propDeaf{(&throttle.Limiter{Limit: rate.Limit(c.Limit), Burst: c.Burst}).For("k")}
+			}, "window"},
+		{"wedges after a rejection", schedtest.Config{Limit: 10, Burst: 2}, schedtest.Options{Rejects: true},
+			func(c schedtest.Config) throttle.Waiter {
+				return propSulk{(&throttle.Limiter{Limit: rate.Limit(c.Limit), Burst: c.Burst}).For("k")}
+			}, "no wedge"},
+		// x/time/rate: a cancelled reservation's tokens are not all given
+		// back when others follow (golang/go#56924), and its deadline
+		// error is not context.DeadlineExceeded.
+		{"x/time/rate", schedtest.Config{Limit: 10, Burst: 2}, waits,
+			func(c schedtest.Config) throttle.Waiter { return rate.NewLimiter(rate.Limit(c.Limit), c.Burst) }, "deadline"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			found := map[string]int{}
+			for seed := range int64(200) {
+				seq := schedtest.Generate(seed, tt.cfg, tt.opt)
+				synctest.Test(t, func(t *testing.T) {
+					lg := schedtest.Run(t, tt.new(tt.cfg), seq, synctest.Wait)
+					for _, v := range schedtest.Violations(seq, lg, propTol) {
+						kind, _, _ := strings.Cut(v, ":")
+						kind, _, _ = strings.Cut(kind, " (")
+						found[kind]++
+					}
+				})
+				if found[tt.want] > 0 {
+					t.Logf("caught by seed %d: %v", seed, found)
+					return
+				}
+			}
+			t.Errorf("200 sequences found %v; want a %q violation", found, tt.want)
+		})
+	}
+}
