@@ -201,11 +201,13 @@ local function release(q, k)
 				nxt = h[1] - h[2]
 			end
 			local to = math.min(q.rel + k, nxt)
-			while q.big[j] ~= nil and q.big[j][1] <= q.rel do
+			-- The ticket of several units that to would split, if any, is
+			-- the first not wholly before to: it does not go in part.
+			while q.big[j] ~= nil and q.big[j][1] <= to do
 				j = j + 1
 			end
 			local b = q.big[j]
-			if b ~= nil and b[1] - b[2] < to and to < b[1] then
+			if b ~= nil and b[1] - b[2] < to then
 				to = b[1] - b[2]
 			end
 			if to <= q.rel then
@@ -336,9 +338,10 @@ local function update(left, reset, size, length, inFlight)
 	if length > 0 then
 		same = math.min(same, length / 2)
 	end
+	local told = left
 	left = math.max(left - inFlight, 0)
 	if w.valid and w.probed == 0 and math.abs(at - w.reset) < same then
-		w.left = math.min(w.left, left + inFlight)
+		w.left = math.min(w.left, told)
 		w.reset = math.min(w.reset, at)
 	elseif not w.valid or w.probed > 0 or at > w.reset then
 		w.valid, w.left, w.reset, w.probed, w.spreadAt, w.spreadLeft = true, left, at, 0, 0, 0
