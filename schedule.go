@@ -511,16 +511,24 @@ func (s *schedule) advance(now float64, c pacing) {
 	if live == 0 || now < s.hold {
 		return
 	}
-	interval, tau := s.pace(now, c)
-	kb := float64(live)
-	from := max(s.tat, s.hold)
-	if interval > 0 {
-		// The epsilon absorbs rounding: a turn computed as exactly now
-		// has come.
-		kb = min(kb, math.Floor((now-from+tau)/interval+1e-9))
+	// k: the most units past the head whose turns have come (turns grow
+	// with the position).
+	k := int64(0)
+	if s.turnAt(now, c, float64(live)) <= now {
+		k = live
+	} else {
+		for lo, hi := int64(0), live; lo < hi; { // turnAt(hi) > now
+			mid := (lo + hi + 1) / 2
+			if s.turnAt(now, c, float64(mid)) <= now {
+				lo = mid
+			} else {
+				hi = mid - 1
+			}
+			k = lo
+		}
 	}
-	kw := math.Floor(s.win.admits(now, s.probe(c), c.sec))
-	if k := int64(min(kb, kw)); k > 0 {
+	interval, _ := s.pace(now, c)
+	if k > 0 {
 		gone := s.q[queueRetry].release(k)
 		if s.q[queueRetry].live() == 0 { // retries first
 			gone += s.q[queueFirst].release(k - gone)
@@ -528,7 +536,7 @@ func (s *schedule) advance(now float64, c pacing) {
 		if gone > 0 {
 			n := float64(gone)
 			if interval > 0 {
-				s.tat = from + n*interval
+				s.tat = s.tatAfter(now, c, n)
 			}
 			s.win.spend(n, now)
 			s.pending += n
@@ -539,13 +547,91 @@ func (s *schedule) advance(now float64, c pacing) {
 			s.count(now, n, c.sec)
 		}
 	}
-	if interval == 0 || (kw < kb && s.queued() > 0) {
-		// No pace, or units the pace would let go are held by the window:
-		// the bucket fills meanwhile, to its burst and no further, so that
-		// a pace that starts (a cut, a spread) or a window that opens
-		// releases no more than a burst at once.
-		s.tat = max(s.tat, now)
+	// GCRA's max(tat, arrival): a bucket fills to its burst and no
+	// further. The units still queued have their turns after now; a head
+	// that waited on something other than the bucket (a pause, a window, a
+	// pace yet to start) claims no credit from before now, and one that
+	// waits on the bucket keeps what it gathered (a ticket larger than the
+	// bucket's depth gathers it over time).
+	floor := now
+	if interval > 0 && s.queued() > 0 {
+		first, last := s.ticketAt(1)
+		_, tau := s.pace(now, c)
+		floor -= max(0, (last-first+1)*interval-tau)
 	}
+	s.tat = max(s.tat, floor)
+}
+
+// ticketAt returns the positions past the head of the first and the last
+// unit of the ticket that holds the p-th unit.
+func (s *schedule) ticketAt(p float64) (first, last float64) {
+	base := 0.0 // units of the queues before q
+	for qi := range s.q {
+		q := &s.q[qi]
+		for _, b := range q.big {
+			hi := float64(q.ahead(b.end)) + base
+			if lo := hi - float64(b.n) + 1; lo <= p && p <= hi {
+				return lo, hi
+			}
+		}
+		base += float64(q.live())
+	}
+	return p, p
+}
+
+// turnAt returns the turn at now of the p-th unit past the head: no
+// earlier than the hold and the window's turn for it, and the bucket's
+// (cut steps included) once the units before it have gone, each no
+// earlier than it could (see tatAfter).
+func (s *schedule) turnAt(now float64, c pacing, p float64) float64 {
+	interval, tau := s.pace(now, c)
+	t := max(s.hold, s.win.turn(p, s.probe(c), c.sec))
+	if interval > 0 {
+		t = max(t, s.tatAfter(now, c, p)-tau)
+	}
+	return t
+}
+
+// tatAfter returns the bucket's tat once p more units past the head have
+// gone: GCRA's max(tat, arrival) + interval unit by unit, where a unit
+// arrives when the limits other than the bucket let it go (the hold, the
+// window's turn). In closed form: the largest of the chain from the head,
+// of the chain from the first unit of p's block (units a window lets go
+// together: a probe period's, the spread's), of the block before it, and
+// of p's own arrival; so that units a window held claim no credit from
+// before they could go.
+func (s *schedule) tatAfter(now float64, c pacing, p float64) float64 {
+	interval, tau := s.pace(now, c)
+	a := max(s.tat, s.hold)
+	t := s.paced(now, a-tau, p, c) + tau // the chain from the head
+	w := &s.win
+	if !w.valid || interval == 0 {
+		return t
+	}
+	probe := s.probe(c)
+	if e := w.turn(p, probe, c.sec); e > math.Inf(-1) {
+		t = max(t, e+interval)
+	}
+	chain := func(first float64) { // the chain from the first unit of a block
+		// A ticket goes whole, at its last unit's turn: a ticket that
+		// starts before the block goes with it, its first units too.
+		first, last := s.ticketAt(max(first, 1))
+		if e := w.turn(last, probe, c.sec); e > math.Inf(-1) {
+			t = max(t, e+(p-first+1)*interval)
+		}
+	}
+	if p <= w.left {
+		if w.spreadInterval() > 0 {
+			chain(1)
+		}
+		return t
+	}
+	b := math.Floor((w.probed + p - w.left - 1) / probe) // p's probe period
+	chain(w.left + b*probe - w.probed + 1)
+	if b >= 1 {
+		chain(w.left + (b-1)*probe - w.probed + 1)
+	}
+	return t
 }
 
 // count counts k units gone at now, for the rate a cut without a limit
@@ -585,12 +671,7 @@ func (s *schedule) turn(now float64, c pacing, qi int, e int64) float64 {
 	if p <= 0 {
 		return math.Inf(-1)
 	}
-	interval, tau := s.pace(now, c)
-	t := s.hold
-	if interval > 0 {
-		t = max(t, s.paced(now, max(s.tat, s.hold)-tau, p, c))
-	}
-	return max(t, s.win.turn(p, s.probe(c), c.sec))
+	return s.turnAt(now, c, p)
 }
 
 // paced returns when p units going from t have gone, at the pace in force

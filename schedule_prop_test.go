@@ -29,6 +29,8 @@ import (
 //	THROTTLE_PROP_SEED=1234  replay that one seed (as a failure reports
 //	                         it, with the suite to -run), verbosely
 //	THROTTLE_PROP_BASE=99    first seed (default: from the clock, logged)
+//	THROTTLE_PROP_COUNT=1    count the failing sequences per suite instead
+//	                         of stopping at the third
 const propDefaultN = 500
 
 // propTol: the schedule keeps times in float64 nanoseconds and rounds
@@ -102,11 +104,18 @@ func TestPropSchedule(t *testing.T) {
 	} else {
 		t.Logf("seeds %d to %d per suite (THROTTLE_PROP_BASE=%d)", base, base+n-1, base)
 	}
+	count := os.Getenv("THROTTLE_PROP_COUNT") != ""
 	var seqs, ops, waits atomic.Int64
 	start := time.Now()
 	for _, s := range propSuites {
 		t.Run(s.name, func(t *testing.T) {
 			failed := 0
+			kinds := map[string]int{}
+			defer func() {
+				if count && failed > 0 {
+					t.Errorf("%d of %d sequences fail: %v", failed, n, kinds)
+				}
+			}()
 			for i := range n {
 				seed := base + i
 				if replay {
@@ -125,6 +134,12 @@ func TestPropSchedule(t *testing.T) {
 					t.Logf("%s", schedtest.Describe(seq, lg))
 				}
 				if len(v) == 0 {
+					continue
+				}
+				if count {
+					// THROTTLE_PROP_COUNT: how many sequences fail, and how.
+					failed++
+					kinds[strings.SplitN(v[0], ":", 2)[0]]++
 					continue
 				}
 				min := schedtest.Shrink(seq, func(s schedtest.Sequence) bool {
