@@ -283,25 +283,6 @@ type window struct {
 	spreadAt, spreadLeft float64
 }
 
-// admits returns how many units past the head the window lets go by now:
-// its units left (spread over the time to the reset while it runs low),
-// then probe units per probe period.
-func (w *window) admits(now, probe, sec float64) float64 {
-	if !w.valid {
-		return math.Inf(1)
-	}
-	if now < w.reset {
-		if si := w.spreadInterval(); si > 0 {
-			// The j-th unit of the spread goes at spreadAt + (j-1)·si.
-			due := math.Floor((now-w.spreadAt)/si+1e-9) + 1
-			return min(w.left, max(due-(w.spreadLeft-w.left), 0))
-		}
-		return w.left
-	}
-	periods := math.Floor((now-w.reset)/(probeWait*sec)) + 1
-	return w.left + max(periods*probe-w.probed, 0)
-}
-
 // turn returns when the window lets the p-th unit past the head go.
 func (w *window) turn(p, probe, sec float64) float64 {
 	if !w.valid {

@@ -85,9 +85,9 @@ if not got[2] and op == 'wait' and ARGV[5] == '1' and ARGV[6] == '1' and n0[4] =
 				sc = sc + k
 			end
 		end
-		if I == 0 then
-			tat = math.max(tat, now)
-		end
+		-- The bucket fills to its burst and no further (every ticket is
+		-- of one unit here, and τ ≥ I: see advance).
+		tat = math.max(tat, now)
 	end
 	if now - lg > PENDING_IDLE * SEC then
 		pd = 0
@@ -290,21 +290,6 @@ local function low()
 	end
 	return w.left < LOW_UNITS
 end
-local function admits(probe)
-	if not w.valid then
-		return INF
-	end
-	if now < w.reset then
-		local si = spreadInterval()
-		if si > 0 then
-			local due = math.floor((now - w.spreadAt) / si + 1e-9) + 1
-			return math.min(w.left, math.max(due - (w.spreadLeft - w.left), 0))
-		end
-		return w.left
-	end
-	local periods = math.floor((now - w.reset) / (PROBE_WAIT * SEC)) + 1
-	return w.left + math.max(periods * probe - w.probed, 0)
-end
 local function windowTurn(p, probe)
 	if not w.valid then
 		return -INF
@@ -432,6 +417,66 @@ local function sent()
 	local frac = now / SEC - s.sentSec
 	return s.sentCur + s.sentPrev * (1 - frac)
 end
+-- ticketAt: the positions past the head of the first and the last unit
+-- of the ticket that holds the p-th unit.
+local function ticketAt(p)
+	local base = 0
+	for qi = 0, 1 do
+		local q = s.q[qi]
+		for _, b in ipairs(q.big) do
+			local hi = ahead(q, b[1]) + base
+			local lo = hi - b[2] + 1
+			if lo <= p and p <= hi then
+				return lo, hi
+			end
+		end
+		base = base + live(q)
+	end
+	return p, p
+end
+-- tatAfter: the bucket's tat once p more units past the head have gone,
+-- each no earlier than the limits other than the bucket let it go.
+local function tatAfter(p)
+	local interval, tau = pace(now)
+	local a = math.max(s.tat, s.hold)
+	local t = paced(a - tau, p) + tau
+	if not w.valid or interval == 0 then
+		return t
+	end
+	local pr = probe()
+	local e = windowTurn(p, pr)
+	if e > -INF then
+		t = math.max(t, e + interval)
+	end
+	local function chain(first)
+		local lo, hi = ticketAt(math.max(first, 1))
+		local ef = windowTurn(hi, pr)
+		if ef > -INF then
+			t = math.max(t, ef + (p - lo + 1) * interval)
+		end
+	end
+	if p <= w.left then
+		if spreadInterval() > 0 then
+			chain(1)
+		end
+		return t
+	end
+	local b = math.floor((w.probed + p - w.left - 1) / pr)
+	chain(w.left + b * pr - w.probed + 1)
+	if b >= 1 then
+		chain(w.left + (b - 1) * pr - w.probed + 1)
+	end
+	return t
+end
+-- turnAt: the turn of the p-th unit past the head.
+local function turnAt(p)
+	local interval, tau = pace(now)
+	local t = math.max(s.hold, windowTurn(p, probe()))
+	if interval > 0 then
+		t = math.max(t, tatAfter(p) - tau)
+	end
+	return t
+end
 local function advance()
 	if w.valid and now >= w.reset + WINDOW_KEEP * SEC and queued() == 0 then
 		w.valid, w.left, w.reset, w.size, w.probed, w.spreadAt, w.spreadLeft = false, 0, 0, 0, 0, 0, 0
@@ -443,14 +488,22 @@ local function advance()
 	if lv == 0 or now < s.hold then
 		return
 	end
-	local interval, tau = pace(now)
-	local kb = lv
-	local from = math.max(s.tat, s.hold)
-	if interval > 0 then
-		kb = math.min(kb, math.floor((now - from + tau) / interval + 1e-9))
+	local k = 0
+	if turnAt(lv) <= now then
+		k = lv
+	else
+		local lo, hi = 0, lv
+		while lo < hi do
+			local mid = math.floor((lo + hi + 1) / 2)
+			if turnAt(mid) <= now then
+				lo = mid
+			else
+				hi = mid - 1
+			end
+		end
+		k = lo
 	end
-	local kw = math.floor(admits(probe()))
-	local k = math.min(kb, kw)
+	local interval, tau = pace(now)
 	if k > 0 then
 		local gone = release(s.q[0], k)
 		if live(s.q[0]) == 0 then
@@ -458,7 +511,7 @@ local function advance()
 		end
 		if gone > 0 then
 			if interval > 0 then
-				s.tat = from + gone * interval
+				s.tat = tatAfter(gone)
 			end
 			spend(gone)
 			s.pending = s.pending + gone
@@ -469,9 +522,12 @@ local function advance()
 			count(gone)
 		end
 	end
-	if interval == 0 or (kw < kb and queued() > 0) then
-		s.tat = math.max(s.tat, now)
+	local floor = now
+	if interval > 0 and queued() > 0 then
+		local lo, hi = ticketAt(1)
+		floor = now - math.max(0, (hi - lo + 1) * interval - tau)
 	end
+	s.tat = math.max(s.tat, floor)
 end
 local function position(qi, e)
 	local p = ahead(s.q[qi], e)
@@ -485,12 +541,7 @@ local function turn(qi, e)
 	if p <= 0 then
 		return -INF
 	end
-	local interval, tau = pace(now)
-	local t = s.hold
-	if interval > 0 then
-		t = math.max(t, paced(math.max(s.tat, s.hold) - tau, p))
-	end
-	return math.max(t, windowTurn(p, probe()))
+	return turnAt(p)
 end
 local function enqueue(qi, n)
 	if queued() == 0 then
@@ -589,6 +640,11 @@ if op == 'wait' then
 	else
 		if t <= now then
 			advance()
+		end
+		if qi == 0 and live(s.q[1]) > 0 then
+			-- A retry goes ahead of first attempts already waiting: their
+			-- turns move later, and their sleepers must learn it.
+			moved = true
 		end
 		reply = {1, wt, s.id, e, recheck(), now}
 	end
