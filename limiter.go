@@ -288,8 +288,10 @@ func (b *bucket) sleep(ctx context.Context, qi int, e, n int64, turn float64) er
 		turn = b.s.turn(now, b.pacing, qi, e)
 		if turn <= now {
 			// advance let go every unit whose turn has come; a ticket it
-			// kept has its turn later (rounding aside): never loop.
-			turn = now + 1
+			// kept has its turn later (rounding aside). Never spin: look
+			// again a unit's time later.
+			iv, _ := b.s.pace(now, b.pacing)
+			turn = now + max(iv, 1e6)
 		}
 		if err := b.overDeadline(ctx, turn-now); err != nil {
 			b.giveBack(qi, e, n)

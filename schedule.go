@@ -578,8 +578,8 @@ func (s *schedule) turnAt(now float64, c pacing, p float64) float64 {
 // arrives when the limits other than the bucket let it go (the hold, the
 // window's turn). In closed form: the largest of the chain from the head,
 // of the chain from the first unit of p's block (units a window lets go
-// together: a probe period's, the spread's), of the block before it, and
-// of p's own arrival; so that units a window held claim no credit from
+// together: a probe period's, the spread's), of the first probe period's,
+// and of p's own arrival; so that units a window held claim no credit from
 // before they could go.
 func (s *schedule) tatAfter(now float64, c pacing, p float64) float64 {
 	interval, tau := s.pace(now, c)
@@ -607,11 +607,13 @@ func (s *schedule) tatAfter(now float64, c pacing, p float64) float64 {
 		}
 		return t
 	}
+	// The chains from every probe period's first unit have one slope, so
+	// the largest is the first period's or p's own (which one depends on
+	// whether a period's units take longer at the bucket's pace than the
+	// period lasts): both, and tatAfter grows with p.
 	b := math.Floor((w.probed + p - w.left - 1) / probe) // p's probe period
 	chain(w.left + b*probe - w.probed + 1)
-	if b >= 1 {
-		chain(w.left + (b-1)*probe - w.probed + 1)
-	}
+	chain(w.left - w.probed + 1)
 	return t
 }
 

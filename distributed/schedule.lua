@@ -463,9 +463,7 @@ local function tatAfter(p)
 	end
 	local b = math.floor((w.probed + p - w.left - 1) / pr)
 	chain(w.left + b * pr - w.probed + 1)
-	if b >= 1 then
-		chain(w.left + (b - 1) * pr - w.probed + 1)
-	end
+	chain(w.left - w.probed + 1)
 	return t
 end
 -- turnAt: the turn of the p-th unit past the head.
