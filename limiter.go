@@ -223,6 +223,10 @@ func (b *bucket) wait(ctx context.Context, n, qi int) error {
 	now := b.l.now()
 	s := &b.s
 	s.advance(now, b.pacing)
+	if s.goNow(now, b.pacing, qi, int64(n)) {
+		b.mu.Unlock()
+		return nil
+	}
 	e := s.enqueue(now, b.pacing, qi, int64(n))
 	turn := s.turn(now, b.pacing, qi, e)
 	if turn <= now {

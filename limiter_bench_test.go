@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+	"time"
 
 	"golang.org/x/time/rate"
 )
@@ -61,4 +62,32 @@ func BenchmarkLimiterDistinctKeys(b *testing.B) {
 	b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "heap-MB")
 	runtime.KeepAlive(keys)
 	runtime.KeepAlive(l)
+}
+
+// BenchmarkLimiterRatio alternates batches of 1,000 uncontended waits on
+// rate.Limiter (the anchor) and on a Limiter key looked up each time, and
+// reports the ratio of their times (limiter/rate): both batches see the
+// same host noise.
+func BenchmarkLimiterRatio(b *testing.B) {
+	anchor := rate.NewLimiter(rate.Limit(1e12), 1<<30)
+	l := &Limiter{Limit: rate.Limit(1e12), Burst: 1 << 30}
+	for i := range 1000 {
+		l.For("host-" + strconv.Itoa(i))
+	}
+	ctx := context.Background()
+	var ta, tl time.Duration
+	b.ReportAllocs()
+	for b.Loop() {
+		t0 := time.Now()
+		for range 1000 {
+			anchor.Wait(ctx)
+		}
+		t1 := time.Now()
+		for range 1000 {
+			l.For("api.example.com").WaitN(ctx, 1)
+		}
+		tl += time.Since(t1)
+		ta += t1.Sub(t0)
+	}
+	b.ReportMetric(float64(tl)/float64(ta), "limiter/rate")
 }

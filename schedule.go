@@ -566,9 +566,12 @@ func (s *schedule) ticketAt(p float64) (first, last float64) {
 // earlier than it could (see tatAfter).
 func (s *schedule) turnAt(now float64, c pacing, p float64) float64 {
 	interval, tau := s.pace(now, c)
-	t := max(s.hold, s.win.turn(p, s.probe(c), c.sec))
+	t := s.hold
+	if s.win.valid {
+		t = max(t, s.win.turn(p, s.probe(c), c.sec))
+	}
 	if interval > 0 {
-		t = max(t, s.tatAfter(now, c, p)-tau)
+		t = max(t, s.tatAfterAt(now, c, p, interval, tau)-tau)
 	}
 	return t
 }
@@ -583,6 +586,11 @@ func (s *schedule) turnAt(now float64, c pacing, p float64) float64 {
 // before they could go.
 func (s *schedule) tatAfter(now float64, c pacing, p float64) float64 {
 	interval, tau := s.pace(now, c)
+	return s.tatAfterAt(now, c, p, interval, tau)
+}
+
+// tatAfterAt is tatAfter with the pace in force at now given.
+func (s *schedule) tatAfterAt(now float64, c pacing, p, interval, tau float64) float64 {
 	a := max(s.tat, s.hold)
 	t := s.paced(now, a-tau, p, c) + tau // the chain from the head
 	w := &s.win
@@ -615,6 +623,36 @@ func (s *schedule) tatAfter(now float64, c pacing, p float64) float64 {
 	chain(w.left + b*probe - w.probed + 1)
 	chain(w.left - w.probed + 1)
 	return t
+}
+
+// goNow lets a wait of n units at now go at once, if the key's queue is
+// empty, nothing but the bucket applies, and the bucket holds n units: the
+// rules of enqueue, turn and advance for that one case, without their
+// search (the common wait of a key that is not held back). It reports
+// whether the units went; if not, nothing changed.
+func (s *schedule) goNow(now float64, c pacing, qi int, n int64) bool {
+	if s.win.valid || s.cut.r0 != 0 || now < s.hold || s.q[queueRetry].rel != s.q[queueRetry].end || s.queued() != 0 {
+		return false
+	}
+	interval, burst := s.base(c)
+	tat := max(s.tat, now)
+	if interval > 0 && tat+float64(n)*interval-burst*interval > now {
+		return false
+	}
+	s.maxCost = max(s.maxCost, float64(n))
+	s.q[qi].take(n)
+	s.q[qi].release(n)
+	s.tat = tat
+	if interval > 0 {
+		s.tat += float64(n) * interval
+	}
+	s.pending += float64(n)
+	if now-s.lastGo > c.sec {
+		s.busySince = now
+	}
+	s.lastGo = now
+	s.count(now, float64(n), c.sec)
+	return true
 }
 
 // count counts k units gone at now, for the rate a cut without a limit
@@ -663,6 +701,10 @@ func (s *schedule) turn(now float64, c pacing, qi int, e int64) float64 {
 // counts it). It walks at most maxSteps of the cut's steps, then goes on
 // at the last step's pace.
 func (s *schedule) paced(now, t, p float64, c pacing) float64 {
+	if s.cut.r0 == 0 { // no cut: one pace
+		iv, _ := s.pace(now, c)
+		return t + p*iv
+	}
 	for range maxSteps {
 		at := max(t, now)
 		next := s.cut.nextStep(at, c.sec)

@@ -3,6 +3,7 @@ package distributed
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
@@ -41,4 +42,35 @@ func BenchmarkWait(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkWaitRatio alternates a wait and a raw EVALSHA of a trivial
+// script, one each per iteration on the same server and client, and reports
+// the ratio of their mean times (wait/evalsha): on a noisy host both see
+// the same noise, so the ratio is what throttle adds to the round trip.
+func BenchmarkWaitRatio(b *testing.B) {
+	_, c := startRedis(b)
+	ctx := context.Background()
+	if err := trivialScript.Load(ctx, c).Err(); err != nil {
+		b.Fatal(err)
+	}
+	w := New(c, "bench-ratio", rate.Limit(1e9), 1e6).For("api.example.com")
+	if err := w.WaitN(ctx, 1); err != nil { // loads the script
+		b.Fatal(err)
+	}
+	var anchor, wait time.Duration
+	b.ReportAllocs()
+	for b.Loop() {
+		t0 := time.Now()
+		if err := trivialScript.Run(ctx, c, nil).Err(); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if err := w.WaitN(ctx, 1); err != nil {
+			b.Fatal(err)
+		}
+		wait += time.Since(t1)
+		anchor += t1.Sub(t0)
+	}
+	b.ReportMetric(float64(wait)/float64(anchor), "wait/evalsha")
 }
