@@ -227,7 +227,10 @@ func (b *bucket) wait(ctx context.Context, n, qi int) error {
 		b.mu.Unlock()
 		return nil
 	}
-	e := s.enqueue(now, b.pacing, qi, int64(n))
+	e, moved := s.enqueue(now, b.pacing, qi, int64(n))
+	if moved {
+		b.notifyLocked()
+	}
 	turn := s.turn(now, b.pacing, qi, e)
 	if turn <= now {
 		s.advance(now, b.pacing) // lets the ticket go

@@ -274,7 +274,10 @@ func (q *line) cancel(e, n int64) {
 type window struct {
 	valid  bool
 	left   float64 // units that may go before reset
-	reset  float64 // when the window resets
+	reset  float64 // when the window resets, as the server said
+	// probeAt is when the probes start: the reset, or later when a wait
+	// came after the probe periods had passed unused (probes bank no time).
+	probeAt float64
 	size   float64 // the window's size when known, else 0
 	probed float64 // units gone as probes since reset
 	// While the window runs low its units are spread until the reset:
@@ -294,7 +297,7 @@ func (w *window) turn(p, probe, sec float64) float64 {
 		}
 		return math.Inf(-1)
 	}
-	return w.reset + math.Floor((w.probed+p-w.left-1)/probe)*probeWait*sec
+	return w.probeAt + math.Floor((w.probed+p-w.left-1)/probe)*probeWait*sec
 }
 
 // spend takes k units that went at now.
@@ -353,9 +356,12 @@ func (w *window) update(now, left, reset, size, length, inFlight, sec float64) {
 		// told: max(left-inFlight, 0)+inFlight is inFlight, not the
 		// server's count, when more are in flight than it says remain).
 		w.left = min(w.left, told)
+		if w.probeAt == w.reset {
+			w.probeAt = min(w.reset, at)
+		}
 		w.reset = min(w.reset, at)
 	case !w.valid || w.probed > 0 || at > w.reset:
-		*w = window{valid: true, left: left, reset: at}
+		*w = window{valid: true, left: left, reset: at, probeAt: at}
 	}
 	w.size = size
 	if !w.spreading() && w.low() && w.left > 0 {
@@ -518,6 +524,13 @@ func (s *schedule) advance(now float64, c pacing) {
 			n := float64(gone)
 			if interval > 0 {
 				s.tat = s.tatAfter(now, c, n)
+				if s.cut.r0 != 0 {
+					// Under a cut the pace steps: the units may have
+					// been priced at a step that was not in force when
+					// they went. They went by now: GCRA's max(tat, now)
+					// + n·interval bounds what they leave.
+					s.tat = max(s.tat, now+n*interval)
+				}
 			}
 			s.win.spend(n, now)
 			s.pending += n
@@ -722,18 +735,23 @@ func (s *schedule) paced(now, t, p float64, c pacing) float64 {
 	return t + p*iv
 }
 
-// enqueue gives a ticket of n units in queue qi at now, after advance.
-func (s *schedule) enqueue(now float64, c pacing, qi int, n int64) int64 {
+// enqueue gives a ticket of n units in queue qi at now, after advance,
+// and reports whether the turns of the waits queued before it moved.
+func (s *schedule) enqueue(now float64, c pacing, qi int, n int64) (e int64, moved bool) {
 	if s.queued() == 0 {
 		// GCRA: a bucket refills to its burst and no further; a window's
 		// probes do not bank time either.
 		s.tat = max(s.tat, now)
-		if w := &s.win; w.valid && w.left == 0 && now >= w.reset+math.Ceil(w.probed/s.probe(c))*probeWait*c.sec {
-			w.reset, w.probed = now, 0
+		if w := &s.win; w.valid && w.left == 0 && now >= w.probeAt+math.Ceil(w.probed/s.probe(c))*probeWait*c.sec {
+			w.probeAt, w.probed = now, 0
 		}
 	}
-	s.maxCost = max(s.maxCost, float64(n))
-	return s.q[qi].take(n)
+	if float64(n) > s.maxCost {
+		// A larger probe moves the turns of the waits past a window.
+		moved = s.win.valid && s.queued() > 0
+		s.maxCost = float64(n)
+	}
+	return s.q[qi].take(n), moved
 }
 
 // cancel gives back the ticket (qi, e) of n units at now, after advance.

@@ -154,7 +154,7 @@ local s = {
 		[1] = {rel = n0[6], ['end'] = n0[7], holes = pairsOf(a[3]), big = pairsOf(a[4])},
 	},
 	win = {valid = a[5] == 1, left = a[6] or 0, reset = a[7] or 0, size = a[8] or 0,
-		probed = a[9] or 0, spreadAt = a[10] or 0, spreadLeft = a[11] or 0},
+		probed = a[9] or 0, spreadAt = a[10] or 0, spreadLeft = a[11] or 0, probeAt = a[19] or a[7] or 0},
 	cut = {r0 = a[12] or 0, wMax = a[13] or 0, floor = a[14] or 0, at = a[15] or 0,
 		open = a[16] == 1, last = a[17] or 0, moved = a[18] == 1},
 	pending = n0[8], lastGo = n0[9],
@@ -301,7 +301,7 @@ local function windowTurn(p, probe)
 		end
 		return -INF
 	end
-	return w.reset + math.floor((w.probed + p - w.left - 1) / probe) * PROBE_WAIT * SEC
+	return w.probeAt + math.floor((w.probed + p - w.left - 1) / probe) * PROBE_WAIT * SEC
 end
 local function spend(k)
 	if not w.valid then
@@ -327,9 +327,12 @@ local function update(left, reset, size, length, inFlight)
 	left = math.max(left - inFlight, 0)
 	if w.valid and w.probed == 0 and math.abs(at - w.reset) < same then
 		w.left = math.min(w.left, told)
+		if w.probeAt == w.reset then
+			w.probeAt = math.min(w.reset, at)
+		end
 		w.reset = math.min(w.reset, at)
 	elseif not w.valid or w.probed > 0 or at > w.reset then
-		w.valid, w.left, w.reset, w.probed, w.spreadAt, w.spreadLeft = true, left, at, 0, 0, 0
+		w.valid, w.left, w.reset, w.probed, w.spreadAt, w.spreadLeft, w.probeAt = true, left, at, 0, 0, 0, at
 	end
 	w.size = size
 	if not spreading() and low() and w.left > 0 then
@@ -477,7 +480,7 @@ local function turnAt(p)
 end
 local function advance()
 	if w.valid and now >= w.reset + WINDOW_KEEP * SEC and queued() == 0 then
-		w.valid, w.left, w.reset, w.size, w.probed, w.spreadAt, w.spreadLeft = false, 0, 0, 0, 0, 0, 0
+		w.valid, w.left, w.reset, w.size, w.probed, w.spreadAt, w.spreadLeft, w.probeAt = false, 0, 0, 0, 0, 0, 0, 0
 	end
 	if now - s.lastGo > PENDING_IDLE * SEC then
 		s.pending = 0
@@ -510,6 +513,10 @@ local function advance()
 		if gone > 0 then
 			if interval > 0 then
 				s.tat = tatAfter(gone)
+				if c.r0 ~= 0 then
+					-- Under a cut: see advance in schedule.go.
+					s.tat = math.max(s.tat, now + gone * interval)
+				end
 			end
 			spend(gone)
 			s.pending = s.pending + gone
@@ -544,11 +551,17 @@ end
 local function enqueue(qi, n)
 	if queued() == 0 then
 		s.tat = math.max(s.tat, now)
-		if w.valid and w.left == 0 and now >= w.reset + math.ceil(w.probed / probe()) * PROBE_WAIT * SEC then
-			w.reset, w.probed = now, 0
+		if w.valid and w.left == 0 and now >= w.probeAt + math.ceil(w.probed / probe()) * PROBE_WAIT * SEC then
+			w.probeAt, w.probed = now, 0
 		end
 	end
-	s.maxCost = math.max(s.maxCost, n)
+	if n > s.maxCost then
+		-- A larger probe moves the turns of the waits past a window.
+		if w.valid and queued() > 0 then
+			moved = true
+		end
+		s.maxCost = n
+	end
 	return take(s.q[qi], n)
 end
 local function reject(sentAt, cost)
@@ -754,7 +767,7 @@ if #s.q[0].holes + #s.q[0].big + #s.q[1].holes + #s.q[1].big > 0 or w.valid or c
 	ext = cmsgpack.pack({
 		flat(s.q[0].holes), flat(s.q[0].big), flat(s.q[1].holes), flat(s.q[1].big),
 		bit(w.valid), w.left, w.reset, w.size, w.probed, w.spreadAt, w.spreadLeft,
-		c.r0, c.wMax, c.floor, c.at, bit(c.open), c.last, bit(c.moved),
+		c.r0, c.wMax, c.floor, c.at, bit(c.open), c.last, bit(c.moved), w.probeAt,
 	})
 end
 local newXe = xe
