@@ -516,14 +516,22 @@ func (s *schedule) advance(now float64, c pacing) {
 	}
 	interval, _ := s.pace(now, c)
 	if k > 0 {
-		gone := s.q[queueRetry].release(k)
-		if s.q[queueRetry].live() == 0 { // retries first
-			gone += s.q[queueFirst].release(k - gone)
+		// Release on copies first: tatAfter reads the tickets as they
+		// were (release does not write to the lines' slices).
+		qr, qf := s.q[queueRetry], s.q[queueFirst]
+		gone := qr.release(k)
+		if qr.live() == 0 { // retries first
+			gone += qf.release(k - gone)
 		}
 		if gone > 0 {
 			n := float64(gone)
+			tat := s.tat
 			if interval > 0 {
-				s.tat = s.tatAfter(now, c, n)
+				tat = s.tatAfter(now, c, n)
+			}
+			s.q[queueRetry], s.q[queueFirst] = qr, qf
+			s.tat = tat
+			if interval > 0 {
 				if s.cut.r0 != 0 {
 					// Under a cut the pace steps: the units may have
 					// been priced at a step that was not in force when

@@ -506,13 +506,22 @@ local function advance()
 	end
 	local interval, tau = pace(now)
 	if k > 0 then
-		local gone = release(s.q[0], k)
-		if live(s.q[0]) == 0 then
-			gone = gone + release(s.q[1], k - gone)
+		-- Release on copies first: tatAfter reads the tickets as they were
+		-- (release replaces the lists, it does not write to them).
+		local q0 = {rel = s.q[0].rel, ['end'] = s.q[0]['end'], holes = s.q[0].holes, big = s.q[0].big}
+		local q1 = {rel = s.q[1].rel, ['end'] = s.q[1]['end'], holes = s.q[1].holes, big = s.q[1].big}
+		local gone = release(q0, k)
+		if live(q0) == 0 then
+			gone = gone + release(q1, k - gone)
 		end
 		if gone > 0 then
+			local tat = s.tat
 			if interval > 0 then
-				s.tat = tatAfter(gone)
+				tat = tatAfter(gone)
+			end
+			s.q[0], s.q[1] = q0, q1
+			s.tat = tat
+			if interval > 0 then
 				if c.r0 ~= 0 then
 					-- Under a cut: see advance in schedule.go.
 					s.tat = math.max(s.tat, now + gone * interval)
