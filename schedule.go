@@ -375,7 +375,8 @@ func (w *window) update(now, left, reset, size, length, inFlight, sec float64) {
 // and regrows to wMax over cutRecover in steps of cutStep. A key with a
 // limit (configured or declared) has wMax at most that limit and its floor
 // at cutFloor of it; the cut is over once it has regrown. A key without
-// one then probes beyond wMax, cutProbe more each second, until a
+// one then probes beyond wMax, doubling each second (a rate that a
+// rejection cut to its floor during an outage is back within seconds), until a
 // rejection cuts again or the pace reaches ten times wMax, where the cut
 // is over. The rates are what the key was sending or was told, never read
 // from state a store restart could have wiped. A rejection of a request
@@ -392,8 +393,8 @@ type cut struct {
 }
 
 // cutProbe: a key without a limit, its cut regrown, probes beyond the rate
-// it was cut from by this share of it each second.
-const cutProbe = 0.1
+// it was cut from, growing by this share each second, compounded.
+const cutProbe = 1.0
 
 // rate returns the cut's pace at now in units a second; 0 when no cut is
 // in force.
@@ -408,7 +409,7 @@ func (c *cut) rate(now, sec float64) float64 {
 	if !c.open {
 		return 0
 	}
-	r := c.wMax * (1 + cutProbe*(d-cutRecover))
+	r := c.wMax * math.Pow(1+cutProbe, d-cutRecover)
 	if r >= 10*c.wMax {
 		return 0
 	}
@@ -795,25 +796,28 @@ func (s *schedule) reject(now, sentAt, cost float64, c pacing) bool {
 		s.cut.last, s.cut.moved = now, true
 		return true
 	}
-	// The rate the cut regrows to: the limit; without one, the rate the
-	// key sent at before this episode of cuts.
-	var ref float64
-	switch {
-	case interval > 0:
-		ref = c.sec / interval
-	case cur > 0:
-		ref = s.cut.wMax
-	default:
-		ref = s.sentRate(now, c.sec)
+	// A key with a limit is cut to a fraction of it (of the pace in force,
+	// for a cut that follows another) and regrows to it; never below a
+	// quarter of it. A key without one is cut to a fraction of what it was
+	// sending (of the cut's pace, if less), regrows to that, then probes
+	// beyond it; never below a request a second.
+	least := cutMinRequests * max(cost, 1)
+	var from, wMax, floor float64
+	if interval > 0 {
+		limit := c.sec / interval
+		wMax, from, floor = limit, limit, min(max(least, cutFloor*limit), limit)
+		if cur > 0 {
+			from = cur
+		}
+	} else {
+		from = s.sentRate(now, c.sec)
+		if cur > 0 {
+			from = min(from, cur)
+		}
+		from = max(from, least)
+		wMax, floor = from, least
 	}
-	least := cutMinRequests * max(cost, 1) // a floor in requests
-	ref = max(ref, least)
-	floor := min(max(least, cutFloor*ref), ref)
-	from := ref // cut from the pace in force
-	if cur > 0 {
-		from = cur
-	}
-	s.cut = cut{r0: max(cutBeta*from, floor), wMax: ref, floor: floor, at: now, open: interval == 0, last: now, moved: true}
+	s.cut = cut{r0: max(cutBeta*from, floor), wMax: wMax, floor: floor, at: now, open: interval == 0, last: now, moved: true}
 	return true
 }
 

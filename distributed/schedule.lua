@@ -353,7 +353,7 @@ local function cutRate(t)
 	if not c.open then
 		return 0
 	end
-	local r = c.wMax * (1 + CUT_PROBE * (d - CUT_RECOVER))
+	local r = c.wMax * (1 + CUT_PROBE) ^ (d - CUT_RECOVER)
 	if r >= 10 * c.wMax then
 		return 0
 	end
@@ -584,28 +584,28 @@ local function reject(sentAt, cost)
 		c.last, c.moved = now, true
 		return true
 	end
-	-- The rate the cut regrows to: the limit; without one, the rate the
-	-- key sent at before this episode of cuts.
-	local ref
+	-- See reject in schedule.go.
+	local least = CUT_MIN_REQ * math.max(cost, 1)
+	local from, wMax, floor
 	if interval > 0 then
-		ref = SEC / interval
-	elseif cur > 0 then
-		ref = c.wMax
+		local limit = SEC / interval
+		wMax, from, floor = limit, limit, math.min(math.max(least, CUT_FLOOR * limit), limit)
+		if cur > 0 then
+			from = cur
+		end
 	else
-		ref = sent()
+		from = sent()
 		local span = now - s.busySince
 		if span < SEC then
-			ref = ref * SEC / math.max(span, 0.01 * SEC)
+			from = from * SEC / math.max(span, 0.01 * SEC)
 		end
+		if cur > 0 then
+			from = math.min(from, cur)
+		end
+		from = math.max(from, least)
+		wMax, floor = from, least
 	end
-	local least = CUT_MIN_REQ * math.max(cost, 1)
-	ref = math.max(ref, least)
-	local floor = math.min(math.max(least, CUT_FLOOR * ref), ref)
-	local from = ref
-	if cur > 0 then
-		from = cur
-	end
-	c.r0, c.wMax, c.floor, c.at, c.open, c.last, c.moved = math.max(CUT_BETA * from, floor), ref, floor, now, interval == 0, now, true
+	c.r0, c.wMax, c.floor, c.at, c.open, c.last, c.moved = math.max(CUT_BETA * from, floor), wMax, floor, now, interval == 0, now, true
 	return true
 end
 local function recheck()
@@ -757,7 +757,7 @@ if w.valid then
 	expire = math.max(expire, w.reset + WINDOW_KEEP * SEC)
 end
 if c.moved then
-	expire = math.max(expire, c.last + STRIKE_WINDOW * SEC, c.at + (CUT_RECOVER + 9 / CUT_PROBE) * SEC)
+	expire = math.max(expire, c.last + STRIKE_WINDOW * SEC, c.at + (CUT_RECOVER + 4) * SEC)
 end
 if s.lastGo > NONE then
 	expire = math.max(expire, s.lastGo + 2 * SEC)
