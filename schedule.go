@@ -272,14 +272,14 @@ func (q *line) cancel(e, n int64) {
 // units go as probes, probe units per probeWait (the n-th unit past left
 // at reset + ⌊(probed+n−1)/probe⌋·probeWait).
 type window struct {
-	valid  bool
-	left   float64 // units that may go before reset
-	reset  float64 // when the window resets, as the server said
+	valid bool
+	left  float64 // units that may go before reset
+	reset float64 // when the window resets, as the server said
 	// probeAt is when the probes start: the reset, or later when a wait
 	// came after the probe periods had passed unused (probes bank no time).
 	probeAt float64
-	size   float64 // the window's size when known, else 0
-	probed float64 // units gone as probes since reset
+	size    float64 // the window's size when known, else 0
+	probed  float64 // units gone as probes since reset
 	// While the window runs low its units are spread until the reset:
 	// spreadLeft units from spreadAt, one per (reset-spreadAt)/spreadLeft,
 	// the first at once.
