@@ -128,10 +128,11 @@ type Quota struct {
 	// Redis and never part of a shared decision. nil means time.Now.
 	now func() time.Time
 
-	br     breaker
-	local  localBuckets
-	memo   memos  // what this process knows of each key, across outages
-	pushes pushes // moves of queued turns, pushed to sleeping waits
+	refunds sync.WaitGroup // refunds of cancelled waits in flight; Close waits for them
+	br      breaker
+	local   localBuckets
+	memo    memos  // what this process knows of each key, across outages
+	pushes  pushes // moves of queued turns, pushed to sleeping waits
 
 	once sync.Once // computes def
 	def  *keyWaiter
@@ -139,11 +140,13 @@ type Quota struct {
 
 // Close ends this process's subscription to the quota's pushed moves now
 // rather than a second after the last sleeping wait (see "Pauses" in the
-// package doc). A Quota needs no Close: it is for programs and tests that
+// package doc), and waits for the refunds of cancelled waits still in
+// flight (each bounded by Timeout). A Quota needs no Close: it is for programs and tests that
 // check no goroutine is left. Waits after Close still work; their
 // subscription ends with the last of them.
 func (q *Quota) Close() error {
 	q.pushes.close()
+	q.refunds.Wait()
 	return nil
 }
 
@@ -205,8 +208,9 @@ func (q *Quota) Adapt(ctx context.Context, f throttle.Feedback) error {
 //     turn (see "Pauses and other moves of the queue" in the package
 //     doc); a moved turn past ctx's deadline gives the units back and
 //     returns a [*throttle.DeadlineError] at once.
-//   - If ctx ends while WaitN sleeps, a second script call gives the n
-//     units back and WaitN returns ctx.Err(): the tickets behind move up,
+//   - If ctx ends while WaitN sleeps, WaitN returns ctx.Err() at once and a
+//     second script call, in the background, gives the n units back: the
+//     tickets behind move up,
 //     so the units go to the next wait in line, never to two. The refund is
 //     best effort: if Redis fails it, the units are lost, which errs on
 //     the side of the API's limit. Likewise, if ctx ends while the

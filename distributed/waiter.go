@@ -181,7 +181,9 @@ func (w *keyWaiter) sleep(ctx context.Context, t ticket, wait, recheck time.Dura
 		case <-s.sig:
 			ask = true
 		case <-ctx.Done():
-			w.cancel(ctx, t)
+			// Return at once; the units go back in the background (a
+			// round trip that a cancelled caller need not wait for).
+			w.q.refunds.Go(func() { w.cancel(ctx, t) })
 			return 0, ctx.Err()
 		}
 		if !ask {
@@ -192,7 +194,7 @@ func (w *keyWaiter) sleep(ctx context.Context, t ticket, wait, recheck time.Dura
 		reply, err := w.run(ctx, "turns", t.id, t.qi, t.end)
 		if err != nil || len(reply) != 3 {
 			if ctx.Err() != nil {
-				w.cancel(ctx, t)
+				w.q.refunds.Go(func() { w.cancel(ctx, t) })
 				return 0, ctx.Err()
 			}
 			// Redis cannot say: keep the turn this wait has.
