@@ -162,6 +162,7 @@ func TestMetrics(t *testing.T) {
 		value         float64 // counter or gauge value, or histogram count
 	}{
 		{"throttle.events", "throttle.event=give-up throttle.key=/down", 1},
+		{"throttle.events", "throttle.event=give-up throttle.key=/slow", 1},
 		{"throttle.events", "throttle.event=pause throttle.key=/down", 1},
 		{"throttle.events", "throttle.event=pause throttle.key=/limited", 1},
 		{"throttle.events", "throttle.event=pause throttle.key=/spent", 1},
@@ -176,7 +177,10 @@ func TestMetrics(t *testing.T) {
 		{"throttle.pauses", "http.response.status_code=429 throttle.key=/limited", 1},
 		{"throttle.quota.remaining", "throttle.key=/limited throttle.quota.unit=requests", 95},
 		{"throttle.quota.remaining", "throttle.key=/spent throttle.quota.unit=requests", 0},
-		{"throttle.requests", "error.type=would_exceed_deadline throttle.key=/slow throttle.outcome=error", 1},
+		// The Transport reports a request refused by its own quota wait as
+		// given up (EventGiveUp, "wait for quota failed"), so Wrap does
+		// not count it again as an error.
+		{"throttle.requests", "error.type=would_exceed_deadline throttle.key=/slow throttle.outcome=gave_up throttle.reason=wait for quota failed", 1},
 		{"throttle.requests", "http.response.status_code=200 throttle.key=/flaky throttle.outcome=ok", 1},
 		{"throttle.requests", "http.response.status_code=200 throttle.key=/limited throttle.outcome=ok", 4},
 		{"throttle.requests", "http.response.status_code=200 throttle.key=/slow throttle.outcome=ok", 1},

@@ -37,7 +37,7 @@ func TestSpanEvents(t *testing.T) {
 		},
 		"/spent#1": {"throttle.pause attempt=1 delay=0.1 http.response.status_code=200 key=/spent"},
 		"/slow#1":  nil,
-		"/slow#2":  nil,
+		"/slow#2":  {"throttle.give-up attempt=1 delay=0.0 error.type=would_exceed_deadline key=/slow reason=wait for quota failed"},
 	}
 	for name, w := range want {
 		g, ok := got[name]
