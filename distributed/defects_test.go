@@ -1,0 +1,215 @@
+package distributed
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/throttle-go/throttle"
+)
+
+// Issue 7's defects, on Redis. Turns are read on Redis's clock (µs, from
+// the script's TIME), so the bounds are exact up to the script's rounding
+// of each wait to a µs; only which waits reach Redis in which order
+// depends on the real clock, and the waits are spaced 20ms apart for that.
+
+// startWait starts w.waitN(ctx, n) in a goroutine, 20ms after the one
+// before, and returns a function that waits for its result.
+func startWait(ctx context.Context, w *keyWaiter, n int) func() (int64, error) {
+	var (
+		turn int64
+		err  error
+		done = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		turn, err = w.waitN(ctx, n)
+	}()
+	time.Sleep(20 * time.Millisecond) // it has reached Redis: the next comes after
+	return func() (int64, error) { <-done; return turn, err }
+}
+
+// TestRedisDefect5CancelledTurnNotShared: burst 1, 10/s. A goes at once;
+// B (turn +100ms) and C (turn +200ms) wait; B is cancelled; D arrives.
+// C moves up to B's turn and D takes C's: never two at one turn.
+func TestRedisDefect5CancelledTurnNotShared(t *testing.T) {
+	_, c := startRedis(t)
+	q := New(c, "defect5", 10, 1)
+	q.Timeout = time.Second
+	defer q.Close()
+	w := q.For("k").(*keyWaiter)
+	ctx := context.Background()
+	a, err := w.waitN(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bctx, cancel := context.WithCancel(ctx)
+	b := startWait(bctx, w, 1)
+	cw := startWait(ctx, w, 1)
+	cancel()
+	if _, err := b(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("B = %v; want context.Canceled", err)
+	}
+	d := startWait(ctx, w, 1)
+	ct, err1 := cw()
+	dt, err2 := d()
+	if err1 != nil || err2 != nil {
+		t.Fatalf("C, D = %v, %v", err1, err2)
+	}
+	t.Logf("turns after A: C +%.3fms, D +%.3fms", float64(ct-a)/1e3, float64(dt-a)/1e3)
+	if got := ct - a; got < 100e3-2 || got > 100e3+2 {
+		t.Errorf("C went %dµs after A; want 100000 (B's turn, given back)", got)
+	}
+	if got := dt - a; got < 200e3-2 || got > 200e3+2 {
+		t.Errorf("D went %dµs after A; want 200000 (after C, never with it)", got)
+	}
+}
+
+// TestRedisDefect3PauseExtended: 10/s burst 2, the bucket emptied, a
+// pause, six waits queued behind it, and an extension of the pause while
+// they wait: nothing goes before the extended pause's end, and then at
+// most the burst at once and the pace (any three turns ≥ 100ms apart).
+func TestRedisDefect3PauseExtended(t *testing.T) {
+	_, c := startRedis(t)
+	q := New(c, "defect3", 10, 2)
+	q.Timeout = time.Second
+	defer q.Close()
+	w := q.For("k").(*keyWaiter)
+	ctx := context.Background()
+	for range 2 { // empty the bucket
+		if _, err := w.waitN(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Pause(ctx, 400*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	var waits []func() (int64, error)
+	for range 6 {
+		waits = append(waits, startWait(ctx, w, 1))
+	}
+	before := redisNow(t, c)
+	if err := w.Pause(ctx, 500*time.Millisecond); err != nil { // extends it
+		t.Fatal(err)
+	}
+	end := before + 500e3 // the extended pause ends no earlier
+	var turns []int64
+	for _, f := range waits {
+		turn, err := f()
+		if err != nil {
+			t.Fatal(err)
+		}
+		turns = append(turns, turn)
+	}
+	slices.Sort(turns)
+	t.Logf("turns from the pause's end (ms): %v", relMs(turns, end))
+	for i, turn := range turns {
+		if float64(turn) < end {
+			t.Errorf("turn %d came %.1fms before the pause's end", i, (end-float64(turn))/1e3)
+		}
+		if i >= 2 { // burst 2: three turns span at least one interval
+			if d := turn - turns[i-2]; d < 100e3-2 {
+				t.Errorf("turns %d and %d are %dµs apart; want ≥ 100000 (3 units with burst 2 at 10/s)", i-2, i, d)
+			}
+		}
+	}
+}
+
+// TestRedisDefect4WindowFIFO: a spent window holds seven waits arriving
+// 20ms apart. After the reset the first goes as the probe, and its
+// response opens the next window, so the other six go at once, each no
+// later than one that came after it (their turns, on Redis's clock, are
+// the moment each learned it, within a push's round trip: 15ms). On the
+// old code they polled and raced: the 7th arrival waited 20 s.
+func TestRedisDefect4WindowFIFO(t *testing.T) {
+	_, c := startRedis(t)
+	q := New(c, "defect4", 1000, 10)
+	q.Timeout = time.Second
+	defer q.Close()
+	w := q.For("k").(*keyWaiter)
+	ctx := context.Background()
+	before := redisNow(t, c)
+	if err := w.Adapt(ctx, throttle.Feedback{HasWindow: true, Remaining: 0, Reset: 500 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	turns := make([]int64, 7)
+	var (
+		once sync.Once
+		wg   sync.WaitGroup
+	)
+	for i := range 7 {
+		wg.Go(func() {
+			turn, err := w.waitN(ctx, 1)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			turns[i] = turn
+			once.Do(func() { // the probe's response: a new window
+				if err := w.Adapt(ctx, throttle.Feedback{HasWindow: true, Remaining: 20, Reset: 10 * time.Second}); err != nil {
+					t.Error(err)
+				}
+			})
+		})
+		time.Sleep(20 * time.Millisecond)
+	}
+	wg.Wait()
+	t.Logf("turns by arrival, from the window's reset (ms): %v", relMs(turns, before+500e3))
+	for i := range turns {
+		if float64(turns[i]) < before+500e3 {
+			t.Errorf("arrival %d went %.1fms before the reset", i, (before+500e3-float64(turns[i]))/1e3)
+		}
+		for j := i + 1; j < len(turns); j++ {
+			if turns[i] > turns[j]+15e3 {
+				t.Errorf("arrival %d went %.1fms after arrival %d; want in arrival order", i, float64(turns[i]-turns[j])/1e3, j)
+			}
+		}
+		if float64(turns[i]) > before+500e3+500e3 {
+			t.Errorf("arrival %d went %.1fms after the reset; want within the probe's round trip", i, (float64(turns[i])-before-500e3)/1e3)
+		}
+	}
+}
+
+// TestRedisDefect8Refund: x/time/rate's cancellation case on Redis, burst
+// 4 at 10/s: the bucket emptied, A waits 4 units (turn +400ms) and B 2
+// (+600ms); A is cancelled: B moves up to +200ms, and C (2 units) follows
+// at +400ms; no turn is given twice and no unit is lost.
+func TestRedisDefect8Refund(t *testing.T) {
+	_, c := startRedis(t)
+	q := New(c, "defect8", 10, 4)
+	q.Timeout = time.Second
+	defer q.Close()
+	w := q.For("k").(*keyWaiter)
+	ctx := context.Background()
+	t0, err := w.waitN(ctx, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	actx, cancel := context.WithCancel(ctx)
+	a := startWait(actx, w, 4)
+	b := startWait(ctx, w, 2)
+	cancel()
+	if _, err := a(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("A = %v; want context.Canceled", err)
+	}
+	cw := startWait(ctx, w, 2)
+	bt, err1 := b()
+	ct, err2 := cw()
+	if err1 != nil || err2 != nil {
+		t.Fatalf("B, C = %v, %v", err1, err2)
+	}
+	t.Logf("after the first 4 units: B +%.3fms, C +%.3fms", float64(bt-t0)/1e3, float64(ct-t0)/1e3)
+	for _, x := range []struct {
+		name      string
+		got, want int64
+	}{{"B", bt - t0, 200e3}, {"C", ct - t0, 400e3}} {
+		if x.got < x.want-2 || x.got > x.want+2 {
+			t.Errorf("%s went %dµs after the first units; want %d", x.name, x.got, x.want)
+		}
+	}
+}
+
+
