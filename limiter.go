@@ -243,7 +243,8 @@ func (b *bucket) wait(ctx context.Context, n, qi int) error {
 		return err
 	}
 	b.sleepers++
-	b.mu.Unlock()
+	// sleep takes b.mu as it is: a change between this turn and the sleep
+	// listening for changes would be missed otherwise.
 	return b.sleep(ctx, qi, e, int64(n), turn)
 }
 
@@ -257,7 +258,8 @@ func (b *bucket) overDeadline(ctx context.Context, d float64) error {
 	return nil
 }
 
-// sleep sleeps until the ticket (qi, e) of n units goes. It wakes at its
+// sleep sleeps until the ticket (qi, e) of n units goes; it requires b.mu,
+// and returns with it released. It wakes at its
 // turn, when a cut's pace steps, when the key's state changes (turns may
 // have moved either way), and when ctx ends; each time it asks the state
 // again. A wait whose ctx ends, or whose moved turn is past ctx's deadline,
@@ -265,7 +267,6 @@ func (b *bucket) overDeadline(ctx context.Context, d float64) error {
 func (b *bucket) sleep(ctx context.Context, qi int, e, n int64, turn float64) error {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
-	b.mu.Lock()
 	defer func() {
 		b.sleepers--
 		b.mu.Unlock()
