@@ -252,7 +252,9 @@ func (b *bucket) wait(ctx context.Context, n, qi int) error {
 // deadline.
 func (b *bucket) overDeadline(ctx context.Context, d float64) error {
 	delay := duration(d)
-	if dl, ok := ctx.Deadline(); ok && delay > time.Until(dl) {
+	// A turn at the deadline is past it too: the context would end as
+	// the wait does.
+	if dl, ok := ctx.Deadline(); ok && delay >= time.Until(dl) {
 		return &DeadlineError{Key: b.key, Delay: delay}
 	}
 	return nil

@@ -502,12 +502,16 @@ func (s *schedule) advance(now float64, c pacing) {
 	// k: the most units past the head whose turns have come (turns grow
 	// with the position).
 	k := int64(0)
-	if s.turnAt(now, c, float64(live)) <= now {
+	// A turn within a picosecond of now has come: turns are sums of
+	// floats (of nanoseconds here), and a wait sleeps until its turn
+	// rounded up.
+	due := now + 1e-12*c.sec
+	if s.turnAt(now, c, float64(live)) <= due {
 		k = live
 	} else {
 		for lo, hi := int64(0), live; lo < hi; { // turnAt(hi) > now
 			mid := (lo + hi + 1) / 2
-			if s.turnAt(now, c, float64(mid)) <= now {
+			if s.turnAt(now, c, float64(mid)) <= due {
 				lo = mid
 			} else {
 				hi = mid - 1

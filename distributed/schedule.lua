@@ -490,13 +490,14 @@ local function advance()
 		return
 	end
 	local k = 0
-	if turnAt(lv) <= now then
+	local due = now + 1e-9 * SEC -- rounding: see advance in schedule.go
+	if turnAt(lv) <= due then
 		k = lv
 	else
 		local lo, hi = 0, lv
 		while lo < hi do
 			local mid = math.floor((lo + hi + 1) / 2)
-			if turnAt(mid) <= now then
+			if turnAt(mid) <= due then
 				lo = mid
 			else
 				hi = mid - 1
