@@ -161,6 +161,12 @@ func (w *keyWaiter) sleep(ctx context.Context, t ticket, wait, recheck time.Dura
 		check = start.Add(recheck)
 	}
 	verify := !w.q.pushes.unchanged(gen, sub)
+	if verify {
+		// A move may have been pushed before this wait listened (or the
+		// subscription was not up): ask now, not only before going, since
+		// a refund ahead moves the turn earlier.
+		check = start
+	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
@@ -190,7 +196,7 @@ func (w *keyWaiter) sleep(ctx context.Context, t ticket, wait, recheck time.Dura
 			continue
 		}
 		gen, sub = w.q.pushes.mark()
-		verify = false
+		verify = !sub.up // not listening yet: ask again before going
 		reply, err := w.run(ctx, "turns", t.id, t.qi, t.end)
 		if err != nil || len(reply) != 3 {
 			if ctx.Err() != nil {
