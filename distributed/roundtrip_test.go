@@ -34,6 +34,12 @@ func commandStats(tb testing.TB, s *redistest.Server) map[string]int64 {
 	return calls
 }
 
+// subscribed reports whether q's subscription to pushed moves is up.
+func subscribed(q *Quota) bool {
+	_, sub := q.pushes.mark()
+	return sub.up
+}
+
 // TestOneCommandPerWait counts what Redis executes: in steady state a wait
 // is one EVALSHA from the client and nothing else, including waits that
 // sleep. (Redis 7 also counts the commands a script runs; those are listed
@@ -44,7 +50,13 @@ func TestOneCommandPerWait(t *testing.T) {
 
 	q := New(c, "roundtrip", 1000, 1) // 1ms per unit: most waits sleep
 	w := q.For("k")
-	for range 3 { // warm up: connection, script load (NOSCRIPT, then EVAL)
+	// Warm up: connection, script load (NOSCRIPT, then EVAL), and the
+	// subscription to pushed moves up (a wait that sleeps before it is
+	// asks once more: see pushes); waits of 1ms until it is, 2 s at most.
+	for i := 0; i < 3 || !subscribed(q); i++ {
+		if i == 2000 {
+			t.Fatal("the subscription to pushed moves did not come up in 2000 waits")
+		}
 		if err := w.WaitN(ctx, 1); err != nil {
 			t.Fatalf("warm-up WaitN = %v", err)
 		}
@@ -113,6 +125,14 @@ func TestOneCommandPerSleepingWait(t *testing.T) {
 		})
 	}
 	started.Wait()
+	for i := 0; !subscribed(q); i++ { // the subscription up, as in TestOneCommandPerWait
+		if i == 400 {
+			t.Fatal("the subscription to pushed moves did not come up in 400 waits")
+		}
+		if err := w.WaitN(ctx, 1); err != nil {
+			t.Fatalf("warm-up WaitN = %v", err)
+		}
+	}
 	if reply, err := s.Do("CONFIG", "RESETSTAT"); err != nil || reply != "+OK" {
 		t.Fatalf("CONFIG RESETSTAT = %q, %v", reply, err)
 	}
