@@ -211,5 +211,3 @@ func TestRedisDefect8Refund(t *testing.T) {
 		}
 	}
 }
-
-
