@@ -121,8 +121,6 @@ func ScheduleConstants() map[string]float64 {
 		"MAX_STEPS":     maxSteps,
 		"LOW_SHARE":     lowShare,
 		"LOW_UNITS":     lowUnits,
-		"QUEUE_RETRY":   queueRetry,
-		"QUEUE_FIRST":   queueFirst,
 		"MAX_HOLES":     maxHoles,
 	}
 }

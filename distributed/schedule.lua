@@ -106,7 +106,7 @@ if not got[2] and op == 'wait' and ARGV[5] == '1' and ARGV[6] == '1' and n0[4] =
 	if t > now then
 		wt = math.ceil(t - now)
 	end
-	if maxwait ~= nil and wt > maxwait then
+	if maxwait ~= nil and wt >= maxwait and wt > 0 then
 		-- Nothing kept: the ticket is not given, the state not written.
 		return {0, wt, id, 0, -1, now}
 	end
@@ -655,7 +655,7 @@ if op == 'wait' then
 	local e = enqueue(qi, n)
 	local t = turn(qi, e)
 	local wt = waitOf(t)
-	if maxwait ~= nil and wt > maxwait then
+	if maxwait ~= nil and wt >= maxwait and wt > 0 then
 		cancelTicket(s.q[qi], e, n)
 		reply = {0, wt, s.id, 0, -1, now}
 	else

@@ -131,7 +131,7 @@ func (w *keyWaiter) wait(ctx context.Context, n, qi int) (int64, error) {
 	if wait <= 0 {
 		return rnow, nil
 	}
-	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= wait {
 		// The script compared the turn with the time left when the call
 		// was sent; the round trip used some of it, and the turn is now
 		// past the deadline. Give it back rather than sleep into it.
