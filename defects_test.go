@@ -45,6 +45,32 @@ func overSent(adm []admission, rate float64, burst int) string {
 }
 
 // countAt returns the most admissions at one instant.
+// queueWaits starts n waits of one unit on w, one after the other inside
+// the bubble, and returns a function that waits for them and returns when
+// each went, from start.
+func queueWaits(t *testing.T, w Waiter, start time.Time, n int) func() []admission {
+	var (
+		mu  sync.Mutex
+		adm []admission
+		wg  sync.WaitGroup
+	)
+	for range n {
+		wg.Go(func() {
+			if err := w.WaitN(t.Context(), 1); err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			adm = append(adm, admission{at: time.Since(start), n: 1})
+			mu.Unlock()
+		})
+		synctest.Wait()
+	}
+	return func() []admission {
+		wg.Wait()
+		return adm
+	}
+}
+
 func countAt(adm []admission) int {
 	by := map[time.Duration]int{}
 	most := 0
@@ -130,26 +156,13 @@ func TestDefect3TenPauses(t *testing.T) {
 				l := &Limiter{Limit: 10, Burst: burst}
 				b := l.For("k")
 				start := time.Now()
-				var mu sync.Mutex
-				var adm []admission
-				var wg sync.WaitGroup
-				for range 40 {
-					wg.Go(func() {
-						if err := b.WaitN(t.Context(), 1); err != nil {
-							t.Error(err)
-						}
-						mu.Lock()
-						adm = append(adm, admission{at: time.Since(start), n: 1})
-						mu.Unlock()
-					})
-					synctest.Wait()
-				}
+				done := queueWaits(t, b, start, 40)
 				for range 10 {
 					time.Sleep(10 * time.Millisecond)
 					b.(Pauser).Pause(t.Context(), 2*time.Second)
 				}
 				end := time.Since(start) + 2*time.Second // 2.1 s
-				wg.Wait()
+				adm := done()
 				if most := countAt(adm); most > burst {
 					t.Errorf("%d waits went at one instant; want at most the burst, %d", most, burst)
 				}
@@ -178,23 +191,10 @@ func TestDefect3PauseExtendedAtItsEnd(t *testing.T) {
 				b := l.For("k")
 				start := time.Now()
 				b.(Pauser).Pause(t.Context(), time.Second)
-				var mu sync.Mutex
-				var adm []admission
-				var wg sync.WaitGroup
-				for range 40 {
-					wg.Go(func() {
-						if err := b.WaitN(t.Context(), 1); err != nil {
-							t.Error(err)
-						}
-						mu.Lock()
-						adm = append(adm, admission{at: time.Since(start), n: 1})
-						mu.Unlock()
-					})
-					synctest.Wait()
-				}
+				done := queueWaits(t, b, start, 40)
 				time.Sleep(time.Second - early)
 				b.(Pauser).Pause(t.Context(), time.Second+early) // to 2 s
-				wg.Wait()
+				adm := done()
 				if most := countAt(adm); most > 10 {
 					t.Errorf("%d waits went at one instant; want at most the burst, 10", most)
 				}
