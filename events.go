@@ -30,6 +30,41 @@ const (
 	EventGiveUp
 )
 
+// Kinds that report a decision a waiter took by itself ([Limiter],
+// distributed.Quota): a slow-down, a window or a declared limit it
+// adopted, and the shared store's failures and the fallback they caused.
+// Request is nil and Attempt 0 unless the decision came from a response
+// the Transport read. Their values leave room after EventGiveUp.
+const (
+	// EventSlowDown: a bare rejection (a 429 or 503 without a delay) cut
+	// Key's pace to Rate units per second.
+	EventSlowDown EventKind = iota + 32
+	// EventRecovered: Key's pace is back to Rate units per second after
+	// a slow-down.
+	EventRecovered
+	// EventShift: Key's queued turns moved later by Delay (a pause or a
+	// window that lengthened the queue).
+	EventShift
+	// EventWindow: a server's window was learned for Key: Remaining units
+	// until Delay from now.
+	EventWindow
+	// EventDeclared: Key adopted the pace a server declared: Rate units
+	// per second, Burst.
+	EventDeclared
+	// EventStoreError: a call to the shared store failed; Err is the
+	// store's error (the real cause, not the deadline of the wait that
+	// made it).
+	EventStoreError
+	// EventBreakerOpen: the store breaker opened after failures; waits go
+	// to the fail mode, and a probe is let through every Delay.
+	EventBreakerOpen
+	// EventBreakerClose: a probe succeeded; waits go to the store again.
+	EventBreakerClose
+	// EventFallback: a wait was answered without the store, as Reason says
+	// (the fail mode: paced locally, admitted, or refused).
+	EventFallback
+)
+
 // Kinds reported in a dry run ([Transport].DryRun) only. Their values
 // leave room for more kinds after EventGiveUp.
 const (
@@ -58,6 +93,24 @@ func (k EventKind) String() string {
 		return "would-wait"
 	case EventWouldRetry:
 		return "would-retry"
+	case EventSlowDown:
+		return "slow-down"
+	case EventRecovered:
+		return "recovered"
+	case EventShift:
+		return "shift"
+	case EventWindow:
+		return "window"
+	case EventDeclared:
+		return "declared"
+	case EventStoreError:
+		return "store-error"
+	case EventBreakerOpen:
+		return "breaker-open"
+	case EventBreakerClose:
+		return "breaker-close"
+	case EventFallback:
+		return "fallback"
 	}
 	return "unknown"
 }
@@ -73,6 +126,13 @@ type Event struct {
 	Delay      time.Duration // the wait, pause or retry delay
 	StatusCode int           // the attempt's status, 0 if it failed with Err
 	Err        error         // the attempt's error, or the wait's, if any
+
+	// Rate, Burst and Remaining describe a pace or window a waiter
+	// adopted (EventSlowDown, EventRecovered, EventDeclared, EventWindow);
+	// Rate is in units per second.
+	Rate      float64
+	Burst     int
+	Remaining float64
 
 	// Reason, for EventGiveUp, says why the request is not retried. The
 	// default policy's reasons ([DefaultClassify]): "method is not
@@ -105,8 +165,18 @@ func (e Event) LogValue() slog.Value {
 		attrs = append(attrs, slog.Int("attempt", e.Attempt))
 	}
 	switch e.Kind {
-	case EventWait, EventPause, EventRetry, EventWouldWait, EventWouldRetry:
+	case EventWait, EventPause, EventRetry, EventWouldWait, EventWouldRetry, EventShift, EventWindow, EventBreakerOpen:
 		attrs = append(attrs, slog.Duration("delay", e.Delay))
+	}
+	switch e.Kind {
+	case EventSlowDown, EventRecovered, EventDeclared:
+		attrs = append(attrs, slog.Float64("rate", e.Rate))
+	}
+	if e.Kind == EventDeclared {
+		attrs = append(attrs, slog.Int("burst", e.Burst))
+	}
+	if e.Kind == EventWindow {
+		attrs = append(attrs, slog.Float64("remaining", e.Remaining))
 	}
 	if e.StatusCode != 0 {
 		attrs = append(attrs, slog.Int("status", e.StatusCode))
