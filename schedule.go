@@ -441,6 +441,11 @@ type schedule struct {
 	sentCur   float64 // units gone in second sentSec
 	sentPrev  float64 // units gone in the second before
 	maxCost   float64 // the largest cost of a wait on the key
+	credInt   float64 // the interval in force at the last advance
+	credTau   float64 // and the bucket's depth in time then
+	// The last change of the pace (see rescale): when, and the affine
+	// map of earlier arrivals to the new pace.
+	spAt, spK, spRho float64
 }
 
 // pacing is a key's fixed configuration in schedule units.
@@ -493,6 +498,7 @@ func (s *schedule) advance(now float64, c pacing) {
 	if now-s.lastGo > pendingIdle*c.sec {
 		s.pending = 0
 	}
+	s.rescale(now, c)
 	live := s.queued()
 	if live == 0 || now < s.hold {
 		return
@@ -552,16 +558,56 @@ func (s *schedule) advance(now float64, c pacing) {
 			s.count(now, n, c.sec)
 		}
 	}
-	// GCRA's max(tat, arrival): a bucket fills to its burst and no
-	// further. The units still queued have their turns after now; a head
-	// that waited on something other than the bucket (a pause, a window, a
-	// pace yet to start) claims no credit from before now, and one that
-	// waits on the bucket keeps what it gathered (a ticket larger than the
-	// bucket's depth gathers it over time).
+	s.settle(now, c)
+}
+
+// rescale keeps the units the bucket holds ((now − tat + τ)/interval,
+// more than its burst when a ticket larger than the bucket's depth
+// gathered them) when the pace in force changed since the last advance: at
+// a faster pace, or a deeper bucket, the same time would be worth more
+// units than were ever owed, and a debt (tat past now) fewer. The units
+// are kept exactly, up to the new depth (a bucket never holds more than
+// its burst once the pace changed).
+//
+// The window's turns are arrivals too (the chains of tatAfter start at
+// them): the last speed-up is kept (spAt, spK, spRho) so that an arrival
+// before it is priced the same way (see arrival).
+func (s *schedule) rescale(now float64, c pacing) {
+	interval, tau := s.pace(now, c)
+	if interval > 0 && s.credInt > 0 && (s.credInt != interval || s.credTau != tau) {
+		// An arrival at e < now holds (now − e + τ₀)/interval₀ units;
+		// at the new pace it is the arrival K − (now − e)·ρ.
+		s.spAt, s.spRho = now, interval/s.credInt
+		s.spK = now + tau - s.credTau*s.spRho
+		// The bucket: the same map, its debt (tat past now) included, and
+		// no more units than the new depth holds. Units a pause that
+		// ended held arrived at its end (GCRA's max(tat, arrival)).
+		s.tat = max(now, s.spK-(now-max(s.tat, min(s.hold, now)))*s.spRho)
+	}
+	s.credInt, s.credTau = interval, tau
+}
+
+// arrival returns when a unit that arrived at e (the window's turn for it)
+// arrived as the pace in force counts it: later than e if e is before the
+// last change of the pace, so that the time it waited at the old pace is
+// worth the units it was then, not more.
+func (s *schedule) arrival(e float64) float64 {
+	if e >= s.spAt {
+		return e
+	}
+	return max(e, s.spK-(s.spAt-e)*s.spRho)
+}
+
+// settle applies GCRA's max(tat, arrival) at now: a bucket fills to its
+// burst and no further. The units still queued have their turns after
+// now; a head that waited on something other than the bucket (a pause, a
+// window, a pace yet to start) claims no credit from before now, and one
+// that waits on the bucket keeps what it gathered at the pace in force now
+// (a ticket larger than the bucket's depth gathers it over time), no more.
+func (s *schedule) settle(now float64, c pacing) {
 	floor := now
-	if interval > 0 && s.queued() > 0 {
+	if interval, tau := s.pace(now, c); interval > 0 && s.queued() > 0 {
 		first, last := s.ticketAt(1)
-		_, tau := s.pace(now, c)
 		floor -= max(0, (last-first+1)*interval-tau)
 	}
 	s.tat = max(s.tat, floor)
@@ -623,20 +669,22 @@ func (s *schedule) tatAfterAt(now float64, c pacing, p, interval, tau float64) f
 	}
 	probe := s.probe(c)
 	if e := w.turn(p, probe, c.sec); e > math.Inf(-1) {
-		t = max(t, e+interval)
+		t = max(t, s.arrival(e)+interval)
 	}
 	chain := func(first float64) { // the chain from the first unit of a block
 		// A ticket goes whole, at its last unit's turn: a ticket that
 		// starts before the block goes with it, its first units too.
 		first, last := s.ticketAt(max(first, 1))
 		if e := w.turn(last, probe, c.sec); e > math.Inf(-1) {
-			t = max(t, e+(p-first+1)*interval)
+			t = max(t, s.arrival(e)+(p-first+1)*interval)
 		}
 	}
+	if w.spreadInterval() > 0 {
+		// The spread's units arrive one by one: the chain from its first
+		// unit binds the units past it too (the probes after the reset).
+		chain(1)
+	}
 	if p <= w.left {
-		if w.spreadInterval() > 0 {
-			chain(1)
-		}
 		return t
 	}
 	// The chains from every probe period's first unit have one slope, so
@@ -820,6 +868,7 @@ func (s *schedule) reject(now, sentAt, cost float64, c pacing) bool {
 		wMax, floor = from, least
 	}
 	s.cut = cut{r0: max(cutBeta*from, floor), wMax: wMax, floor: floor, at: now, open: interval == 0, last: now, moved: true}
+	s.rescale(now, c) // the bucket's units at the old pace, from now on at the new
 	return true
 }
 
@@ -843,9 +892,10 @@ func (s *schedule) window(now, left, reset, size, length float64, c pacing) {
 	s.win.update(now, left, reset, size, length, min(s.pending, s.sent(now, c.sec)), c.sec)
 }
 
-// declare adopts a server's declared pace.
-func (s *schedule) declare(interval, burst float64) {
+// declare adopts a server's declared pace at now, after advance.
+func (s *schedule) declare(now float64, c pacing, interval, burst float64) {
 	s.dInt, s.dBurst = interval, burst
+	s.rescale(now, c) // the bucket's units at the old pace, from now on at the new
 }
 
 // answered counts a response to n units that went.

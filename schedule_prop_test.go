@@ -29,7 +29,6 @@ import (
 //	THROTTLE_PROP_SEED=1234  replay that one seed (as a failure reports
 //	                         it, with the suite to -run), verbosely
 //	THROTTLE_PROP_BASE=99    first seed (default: from the clock, logged)
-//	THROTTLE_PROP_ALL=1      also run the suites with violations still open
 //	THROTTLE_PROP_COUNT=1    count the failing sequences per suite instead
 //	                         of stopping at the third
 const propDefaultN = 500
@@ -41,20 +40,6 @@ const propDefaultN = 500
 const propWatchdog = 20 * time.Second
 
 const propTol = 2 * time.Nanosecond
-
-// propOpen names the suites with violations still open (issue 7): the
-// suites that combine every kind of feedback (cuts with pauses, windows and
-// declared limits, tickets of several units) admit, in about 1 sequence in
-// 2,000, a unit up to one interval early against the configured bucket
-// (when a cut's pace steps up while a ticket larger than the bucket's depth
-// in units waits, the credit it gathered converts to more units). They run
-// with THROTTLE_PROP_ALL=1 and are skipped otherwise, so that the suites
-// that hold gate every run; THROTTLE_PROP_COUNT=1 counts the failures.
-var propOpen = map[string]bool{
-	"all/10per_s/burst2":  true,
-	"all/50per_s/burst10": true,
-	"all/nolimit":         true,
-}
 
 var propSuites = []struct {
 	name string
@@ -124,9 +109,6 @@ func TestPropSchedule(t *testing.T) {
 	start := time.Now()
 	for _, s := range propSuites {
 		t.Run(s.name, func(t *testing.T) {
-			if propOpen[s.name] && os.Getenv("THROTTLE_PROP_ALL") == "" && !replay {
-				t.Skip("violations still open (see propOpen); THROTTLE_PROP_ALL=1 runs it")
-			}
 			failed := 0
 			kinds := map[string]int{}
 			defer func() {

@@ -160,6 +160,8 @@ local s = {
 	pending = n0[8], lastGo = n0[9],
 	sentSec = n0[10], sentCur = n0[11], sentPrev = n0[12],
 	maxCost = n0[13], busySince = n0[15],
+	credInt = a[20] or 0, credTau = a[21] or 0,
+	spAt = a[22] or 0, spK = a[23] or 0, spRho = a[24] or 0,
 }
 local xe = n0[14] -- when the TTL last set runs out
 local moved = false -- turns may have moved: publish
@@ -437,6 +439,25 @@ local function ticketAt(p)
 	end
 	return p, p
 end
+-- arrival: when a unit that arrived at e arrived as the pace in force
+-- counts it (see rescale in schedule.go).
+local function arrival(e)
+	if e >= s.spAt then
+		return e
+	end
+	return math.max(e, s.spK - (s.spAt - e) * s.spRho)
+end
+-- rescale: the units the bucket holds are kept when the pace changed
+-- since the last advance, never more (see rescale in schedule.go).
+local function rescale()
+	local interval, tau = pace(now)
+	if interval > 0 and s.credInt > 0 and (s.credInt ~= interval or s.credTau ~= tau) then
+		s.spAt, s.spRho = now, interval / s.credInt
+		s.spK = now + tau - s.credTau * s.spRho
+		s.tat = math.max(now, s.spK - (now - math.max(s.tat, math.min(s.hold, now))) * s.spRho)
+	end
+	s.credInt, s.credTau = interval, tau
+end
 -- tatAfter: the bucket's tat once p more units past the head have gone,
 -- each no earlier than the limits other than the bucket let it go.
 local function tatAfter(p)
@@ -449,19 +470,19 @@ local function tatAfter(p)
 	local pr = probe()
 	local e = windowTurn(p, pr)
 	if e > -INF then
-		t = math.max(t, e + interval)
+		t = math.max(t, arrival(e) + interval)
 	end
 	local function chain(first)
 		local lo, hi = ticketAt(math.max(first, 1))
 		local ef = windowTurn(hi, pr)
 		if ef > -INF then
-			t = math.max(t, ef + (p - lo + 1) * interval)
+			t = math.max(t, arrival(ef) + (p - lo + 1) * interval)
 		end
 	end
+	if spreadInterval() > 0 then
+		chain(1) -- binds the probes past the spread too
+	end
 	if p <= w.left then
-		if spreadInterval() > 0 then
-			chain(1)
-		end
 		return t
 	end
 	local b = math.floor((w.probed + p - w.left - 1) / pr)
@@ -485,6 +506,7 @@ local function advance()
 	if now - s.lastGo > PENDING_IDLE * SEC then
 		s.pending = 0
 	end
+	rescale()
 	local lv = queued()
 	if lv == 0 or now < s.hold then
 		return
@@ -607,6 +629,7 @@ local function reject(sentAt, cost)
 		wMax, floor = from, least
 	end
 	c.r0, c.wMax, c.floor, c.at, c.open, c.last, c.moved = math.max(CUT_BETA * from, floor), wMax, floor, now, interval == 0, now, true
+	rescale() -- the bucket's units at the old pace, from now on at the new
 	return true
 end
 local function recheck()
@@ -778,6 +801,7 @@ if #s.q[0].holes + #s.q[0].big + #s.q[1].holes + #s.q[1].big > 0 or w.valid or c
 		flat(s.q[0].holes), flat(s.q[0].big), flat(s.q[1].holes), flat(s.q[1].big),
 		bit(w.valid), w.left, w.reset, w.size, w.probed, w.spreadAt, w.spreadLeft,
 		c.r0, c.wMax, c.floor, c.at, bit(c.open), c.last, bit(c.moved), w.probeAt,
+		s.credInt, s.credTau, s.spAt, s.spK, s.spRho,
 	})
 end
 local newXe = xe
