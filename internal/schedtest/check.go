@@ -171,7 +171,7 @@ func (c *checker) neverOver() {
 	// A declared limit applies from its op until the next: the bucket is
 	// full when it is declared.
 	for k, o := range c.seq.Ops {
-		if o.Kind != Adapt || !o.F.HasDeclared || o.F.Limit <= 0 {
+		if o.Kind != Adapt || !o.F.HasDeclared || o.F.DeclaredRate <= 0 {
 			continue
 		}
 		lo, hi := ns(c.lg.Results[k].Return)+c.tol, math.Inf(1)
@@ -187,8 +187,8 @@ func (c *checker) neverOver() {
 				seg = append(seg, i)
 			}
 		}
-		c.gcra(seg, 1e9/float64(o.F.Limit), float64(max(o.F.Burst, 1)),
-			fmt.Sprintf("declared %v/s burst %d by op %d", o.F.Limit, o.F.Burst, k))
+		c.gcra(seg, 1e9/float64(o.F.DeclaredRate), float64(max(o.F.DeclaredBurst, 1)),
+			fmt.Sprintf("declared %v/s burst %d by op %d", o.F.DeclaredRate, o.F.DeclaredBurst, k))
 	}
 }
 

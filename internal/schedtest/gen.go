@@ -153,7 +153,7 @@ func (o Op) String() string {
 			fmt.Fprintf(&b, "Throttled, Age: %v, ", f.Age)
 		}
 		if f.HasDeclared {
-			fmt.Fprintf(&b, "Limit: %v, Burst: %d, ", f.Limit, f.Burst)
+			fmt.Fprintf(&b, "DeclaredRate: %v, DeclaredBurst: %d, ", f.DeclaredRate, f.DeclaredBurst)
 		}
 		fmt.Fprintf(&b, "Cost: %d}", f.Cost)
 	}
@@ -329,7 +329,7 @@ func Generate(seed int64, cfg Config, opt Options) Sequence {
 				lims := []rate.Limit{2, 5, 10, 50}
 				// A declared burst holds the largest cost: a wait of more
 				// units than the burst conforms to no bucket.
-				o.Kind, o.F = Adapt, throttle.Feedback{HasDeclared: true, Limit: lims[r.IntN(len(lims))], Burst: maxN + r.IntN(4)}
+				o.Kind, o.F = Adapt, throttle.Feedback{HasDeclared: true, DeclaredRate: lims[r.IntN(len(lims))], DeclaredBurst: maxN + r.IntN(4)}
 			}
 			s.Ops = append(s.Ops, o)
 			continue
