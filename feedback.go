@@ -27,14 +27,14 @@ type Feedback struct {
 	// saying for how long. The waiter should slow down.
 	Throttled bool
 
-	// Window: Remaining units may be spent until Reset from now, as the
-	// most restrictive policy of the counted unit says; Size units per
-	// window of length Window (0 if not said). Valid if HasWindow.
-	Remaining float64
-	Reset     time.Duration
-	Size      float64
-	Window    time.Duration
-	HasWindow bool
+	// The window: Remaining units may be spent until Reset from now, as
+	// the most restrictive policy of the counted unit says; Size units per
+	// window of length Window (each 0 if not said). Valid if HasRemaining.
+	Remaining    float64
+	Reset        time.Duration
+	Size         float64
+	Window       time.Duration
+	HasRemaining bool
 
 	// Declared: the pace the server declares, for a key with no
 	// configured limit: a policy of n units per window is DeclaredRate

@@ -71,7 +71,7 @@ func (t *Transport) feedback(resp *http.Response, q ratelimit.Reading, age time.
 				// A reset beyond MaxRetryAfter is waited for
 				// MaxRetryAfter only (then a probe asks again), as a
 				// Retry-After is.
-				f.Remaining, f.Reset, f.HasWindow = float64(p.Remaining), min(p.Reset, t.Retry.maxRetryAfter()), true
+				f.Remaining, f.Reset, f.HasRemaining = float64(p.Remaining), min(p.Reset, t.Retry.maxRetryAfter()), true
 				f.Size, f.Window = 0, 0
 				if p.HasLimit {
 					f.Size = float64(p.Limit)

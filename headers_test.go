@@ -45,7 +45,7 @@ func TestAdaptWindow(t *testing.T) {
 		var l Limiter // no limit of its own
 		b := l.For("k").(Adapter)
 		start := time.Now()
-		b.Adapt(t.Context(), Feedback{HasWindow: true, Remaining: 3, Reset: 10 * time.Second, Size: 3, Window: 10 * time.Second})
+		b.Adapt(t.Context(), Feedback{HasRemaining: true, Remaining: 3, Reset: 10 * time.Second, Size: 3, Window: 10 * time.Second})
 		got := turns(t, l.For("k"), 4, start)
 		want := []time.Duration{0, 0, 0, 10 * time.Second} // the 4th is the probe after the reset
 		if !equalDurations(got, want) {
@@ -63,7 +63,7 @@ func TestAdaptWindow(t *testing.T) {
 			b.Adapt(t.Context(), Feedback{})
 		}
 		// The probe's answer: the new window.
-		b.Adapt(t.Context(), Feedback{HasWindow: true, Remaining: 2, Reset: 10 * time.Second, Size: 3, Window: 10 * time.Second})
+		b.Adapt(t.Context(), Feedback{HasRemaining: true, Remaining: 2, Reset: 10 * time.Second, Size: 3, Window: 10 * time.Second})
 		if got, want := <-done, 10100*time.Millisecond; got != want {
 			t.Errorf("wait behind the probe ended at %v; want %v, when the new window came", got, want)
 		}
@@ -76,7 +76,7 @@ func TestAdaptWindowProbeCost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var l Limiter
 		w := l.For("k")
-		w.(Adapter).Adapt(t.Context(), Feedback{HasWindow: true, Remaining: 0, Reset: 5 * time.Second, Window: time.Minute})
+		w.(Adapter).Adapt(t.Context(), Feedback{HasRemaining: true, Remaining: 0, Reset: 5 * time.Second, Window: time.Minute})
 		start := time.Now()
 		if err := w.WaitN(t.Context(), 3); err != nil {
 			t.Fatal(err)
@@ -95,7 +95,7 @@ func TestAdaptWindowSpread(t *testing.T) {
 		b := l.For("k").(Adapter)
 		start := time.Now()
 		// 4 left of 100 (under a tenth), 8 s to the reset: one every 2 s.
-		b.Adapt(t.Context(), Feedback{HasWindow: true, Remaining: 4, Reset: 8 * time.Second, Size: 100, Window: time.Minute})
+		b.Adapt(t.Context(), Feedback{HasRemaining: true, Remaining: 4, Reset: 8 * time.Second, Size: 100, Window: time.Minute})
 		got := turns(t, l.For("k"), 4, start)
 		want := []time.Duration{0, 2 * time.Second, 4 * time.Second, 6 * time.Second}
 		if !equalDurations(got, want) {
@@ -220,23 +220,23 @@ func TestFeedback(t *testing.T) {
 		{"429 with Retry-After", 429, map[string]string{"Retry-After": "3"}, &Transport{}, Feedback{Pause: 3 * time.Second}},
 		{"Retry-After on a 200 is not a pause", 200, map[string]string{"Retry-After": "3"}, &Transport{}, Feedback{}},
 		{"exhausted window on a 200", 200, map[string]string{"RateLimit-Policy": `"h";q=100;w=60`, "RateLimit": `"h";r=0;t=40`}, &Transport{},
-			Feedback{Pause: 40 * time.Second, HasWindow: true, Remaining: 0, Reset: 40 * time.Second, Size: 100, Window: time.Minute,
+			Feedback{Pause: 40 * time.Second, HasRemaining: true, Remaining: 0, Reset: 40 * time.Second, Size: 100, Window: time.Minute,
 				HasDeclared: true, DeclaredRate: rate.Limit(100.0 / 60), DeclaredBurst: 100}},
 		{"declared off", 200, map[string]string{"RateLimit-Policy": `"h";q=100;w=60`, "RateLimit": `"h";r=5;t=40`}, &Transport{DisableDeclaredLimits: true},
-			Feedback{HasWindow: true, Remaining: 5, Reset: 40 * time.Second, Size: 100, Window: time.Minute}},
+			Feedback{HasRemaining: true, Remaining: 5, Reset: 40 * time.Second, Size: 100, Window: time.Minute}},
 		{"per-second window is not tracked", 200, map[string]string{"RateLimit-Policy": `"s";q=10;w=1`, "RateLimit": `"s";r=5;t=1`}, &Transport{},
 			Feedback{HasDeclared: true, DeclaredRate: 10, DeclaredBurst: 10}},
 		{"tokens ignored when Cost counts requests", 200, map[string]string{
 			"x-ratelimit-limit-tokens": "1000", "x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "30s"}, &Transport{},
 			Feedback{Pause: 30 * time.Second}},
 		{"a year's reset is waited MaxRetryAfter", 200, map[string]string{"RateLimit-Policy": `"y";q=1;w=31000000`, "RateLimit": `"y";r=0;t=30000000`}, &Transport{},
-			Feedback{Pause: time.Minute, HasWindow: true, Remaining: 0, Reset: time.Minute, Size: 1, Window: 31000000 * time.Second}},
+			Feedback{Pause: time.Minute, HasRemaining: true, Remaining: 0, Reset: time.Minute, Size: 1, Window: 31000000 * time.Second}},
 		{"a token bucket's short reset is not a window", 200, map[string]string{"Date": now.UTC().Format(http.TimeFormat),
 			"X-RateLimit-Limit": "50", "X-RateLimit-Remaining": "3", "X-RateLimit-Reset": strconv.FormatInt(now.Unix()+2, 10)}, &Transport{},
 			Feedback{}},
 		{"tokens counted", 200, map[string]string{
 			"x-ratelimit-limit-tokens": "1000", "x-ratelimit-remaining-tokens": "10", "x-ratelimit-reset-tokens": "30s"}, &Transport{CostUnit: "tokens"},
-			Feedback{HasWindow: true, Remaining: 10, Reset: 30 * time.Second, Size: 1000}},
+			Feedback{HasRemaining: true, Remaining: 10, Reset: 30 * time.Second, Size: 1000}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -379,7 +379,7 @@ func (b *bucket) Adapt(ctx context.Context, f Feedback) error {
 		s.declare(1e9/float64(f.DeclaredRate), float64(max(f.DeclaredBurst, 1)))
 		moved = true
 	}
-	if f.HasWindow && !math.IsNaN(f.Remaining) && !math.IsNaN(f.Size) {
+	if f.HasRemaining && !math.IsNaN(f.Remaining) && !math.IsNaN(f.Size) {
 		s.window(now, max(f.Remaining, 0), float64(max(f.Reset, 0)), max(f.Size, 0), float64(max(f.Window, 0)), b.pacing)
 		moved = true
 	}

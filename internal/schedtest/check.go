@@ -213,12 +213,12 @@ func (c *checker) pauses() {
 // more units are admitted than it said remain.
 func (c *checker) windows() {
 	for k, o := range c.seq.Ops {
-		if o.Kind != Adapt || !o.F.HasWindow {
+		if o.Kind != Adapt || !o.F.HasRemaining {
 			continue
 		}
 		lo, hi := c.ret(k)+c.tol, c.call(k)+ns(o.F.Reset)
 		for k2 := k + 1; k2 < len(c.seq.Ops); k2++ {
-			if o2 := c.seq.Ops[k2]; o2.Kind == Adapt && o2.F.HasWindow {
+			if o2 := c.seq.Ops[k2]; o2.Kind == Adapt && o2.F.HasRemaining {
 				hi = min(hi, c.call(k2))
 				break
 			}

@@ -117,7 +117,7 @@ func (c *checker) noWedge() {
 			if d := o.pause(); d > 0 {
 				end = max(end, c.call(k)+ns(d))
 			}
-			if o.F.HasWindow {
+			if o.F.HasRemaining {
 				end = max(end, c.call(k)+ns(o.F.Reset))
 				windows = true
 			}
