@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -32,14 +33,13 @@ type Policy struct {
 	// X-RateLimit-Global is true). "" when the server does not say.
 	Scope string
 
-	Limit        int64 // units allowed per Window: a count, not a rate
-	HasLimit     bool
-	Remaining    int64 // units left in the current window, ≥ 0
-	HasRemaining bool
-	Window       time.Duration // the window's length
-	HasWindow    bool
-	Reset        time.Duration // time until the window resets, from the response
-	HasReset     bool
+	Limit     int64         // units allowed per Window: a count, not a rate
+	Remaining int64         // units left in the current window, ≥ 0
+	Window    time.Duration // the window's length
+	Reset     time.Duration // time until the window resets, from the response
+
+	// Which of the four numbers above the response gave.
+	HasLimit, HasRemaining, HasWindow, HasReset bool
 }
 
 // Exhausted reports whether the response says no unit of p remains.
@@ -109,13 +109,37 @@ type Reading struct {
 // cheapest; many keys differing only in case cost time linear in their
 // number.
 func Parse(h http.Header, received time.Time) Reading {
-	var f fields
+	st := states.Get().(*state)
+	f, c, r := &st.f, &st.c, &st.r
 	f.collect(h)
-	c := &clock{date: f.vals(slotDate), received: received}
-	var q Reading
-	f.readAll(&q, c)
-	q.tidy()
+	*c = clock{date: f.vals(slotDate), received: received}
+	f.readAll(r, c)
+	r.tidy()
+	q := *r
+	st.reset()
+	states.Put(st)
 	return q
+}
+
+// state is what one Parse works on. The dialects are called through their
+// registry, so escape analysis cannot keep it on the stack; a pool keeps
+// the few KiB of fields from being allocated for every response (the one
+// allocation of a Parse is the Policies it returns).
+type state struct {
+	f fields
+	c clock
+	r Reading
+}
+
+var states = sync.Pool{New: func() any { return new(state) }}
+
+// reset drops every reference the state holds to the last response.
+func (st *state) reset() {
+	clear(st.f.slot[:])
+	clear(st.f.ext[:st.f.next])
+	st.f.next = 0
+	st.c = clock{}
+	st.r = Reading{}
 }
 
 // Wait reports how long the server asks every caller of the quota to hold
