@@ -35,32 +35,17 @@ func (q *Reading) readXDaily(c *clock, e *extField, from int) {
 		return
 	}
 	name := lowerASCII(who) + "-" + window
-	for _, v := range e.vals.v {
-		switch field {
-		case fieldLimit:
-			if n, ok := parseCount(v); ok {
-				q.xDaily(from, name, window).setLimit(n)
-			}
-		case fieldRemaining:
-			if n, ok := parseCount(v); ok {
-				q.xDaily(from, name, window).setRemaining(n)
-			}
-		case fieldReset:
-			if d, ok := c.reset(v, resetEpoch); ok {
-				q.xDaily(from, name, window).setReset(d)
-			}
-		}
+	q.readNumbers(c, e.vals.v, field, resetEpoch, from, name, "requests")
+	// The window, when it reads as one ("24hour"), goes to the policy
+	// once a number made it.
+	h, ok := strings.CutSuffix(window, "hour")
+	n, ok2 := parseUint(h)
+	if !ok || !ok2 || n == 0 || n > int64(maxWait/time.Hour) {
+		return
 	}
-}
-
-// xDaily returns X's policy called name, with its window when window
-// reads as one ("24hour").
-func (q *Reading) xDaily(from int, name, window string) *Policy {
-	p := q.policy(from, name, "requests")
-	if h, ok := strings.CutSuffix(window, "hour"); ok {
-		if n, ok := parseUint(h); ok && n > 0 && n <= int64(maxWait/time.Hour) {
+	for i := from; i < len(q.Policies); i++ {
+		if p := &q.Policies[i]; p.Name == name && p.Unit == "requests" {
 			p.setWindow(time.Duration(n) * time.Hour)
 		}
 	}
-	return p
 }
