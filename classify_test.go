@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/throttle-go/throttle/ratelimit"
 )
 
 // TestRetryClassify checks that a Classify hook steers the decision, and
@@ -119,19 +121,19 @@ func TestRetryClassifyPause(t *testing.T) {
 // TestDefaultClassify checks the default decision on outcomes alone.
 func TestDefaultClassify(t *testing.T) {
 	tests := []struct {
-		name   string
-		method string
-		status int
-		kv     []string
-		quota  Quota
-		wait   time.Duration // HasWait when not 0
-		want   Decision
+		name    string
+		method  string
+		status  int
+		kv      []string
+		reading ratelimit.Reading
+		wait    time.Duration // HasWait when not 0
+		want    Decision
 	}{
 		{name: "200", method: "GET", status: 200, want: Decision{}},
 		{name: "429 backoff", method: "POST", status: 429, want: Decision{Retry: true}},
 		{name: "429 server wait", method: "POST", status: 429, wait: 2 * time.Second,
 			want: Decision{Retry: true, Delay: 2 * time.Second, HasDelay: true}},
-		{name: "403 retry-after", method: "POST", status: 403, quota: Quota{RetryAfter: 60 * time.Second, HasRetryAfter: true},
+		{name: "403 retry-after", method: "POST", status: 403, reading: ratelimit.Reading{RetryAfter: 60 * time.Second, HasRetryAfter: true},
 			want: Decision{Retry: true, Delay: time.Minute, HasDelay: true, Pause: time.Minute}},
 		{name: "403 spent quota", method: "GET", status: 403, wait: 30 * time.Second,
 			want: Decision{Retry: true, Delay: 30 * time.Second, HasDelay: true, Pause: 30 * time.Second}},
@@ -144,7 +146,7 @@ func TestDefaultClassify(t *testing.T) {
 		{name: "x-should-retry false on 429", method: "GET", status: 429, kv: []string{"X-Should-Retry", "false"},
 			want: Decision{Reason: "server said x-should-retry: false"}},
 		{name: "x-should-retry false on 403 limit keeps the pause", method: "GET", status: 403, kv: []string{"X-Should-Retry", "false"},
-			quota: Quota{RetryAfter: time.Second, HasRetryAfter: true}, want: Decision{Pause: time.Second, Reason: "server said x-should-retry: false"}},
+			reading: ratelimit.Reading{RetryAfter: time.Second, HasRetryAfter: true}, want: Decision{Pause: time.Second, Reason: "server said x-should-retry: false"}},
 		{name: "x-should-retry true on 400", method: "POST", status: 400, kv: []string{"x-should-retry", "True"}, want: Decision{Retry: true}},
 		{name: "x-should-retry true on 200 is ignored", method: "GET", status: 200, kv: []string{"X-Should-Retry", "true"}, want: Decision{}},
 		{name: "x-should-retry garbage", method: "POST", status: 500, kv: []string{"X-Should-Retry", "maybe"},
@@ -157,7 +159,11 @@ func TestDefaultClassify(t *testing.T) {
 			if len(tt.kv) == 2 && tt.kv[0] == "Idempotency-Key" { // a request header
 				req.Header.Set(tt.kv[0], tt.kv[1])
 			}
-			o := Outcome{Request: req, Response: resp, Attempt: 1, Quota: tt.quota, Wait: tt.wait, HasWait: tt.wait != 0}
+			// x-should-retry is read as the Transport reads it, into the
+			// outcome's Reading.
+			r := ratelimit.Parse(resp.Header, time.Now())
+			tt.reading.ShouldRetry, tt.reading.HasShouldRetry = r.ShouldRetry, r.HasShouldRetry
+			o := Outcome{Request: req, Response: resp, Attempt: 1, Reading: tt.reading, Wait: tt.wait, HasWait: tt.wait != 0}
 			if got := DefaultClassify(o); got != tt.want {
 				t.Errorf("DefaultClassify = %+v; want %+v", got, tt.want)
 			}

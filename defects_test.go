@@ -222,7 +222,7 @@ func TestDefect4WindowFIFO(t *testing.T) {
 		l := &Limiter{Limit: 100, Burst: 10}
 		b := l.For("k")
 		start := time.Now()
-		b.(Adapter).Adapt(t.Context(), Feedback{HasWindow: true, Remaining: 0, Reset: time.Second, Size: 100, Window: time.Minute})
+		b.(Adapter).Adapt(t.Context(), Feedback{HasRemaining: true, Remaining: 0, Reset: time.Second, Size: 100, Window: time.Minute})
 		var mu sync.Mutex
 		var order []int
 		ends := make([]time.Duration, 20)
@@ -345,7 +345,7 @@ func TestDefect6WindowKeysForgotten(t *testing.T) {
 			if err := k.WaitN(t.Context(), 1); err != nil {
 				t.Fatal(err)
 			}
-			k.(Adapter).Adapt(t.Context(), Feedback{HasWindow: true, Remaining: 50, Reset: time.Second, Size: 100, Window: time.Minute})
+			k.(Adapter).Adapt(t.Context(), Feedback{HasRemaining: true, Remaining: 50, Reset: time.Second, Size: 100, Window: time.Minute})
 			peak = max(peak, l.Len())
 			if i%1000 == 999 {
 				time.Sleep(time.Second) // 1,000 new keys a second

@@ -56,11 +56,14 @@
 //
 // # Reading headers
 //
-// [ParseQuota] reads every dialect in use into a [Quota]: Retry-After, the
-// IETF RateLimit and RateLimit-Policy fields of every draft generation,
-// X-RateLimit-* and the vendors' own (GitHub, OpenAI, Anthropic, Discord,
-// Azure, Shopify, …). Absolute times are measured against the response's
-// own Date, so a client whose clock is off computes the same waits.
+// The Transport reads every response with package [ratelimit], which turns
+// a response's headers, in every dialect in use, into a [ratelimit.Reading]:
+// Retry-After, the IETF RateLimit and RateLimit-Policy fields of every
+// draft generation, X-RateLimit-* and the vendors' own (GitHub, OpenAI,
+// Anthropic, Discord, Azure, Shopify, …). Absolute times are measured
+// against the response's own Date, so a client whose clock is off computes
+// the same waits. A [RetryPolicy]'s Classify hook sees the reading in
+// [Outcome].Reading; a [Waiter] that adapts gets it as [Feedback].
 //
 // # Errors
 //

@@ -223,7 +223,7 @@ func ExampleAdapter() {
 	var lim throttle.Limiter // no limit of its own
 	w := lim.For("api.example.com")
 	w.(throttle.Adapter).Adapt(context.Background(), throttle.Feedback{
-		HasWindow: true, Remaining: 2, Reset: time.Minute, Size: 1000, Window: time.Hour,
+		HasRemaining: true, Remaining: 2, Reset: time.Minute, Size: 1000, Window: time.Hour,
 	})
 	for range 2 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -1,279 +1,100 @@
 package throttle
 
 import (
+	"math"
 	"net/http"
 	"time"
+
+	"github.com/throttle-go/throttle/ratelimit"
+	"golang.org/x/time/rate"
 )
 
-// Fields tells which of a Policy's numbers the response gave. A number the
-// response did not give, or gave in a form that is not valid, is absent: its
-// bit is clear and the number is 0. Absent never means 0. The zero Fields
-// has no bit set.
-type Fields uint8
+// This file is where the Transport reads a response's headers: package
+// ratelimit parses them (every dialect), and feedback turns the reading
+// into what the key's waiter and the retry decision take.
 
-// The bits of Fields, one per number of a Policy.
-const (
-	HasLimit     Fields = 1 << iota // Policy.Limit is known
-	HasRemaining                    // Policy.Remaining is known
-	HasWindow                       // Policy.Window is known
-	HasReset                        // Policy.Reset is known
-)
-
-// Policy is one limit a response describes: requests per minute, tokens per
-// day, a gateway's burst. Its zero value describes nothing (Known is 0). A
-// Policy is a plain value, safe to copy and to read concurrently.
+// feedback reads one response into the Feedback for its quota's waiter,
+// and into the retry delay the server asked for: wait, and whether the
+// server said (said is false when the backoff decides).
 //
-// Durations are relative to the response: an absolute reset time in the
-// response has already been turned into a duration against the response's
-// own Date header (see [ParseQuota]).
-type Policy struct {
-	// Name is the policy's name in the response: the IETF policy name,
-	// GitHub's resource ("core"), Discord's bucket, Azure's and Zendesk's
-	// limit name, Kong's window ("minute"). "" when the dialect gives none.
-	Name string
-	// Unit is what is counted: "requests" unless the dialect says ("tokens",
-	// "input-tokens", "complexity", the IETF qu parameter, …).
-	Unit string
-	// Partition is the IETF partition key (the pk parameter), as the raw
-	// bytes the server sent; "" when none.
-	Partition string
-	// Scope is who shares the quota when the server says: Discord's
-	// X-RateLimit-Scope ("user", "shared", "global"; "global" also when
-	// X-RateLimit-Global is true). "" when the server does not say.
-	Scope     string
-	Limit     int64         // units allowed per Window; valid if Known&HasLimit
-	Remaining int64         // units left in the current window, ≥ 0; valid if Known&HasRemaining
-	Window    time.Duration // the window's length; valid if Known&HasWindow
-	Reset     time.Duration // time until the window resets, from the response; valid if Known&HasReset
-	Known     Fields        // which of the numbers above the response gave
-}
-
-// Exhausted reports whether the response says no unit of p remains.
-func (p Policy) Exhausted() bool {
-	return p.Known&HasRemaining != 0 && p.Remaining == 0
-}
-
-// Quota is what one response says about the client's rate limits: every
-// policy it describes, and the wait it imposes. Its zero value says nothing.
-// A Quota is a plain value, safe to copy and to read concurrently.
-type Quota struct {
-	// Policies are the limits the response describes, in a stable order:
-	// the IETF fields first, then X-RateLimit-*, then vendor dialects.
-	Policies []Policy
-	// RetryAfter is the Retry-After family's wait (Retry-After,
-	// retry-after-ms, x-ms-retry-after-ms; the longest when several are
-	// given), valid if HasRetryAfter.
-	RetryAfter    time.Duration
-	HasRetryAfter bool
-	// NearLimit is set when the server warns that the quota is nearly
-	// spent without giving numbers (Atlassian's X-RateLimit-NearLimit).
-	NearLimit bool
-	// Global is set when the server says the limit hit is the client's
-	// global one rather than the route's (Discord's X-RateLimit-Global:
-	// true or X-RateLimit-Scope: global): a caller keeping quotas per
-	// route should hold off every route.
-	Global bool
-	// ShouldRetry is the server's own word on whether the request may be
-	// retried (OpenAI's and Anthropic's x-should-retry: true or false),
-	// valid if HasShouldRetry. See [Quota.Permanent].
-	ShouldRetry    bool
-	HasShouldRetry bool
-}
-
-// ParseQuota reads h, the headers of a response received at the local time
-// received, into a Quota. It reads every dialect in use: Retry-After and its
-// millisecond forms, x-should-retry, every generation of the IETF RateLimit
-// fields, the X-RateLimit-* family and the vendor dialects (OpenAI,
-// Anthropic, Azure, Shopify, Salesforce, HubSpot, Zendesk, Kong, Linear,
-// X's daily caps, …).
-//
-// Absolute times (HTTP-dates, RFC 3339 times, epoch seconds or
-// milliseconds) are measured against h's Date when it is valid and within a
-// day of received, else against received (a Date further off is broken,
-// not skew); relative values ignore clocks; a time in the past means 0.
-// Where a dialect does not say whether a number is an epoch or a delta, a
-// value of at least 1e12 is epoch milliseconds, at least 1e9 epoch seconds,
-// anything less delta seconds; fields defined as delays (Retry-After, the
-// IETF t parameter and draft-07 reset) and as epochs are never guessed.
-// retry-after-ms wins over a Retry-After that is its rounding.
-//
-// Invalid values are absent, never 0: negative, non-decimal, empty or
-// overflowing numbers, Structured Fields of the wrong type (a malformed
-// Structured Field is ignored whole, the other fields kept), and any wait or
-// reset over a year. A count sent with a fraction (Reddit's "598.0") is
-// rounded down. A field given more than once keeps its most conservative
-// value: the least remaining, the longest wait. One response yields at most
-// 64 policies.
-//
-// Cost is bounded before anything is parsed: a field whose lines come to
-// more than 8 KiB is absent, and so is any field past 32 KiB of the fields
-// read in one response (the Retry-After family and Date are counted first).
-// A 10 MB header costs about what looking at its length does.
-//
-// ParseQuota never panics and does not modify h. Keys are matched in any
-// case, though keys in canonical form (as net/http delivers them) are the
-// cheapest; many keys differing only in case cost time linear in their
-// number.
-func ParseQuota(h http.Header, received time.Time) Quota {
-	var f fields
-	f.collect(h)
-	c := &clock{date: f.vals(slotDate), received: received}
-	var q Quota
-	q.readRetryAfter(c, f.vals(slotRetryAfter), f.vals(slotRetryAfterMS), f.vals(slotMsRetryAfterMS))
-	q.readShouldRetry(f.vals(slotShouldRetry))
-	q.readIETF(c, &f)
-	q.readXRateLimit(c, &f)
-	q.readVendors(c, &f)
-	q.tidy()
-	return q
-}
-
-// Wait reports how long the server asks every caller of the quota to hold
-// off. The Retry-After family wins when present, even when shorter than a
-// reset: draft-ietf-httpapi-ratelimit-headers says a client MUST prefer it.
-// Else the longest reset among exhausted policies; else 0 when quota
-// remains. ok is false when the response says nothing either way, or when
-// a policy is exhausted but no exhausted policy says when it resets.
-func (q Quota) Wait() (d time.Duration, ok bool) {
-	if q.HasRetryAfter {
-		return q.RetryAfter, true
+// A Retry-After is about the quota on a 429 or 503 only; on a redirect or
+// a success it is advice for that response alone (RFC 9110, 10.2.3), and
+// there "0" means now. A spent quota's reset is about the quota on any
+// response; "quota remains" on a rejection says nothing of when to retry.
+func (t *Transport) feedback(resp *http.Response, q ratelimit.Reading, age time.Duration) (f Feedback, wait time.Duration, said bool) {
+	f.Age = age
+	status := resp.StatusCode
+	rejected := status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable
+	wait, known := q.Wait()
+	switch {
+	case !known:
+	case q.HasRetryAfter:
+		said = rejected
+	default:
+		said = wait > 0
 	}
-	exhausted, remains := false, false
+	if !said {
+		wait = 0
+	}
+	if wait > 0 {
+		f.Pause = min(wait, t.Retry.maxRetryAfter())
+	}
+	if rejected && f.Pause == 0 && !t.DisableAdaptive {
+		f.Throttled = !known || status == http.StatusTooManyRequests
+	}
+
+	unit := t.CostUnit
+	if unit == "" {
+		unit = "requests"
+	}
+	best := math.Inf(1)
 	for _, p := range q.Policies {
-		switch {
-		case p.Exhausted():
-			exhausted = true
-			if p.Known&HasReset != 0 && (!ok || p.Reset > d) {
-				d, ok = p.Reset, true
+		if p.Unit != unit && !(p.Unit == "" && unit == "requests") {
+			continue
+		}
+		// Windows are tracked when they are long enough for whole-second
+		// resets to tell them apart: a per-second limit is a pace, which
+		// the declared limit and the pauses keep. A window of unknown
+		// length counts as long only when its reset is a second past
+		// that more: resets read from whole-second epochs against a
+		// whole-second Date are up to 2 s late, and a token bucket's
+		// "time until full" is short.
+		long := p.Reset >= minTrackedWindow+time.Second
+		if p.HasWindow {
+			long = p.Window >= minTrackedWindow
+		}
+		if p.HasRemaining && p.HasReset && p.Reset > 0 && long {
+			// The most restrictive window: the least remaining per second
+			// until its reset.
+			if r := float64(p.Remaining) / p.Reset.Seconds(); r < best {
+				best = r
+				// A reset beyond MaxRetryAfter is waited for
+				// MaxRetryAfter only (then a probe asks again), as a
+				// Retry-After is.
+				f.Remaining, f.Reset, f.HasRemaining = float64(p.Remaining), min(p.Reset, t.Retry.maxRetryAfter()), true
+				f.Size, f.Window = 0, 0
+				if p.HasLimit {
+					f.Size = float64(p.Limit)
+				}
+				if p.HasWindow {
+					f.Window = p.Window
+				}
 			}
-		case p.Known&HasRemaining != 0:
-			remains = true
+		}
+		if !t.DisableDeclaredLimits && p.HasLimit && p.HasWindow && p.Limit > 0 && p.Window > 0 {
+			l := rate.Limit(float64(p.Limit) / p.Window.Seconds())
+			// A declared pace slower than one unit per MaxRetryAfter
+			// would make waits longer than the user allowed: ignored.
+			if time.Duration(float64(time.Second)/float64(l)) > t.Retry.maxRetryAfter() {
+				continue
+			}
+			if !f.HasDeclared || l < f.DeclaredRate {
+				f.DeclaredRate, f.DeclaredBurst, f.HasDeclared = l, int(min(p.Limit, math.MaxInt32)), true
+			}
 		}
 	}
-	if exhausted {
-		return d, ok
-	}
-	return 0, remains
+	return f, wait, said
 }
 
-// Binding returns the policy that limits the client now: an exhausted one
-// if any (the one with the longest known reset), else the one with the
-// least remaining in absolute units, else the first. Ties go to the earlier
-// policy. ok is false when q has no policy.
-func (q Quota) Binding() (p Policy, ok bool) {
-	best := -1
-	for i, c := range q.Policies {
-		if best < 0 {
-			best = i
-			continue
-		}
-		if bindsBefore(c, q.Policies[best]) {
-			best = i
-		}
-	}
-	if best < 0 {
-		return Policy{}, false
-	}
-	return q.Policies[best], true
-}
-
-// bindsBefore reports whether a limits the client more than b.
-func bindsBefore(a, b Policy) bool {
-	switch ae, be := a.Exhausted(), b.Exhausted(); {
-	case ae != be:
-		return ae
-	case ae:
-		ar, br := a.Known&HasReset != 0, b.Known&HasReset != 0
-		return ar && (!br || a.Reset > b.Reset)
-	}
-	ar, br := a.Known&HasRemaining != 0, b.Known&HasRemaining != 0
-	return ar && (!br || a.Remaining < b.Remaining)
-}
-
-// policy returns the policy named name counting unit among q.Policies[from:],
-// appending it when missing. The pointer is valid until the next append.
-func (q *Quota) policy(from int, name, unit string) *Policy {
-	for i := from; i < len(q.Policies); i++ {
-		if p := &q.Policies[i]; p.Name == name && p.Unit == unit {
-			return p
-		}
-	}
-	if !q.room() {
-		return new(Policy) // read and dropped: see maxPolicies
-	}
-	if q.Policies == nil {
-		q.Policies = make([]Policy, 0, 4)
-	}
-	q.Policies = append(q.Policies, Policy{Name: name, Unit: unit})
-	return &q.Policies[len(q.Policies)-1]
-}
-
-// maxPolicies bounds the policies one response yields. Real responses carry
-// a handful; the bound keeps a hostile one (a field listing a million
-// policies) from costing a million appends and quadratic lookups.
-const maxPolicies = 64
-
-func (q *Quota) room() bool { return len(q.Policies) < maxPolicies }
-
-// add appends p unless the response already gave maxPolicies.
-func (q *Quota) add(p Policy) {
-	if q.room() {
-		q.Policies = append(q.Policies, p)
-	}
-}
-
-// The setters keep the most conservative value when a number is given more
-// than once: the least limit and remaining, the longest reset and window.
-
-func (p *Policy) setLimit(n int64) {
-	if p.Known&HasLimit == 0 || n < p.Limit {
-		p.Limit = n
-	}
-	p.Known |= HasLimit
-}
-
-func (p *Policy) setRemaining(n int64) {
-	if p.Known&HasRemaining == 0 || n < p.Remaining {
-		p.Remaining = n
-	}
-	p.Known |= HasRemaining
-}
-
-func (p *Policy) setWindow(d time.Duration) {
-	if p.Known&HasWindow == 0 || d > p.Window {
-		p.Window = d
-	}
-	p.Known |= HasWindow
-}
-
-func (p *Policy) setReset(d time.Duration) {
-	if p.Known&HasReset == 0 || d > p.Reset {
-		p.Reset = d
-	}
-	p.Known |= HasReset
-}
-
-// tidy drops policies that carry no number and exact duplicates (Zendesk,
-// for one, sends the same limit as X-Rate-Limit and as RateLimit-Limit).
-func (q *Quota) tidy() {
-	out := q.Policies[:0]
-	for _, p := range q.Policies {
-		if p.Known == 0 || contains(out, p) {
-			continue
-		}
-		out = append(out, p)
-	}
-	if len(out) == 0 {
-		out = nil
-	}
-	q.Policies = out
-}
-
-func contains(ps []Policy, p Policy) bool {
-	for _, x := range ps {
-		if x == p {
-			return true
-		}
-	}
-	return false
-}
+// minTrackedWindow: shorter windows are not tracked (see feedback).
+const minTrackedWindow = 2 * time.Second

@@ -1,377 +1,315 @@
 package throttle
 
 import (
-	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/throttle-go/throttle/ratelimit"
+	"golang.org/x/time/rate"
 )
 
-// now is the Date of most test responses: Mon, 26 May 2025 05:00:04 GMT.
-var now = time.Date(2025, 5, 26, 5, 0, 4, 0, time.UTC)
-
-const nowDate = "Mon, 26 May 2025 05:00:04 GMT"
-
-// epoch returns now+d as epoch seconds, the way GitHub writes a reset.
-func epoch(d time.Duration) string { return strconv.FormatInt(now.Add(d).Unix(), 10) }
-
-// near returns the local receive time for a response whose Date is date,
-// with the local clock off by skew: a documented example is received near
-// its own Date, or the Date would be implausible and ignored.
-func near(date string, skew time.Duration) time.Time {
-	t, err := http.ParseTime(date)
-	if err != nil {
-		panic(err)
-	}
-	return t.Add(skew)
-}
-
-// hdr builds headers from name, value pairs, as a server would send them
-// (h.Add canonicalizes names; a repeated name is a repeated field line).
-func hdr(kv ...string) http.Header {
-	h := http.Header{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		h.Add(kv[i], kv[i+1])
-	}
-	return h
-}
-
-// quotaCase is one response and the Quota it must parse into. received is
-// now unless set.
-type quotaCase struct {
-	name     string
-	h        http.Header
-	received time.Time
-	want     Quota
-}
-
-func runQuotaCases(t *testing.T, cases []quotaCase) {
+// turns waits n times on w and returns when each wait ended, from start.
+func turns(t *testing.T, w Waiter, n int, start time.Time) []time.Duration {
 	t.Helper()
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			received := tc.received
-			if received.IsZero() {
-				received = now
+	var out []time.Duration
+	for range n {
+		if err := w.WaitN(t.Context(), 1); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, time.Since(start))
+	}
+	return out
+}
+
+func equalDurations(a, b []time.Duration) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestAdaptWindow checks that a server's window is spent locally at each
+// wait, that a spent window holds waits until its reset, and that after
+// the reset one probe goes through until a response tells the new window.
+func TestAdaptWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l Limiter // no limit of its own
+		b := l.For("k").(Adapter)
+		start := time.Now()
+		b.Adapt(t.Context(), Feedback{HasRemaining: true, Remaining: 3, Reset: 10 * time.Second, Size: 3, Window: 10 * time.Second})
+		got := turns(t, l.For("k"), 4, start)
+		want := []time.Duration{0, 0, 0, 10 * time.Second} // the 4th is the probe after the reset
+		if !equalDurations(got, want) {
+			t.Errorf("turns %v; want %v", got, want)
+		}
+		// The probe's response has not come: others wait for it (up to
+		// probeWait), and wake as soon as it comes.
+		done := make(chan time.Duration)
+		go func() {
+			l.For("k").WaitN(t.Context(), 1)
+			done <- time.Since(start)
+		}()
+		time.Sleep(100 * time.Millisecond)
+		for range 3 { // the first three requests' answers, saying nothing
+			b.Adapt(t.Context(), Feedback{})
+		}
+		// The probe's answer: the new window.
+		b.Adapt(t.Context(), Feedback{HasRemaining: true, Remaining: 2, Reset: 10 * time.Second, Size: 3, Window: 10 * time.Second})
+		if got, want := <-done, 10100*time.Millisecond; got != want {
+			t.Errorf("wait behind the probe ended at %v; want %v, when the new window came", got, want)
+		}
+	})
+}
+
+// TestAdaptWindowProbeCost checks that the probe after a reset fits a
+// wait of more than one unit.
+func TestAdaptWindowProbeCost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l Limiter
+		w := l.For("k")
+		w.(Adapter).Adapt(t.Context(), Feedback{HasRemaining: true, Remaining: 0, Reset: 5 * time.Second, Window: time.Minute})
+		start := time.Now()
+		if err := w.WaitN(t.Context(), 3); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := time.Since(start), 5*time.Second; got != want {
+			t.Errorf("a 3-unit wait after the reset ended at %v; want %v", got, want)
+		}
+	})
+}
+
+// TestAdaptWindowSpread checks that a window running low is spread over
+// the time left to its reset.
+func TestAdaptWindowSpread(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l Limiter
+		b := l.For("k").(Adapter)
+		start := time.Now()
+		// 4 left of 100 (under a tenth), 8 s to the reset: one every 2 s.
+		b.Adapt(t.Context(), Feedback{HasRemaining: true, Remaining: 4, Reset: 8 * time.Second, Size: 100, Window: time.Minute})
+		got := turns(t, l.For("k"), 4, start)
+		want := []time.Duration{0, 2 * time.Second, 4 * time.Second, 6 * time.Second}
+		if !equalDurations(got, want) {
+			t.Errorf("turns %v; want %v", got, want)
+		}
+	})
+}
+
+// TestAdaptDeclared checks that a declared policy paces a key with no
+// configured limit, and leaves a configured one alone.
+func TestAdaptDeclared(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := Limiter{Overrides: map[string]Rate{"configured": {Limit: 100, Burst: 1}}}
+		for _, k := range []string{"declared", "configured"} {
+			l.For(k).(Adapter).Adapt(t.Context(), Feedback{HasDeclared: true, DeclaredRate: 2, DeclaredBurst: 2})
+		}
+		start := time.Now()
+		got := turns(t, l.For("declared"), 4, start)
+		want := []time.Duration{0, 0, 500 * time.Millisecond, time.Second}
+		if !equalDurations(got, want) {
+			t.Errorf("declared 2/s burst 2: turns %v; want %v", got, want)
+		}
+		start = time.Now()
+		got = turns(t, l.For("configured"), 3, start)
+		want = []time.Duration{0, 10 * time.Millisecond, 20 * time.Millisecond}
+		if !equalDurations(got, want) {
+			t.Errorf("configured 100/s: turns %v; want %v (declared ignored)", got, want)
+		}
+	})
+}
+
+// TestAdaptThrottled checks a bare rejection through Adapt: the key slows
+// to β of its measured rate at once, also for waits already queued.
+func TestAdaptThrottled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l Limiter
+		w := l.For("k")
+		for range 10 { // 10 units in the last second, no limit
+			w.WaitN(t.Context(), 1)
+		}
+		time.Sleep(time.Second - time.Nanosecond)
+		w.(Adapter).Adapt(t.Context(), Feedback{Throttled: true})
+		// measured 10/s → 7/s right after the cut, regrowing: the next
+		// waits come further apart than 1/10 s.
+		start := time.Now()
+		got := turns(t, w, 3, start)
+		if got[1]-got[0] < 100*time.Millisecond || got[2]-got[1] < 100*time.Millisecond {
+			t.Errorf("turns after a cut from 10/s: %v; want them more than 100ms apart", got)
+		}
+		if got[1]-got[0] > 143*time.Millisecond {
+			t.Errorf("turns after a cut from 10/s: %v; want at most 1/7 s apart", got)
+		}
+	})
+}
+
+// TestTransportRateLimiterKeepsPauses checks that a plain *rate.Limiter
+// as Waiter still has the server's pauses kept for it.
+func TestTransportRateLimiterKeepsPauses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(status(429, "Retry-After", "2"), status(200))
+		tr := &Transport{Base: s, Waiter: rate.NewLimiter(100, 10)}
+		resp, err := get(t, tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		var wg sync.WaitGroup
+		for range 5 {
+			wg.Go(func() {
+				resp, err := get(t, tr)
+				if err == nil {
+					resp.Body.Close()
+				}
+			})
+		}
+		wg.Wait()
+		for i, at := range s.arrivals[1:] {
+			if at < 2*time.Second {
+				t.Errorf("attempt %d at %v, inside the 2s pause", i+2, at)
 			}
-			got := ParseQuota(tc.h, received)
-			if !quotaEqual(got, tc.want) {
-				t.Errorf("ParseQuota(%v) =\n%s\nwant\n%s", tc.h, fmtQuota(got), fmtQuota(tc.want))
-			}
-			checkQuota(t, got)
-		})
-	}
+		}
+	})
 }
 
-func quotaEqual(a, b Quota) bool {
-	return slices.Equal(a.Policies, b.Policies) && a.RetryAfter == b.RetryAfter &&
-		a.HasRetryAfter == b.HasRetryAfter && a.NearLimit == b.NearLimit && a.Global == b.Global &&
-		a.ShouldRetry == b.ShouldRetry && a.HasShouldRetry == b.HasShouldRetry
+// TestPauseReachesQueuedWaits checks that a pause holds off a wait that
+// had already reserved an earlier turn.
+func TestPauseReachesQueuedWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &Limiter{Limit: 1, Burst: 1}
+		w := l.For("k")
+		w.WaitN(t.Context(), 1)
+		start := time.Now()
+		done := make(chan time.Duration)
+		go func() {
+			w.WaitN(t.Context(), 1) // turn at 1 s
+			done <- time.Since(start)
+		}()
+		time.Sleep(100 * time.Millisecond)
+		w.(Pauser).Pause(t.Context(), 5*time.Second)
+		// The pause holds the queued wait: its turn at 1 s is inside the
+		// pause, which ends at 5.1 s with the bucket full again (burst 1):
+		// it goes then, not at 1 s.
+		if got, want := <-done, 5100*time.Millisecond; got != want {
+			t.Errorf("queued wait ended at %v; want %v, moved back by the pause", got, want)
+		}
+	})
 }
 
-func fmtQuota(q Quota) string {
-	s := fmt.Sprintf("  RetryAfter=%v (%v) NearLimit=%v Global=%v ShouldRetry=%v (%v)",
-		q.RetryAfter, q.HasRetryAfter, q.NearLimit, q.Global, q.ShouldRetry, q.HasShouldRetry)
-	for _, p := range q.Policies {
-		s += fmt.Sprintf("\n  %+v", p)
-	}
-	return s
-}
-
-// pol builds the Policy a test expects; the Known bits follow from which
-// numbers are given (-1 means absent).
-func pol(name, unit string, limit, remaining int64, window, reset time.Duration) Policy {
-	p := Policy{Name: name, Unit: unit}
-	if limit >= 0 {
-		p.Limit, p.Known = limit, p.Known|HasLimit
-	}
-	if remaining >= 0 {
-		p.Remaining, p.Known = remaining, p.Known|HasRemaining
-	}
-	if window >= 0 {
-		p.Window, p.Known = window, p.Known|HasWindow
-	}
-	if reset >= 0 {
-		p.Reset, p.Known = reset, p.Known|HasReset
-	}
-	return p
-}
-
-const no = -1 // an absent number in pol
-
-func TestQuotaWait(t *testing.T) {
+// TestFeedback checks what Transport reads from a response for the waiter.
+func TestFeedback(t *testing.T) {
+	now := time.Now()
 	tests := []struct {
 		name   string
-		q      Quota
-		want   time.Duration
-		wantOK bool
+		status int
+		h      map[string]string
+		tr     *Transport
+		want   Feedback
 	}{
-		{"empty", Quota{}, 0, false},
-		{"retry-after wins even when shorter", Quota{
-			Policies:   []Policy{pol("", "requests", 10, 0, no, time.Hour)},
-			RetryAfter: 2 * time.Second, HasRetryAfter: true,
-		}, 2 * time.Second, true},
-		{"retry-after 0", Quota{HasRetryAfter: true}, 0, true},
-		{"longest reset among exhausted", Quota{Policies: []Policy{
-			pol("a", "requests", 10, 0, no, 30*time.Second),
-			pol("b", "tokens", 10, 5, no, time.Hour),
-			pol("c", "requests", 10, 0, no, time.Minute),
-		}}, time.Minute, true},
-		{"quota remains", Quota{Policies: []Policy{
-			pol("", "requests", 10, 3, no, 30*time.Second),
-		}}, 0, true},
-		{"exhausted without reset is unknown", Quota{Policies: []Policy{
-			pol("", "requests", 10, 0, no, no),
-			pol("", "tokens", 10, 5, no, time.Second),
-		}}, 0, false},
-		{"no remaining given", Quota{Policies: []Policy{
-			pol("", "requests", 10, no, time.Minute, no),
-		}}, 0, false},
+		{"bare 429", 429, nil, &Transport{}, Feedback{Throttled: true}},
+		{"bare 503", 503, nil, &Transport{}, Feedback{Throttled: true}},
+		{"bare 429, adaptive off", 429, nil, &Transport{DisableAdaptive: true}, Feedback{}},
+		{"429 with Retry-After", 429, map[string]string{"Retry-After": "3"}, &Transport{}, Feedback{Pause: 3 * time.Second}},
+		{"Retry-After on a 200 is not a pause", 200, map[string]string{"Retry-After": "3"}, &Transport{}, Feedback{}},
+		{"exhausted window on a 200", 200, map[string]string{"RateLimit-Policy": `"h";q=100;w=60`, "RateLimit": `"h";r=0;t=40`}, &Transport{},
+			Feedback{Pause: 40 * time.Second, HasRemaining: true, Remaining: 0, Reset: 40 * time.Second, Size: 100, Window: time.Minute,
+				HasDeclared: true, DeclaredRate: rate.Limit(100.0 / 60), DeclaredBurst: 100}},
+		{"declared off", 200, map[string]string{"RateLimit-Policy": `"h";q=100;w=60`, "RateLimit": `"h";r=5;t=40`}, &Transport{DisableDeclaredLimits: true},
+			Feedback{HasRemaining: true, Remaining: 5, Reset: 40 * time.Second, Size: 100, Window: time.Minute}},
+		{"per-second window is not tracked", 200, map[string]string{"RateLimit-Policy": `"s";q=10;w=1`, "RateLimit": `"s";r=5;t=1`}, &Transport{},
+			Feedback{HasDeclared: true, DeclaredRate: 10, DeclaredBurst: 10}},
+		{"tokens ignored when Cost counts requests", 200, map[string]string{
+			"x-ratelimit-limit-tokens": "1000", "x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "30s"}, &Transport{},
+			Feedback{Pause: 30 * time.Second}},
+		{"a year's reset is waited MaxRetryAfter", 200, map[string]string{"RateLimit-Policy": `"y";q=1;w=31000000`, "RateLimit": `"y";r=0;t=30000000`}, &Transport{},
+			Feedback{Pause: time.Minute, HasRemaining: true, Remaining: 0, Reset: time.Minute, Size: 1, Window: 31000000 * time.Second}},
+		{"a token bucket's short reset is not a window", 200, map[string]string{"Date": now.UTC().Format(http.TimeFormat),
+			"X-RateLimit-Limit": "50", "X-RateLimit-Remaining": "3", "X-RateLimit-Reset": strconv.FormatInt(now.Unix()+2, 10)}, &Transport{},
+			Feedback{}},
+		{"tokens counted", 200, map[string]string{
+			"x-ratelimit-limit-tokens": "1000", "x-ratelimit-remaining-tokens": "10", "x-ratelimit-reset-tokens": "30s"}, &Transport{CostUnit: "tokens"},
+			Feedback{HasRemaining: true, Remaining: 10, Reset: 30 * time.Second, Size: 1000}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := tt.q.Wait()
-			if got != tt.want || ok != tt.wantOK {
-				t.Errorf("Wait() = %v, %v; want %v, %v", got, ok, tt.want, tt.wantOK)
+			h := make(http.Header)
+			for k, v := range tt.h {
+				h.Set(k, v)
+			}
+			resp := &http.Response{StatusCode: tt.status, Header: h}
+			got, _, _ := tt.tr.feedback(resp, ratelimit.Parse(h, now), 0)
+			if got != tt.want {
+				t.Errorf("feedback =\n%+v\nwant\n%+v", got, tt.want)
 			}
 		})
 	}
 }
 
-func TestQuotaBinding(t *testing.T) {
-	tests := []struct {
-		name     string
-		policies []Policy
-		want     int // index into policies; -1: none
-	}{
-		{"none", nil, -1},
-		{"one", []Policy{pol("", "requests", 10, 5, no, no)}, 0},
-		{"least remaining, absolute", []Policy{
-			pol("", "tokens", 150000, 149984, no, 6*time.Minute),
-			pol("", "requests", 60, 59, no, time.Second),
-		}, 1},
-		{"exhausted beats less remaining", []Policy{
-			pol("burst", "requests", 10, 1, no, no),
-			pol("daily", "requests", 1000, 0, no, time.Hour),
-		}, 1},
-		{"longest reset among exhausted", []Policy{
-			pol("a", "requests", 10, 0, no, time.Second),
-			pol("b", "requests", 10, 0, no, time.Hour),
-			pol("c", "requests", 10, 0, no, no),
-		}, 1},
-		{"a known remaining beats an unknown one", []Policy{
-			pol("", "requests", 50, no, time.Minute, no),
-			pol("", "requests", 10, 9, no, no),
-		}, 1},
-		{"ties go to the first", []Policy{
-			pol("a", "requests", 10, 5, no, no),
-			pol("b", "requests", 10, 5, no, no),
-		}, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, ok := Quota{Policies: tt.policies}.Binding()
-			if tt.want < 0 {
-				if ok {
-					t.Errorf("Binding() = %+v, true; want false", got)
-				}
-				return
-			}
-			if !ok || got != tt.policies[tt.want] {
-				t.Errorf("Binding() = %+v, %v; want %+v, true", got, ok, tt.policies[tt.want])
-			}
-		})
-	}
-}
-
-func TestParseQuotaRules(t *testing.T) {
-	runQuotaCases(t, []quotaCase{
-		{name: "no headers", h: http.Header{}},
-		{name: "unrelated headers", h: hdr("Content-Type", "application/json", "Date", nowDate)},
-		{
-			name: "repeated fields keep the most conservative value",
-			h: hdr("X-RateLimit-Limit", "100", "X-RateLimit-Limit", "60",
-				"X-RateLimit-Remaining", "7", "X-RateLimit-Remaining", "3",
-				"X-RateLimit-Reset", "10", "X-RateLimit-Reset", "40",
-				"Retry-After", "5", "Retry-After", "20"),
-			want: Quota{Policies: []Policy{pol("", "requests", 60, 3, no, 40*time.Second)}, RetryAfter: 20 * time.Second, HasRetryAfter: true},
-		},
-		{
-			name: "keys in any case",
-			h:    http.Header{"x-ratelimit-limit": {"100"}, "X-RATELIMIT-REMAINING": {"0"}, "x-RateLimit-Reset": {"30"}},
-			want: Quota{Policies: []Policy{pol("", "requests", 100, 0, no, 30*time.Second)}},
-		},
-		{
-			name: "same key in two cases merges conservatively",
-			h:    http.Header{"x-ratelimit-remaining": {"5"}, "X-Ratelimit-Remaining": {"2"}},
-			want: Quota{Policies: []Policy{pol("", "requests", no, 2, no, no)}},
-		},
-		{
-			name: "invalid numbers are absent, never 0",
-			h: hdr("X-RateLimit-Limit", "-1", "X-RateLimit-Remaining", "+30",
-				"X-RateLimit-Reset", "NaN", "X-RateLimit-Used", "0x1E",
-				"X-RateLimit-Limit-Requests", "1e30", "X-RateLimit-Remaining-Requests", "３０",
-				"X-RateLimit-Reset-Requests", "", "X-RateLimit-Limit-Tokens", "99999999999999999999",
-				"X-RateLimit-Remaining-Tokens", " ", "X-RateLimit-Reset-Tokens", "-1s"),
-		},
-		{
-			name: "a wait or reset over a year is absent",
-			h: hdr("Date", nowDate, "Retry-After", "31536001", "X-RateLimit-Remaining", "0",
-				"X-RateLimit-Reset", epoch(366*24*time.Hour), "X-RateLimit-Reset-Tokens", "8761h",
-				"X-RateLimit-Remaining-Tokens", "0"),
-			want: Quota{Policies: []Policy{pol("", "requests", no, 0, no, no), pol("", "tokens", no, 0, no, no)}},
-		},
-		{
-			name: "a year exactly is kept",
-			h:    hdr("Retry-After", "31536000"),
-			want: Quota{RetryAfter: maxWait, HasRetryAfter: true},
-		},
-		{
-			name: "identical policies from two dialects are one",
-			h: hdr("X-Rate-Limit", "700", "X-Rate-Limit-Remaining", "699",
-				"RateLimit-Limit", "700", "RateLimit-Remaining", "699"),
-			want: Quota{Policies: []Policy{pol("", "requests", 700, 699, no, no)}},
-		},
-	})
-}
-
-func TestParseQuotaEpochOrDelta(t *testing.T) {
-	runQuotaCases(t, []quotaCase{
-		{name: "delta seconds", h: hdr("Date", nowDate, "X-RateLimit-Reset", "59"),
-			want: Quota{Policies: []Policy{pol("", "requests", no, no, no, 59*time.Second)}}},
-		{name: "epoch seconds", h: hdr("Date", nowDate, "X-RateLimit-Reset", epoch(59*time.Second)),
-			want: Quota{Policies: []Policy{pol("", "requests", no, no, no, 59*time.Second)}}},
-		{name: "epoch milliseconds", h: hdr("Date", nowDate, "X-RateLimit-Reset", strconv.FormatInt(now.Add(1500*time.Millisecond).UnixMilli(), 10)),
-			want: Quota{Policies: []Policy{pol("", "requests", no, no, no, 1500*time.Millisecond)}}},
-		{name: "epoch in the past is 0", h: hdr("Date", nowDate, "X-RateLimit-Reset", epoch(-time.Hour)),
-			want: Quota{Policies: []Policy{pol("", "requests", no, no, no, 0)}}},
-		{name: "largest delta under the epoch threshold is over a year", h: hdr("X-RateLimit-Reset", "999999999")},
-		{name: "epoch against a skewed local clock", h: hdr("Date", nowDate, "X-RateLimit-Reset", epoch(59*time.Second)),
-			received: now.Add(-7 * time.Minute),
-			want:     Quota{Policies: []Policy{pol("", "requests", no, no, no, 59*time.Second)}}},
-		{name: "epoch without Date uses the receive time", h: hdr("X-RateLimit-Reset", epoch(59*time.Second)),
-			received: now.Add(9 * time.Second),
-			want:     Quota{Policies: []Policy{pol("", "requests", no, no, no, 50*time.Second)}}},
-		{name: "invalid Date uses the receive time", h: hdr("Date", "yesterday", "X-RateLimit-Reset", epoch(59*time.Second)),
-			want: Quota{Policies: []Policy{pol("", "requests", no, no, no, 59*time.Second)}}},
-	})
-}
-
-// Typical responses for the benchmarks, as the vendors document them.
-var (
-	githubResponse = hdr(
-		"Date", nowDate, "Content-Type", "application/json; charset=utf-8",
-		"Cache-Control", "private, max-age=60, s-maxage=60", "Etag", `W/"a5f3d0e1"`,
-		"X-Github-Media-Type", "github.v3; format=json", "X-Github-Api-Version-Selected", "2022-11-28",
-		"X-Ratelimit-Limit", "5000", "X-Ratelimit-Remaining", "4999", "X-Ratelimit-Reset", epoch(time.Hour),
-		"X-Ratelimit-Used", "1", "X-Ratelimit-Resource", "core", "X-Github-Request-Id", "CC54:3A5F:1B2E3C:1C4D5E:6834F5A4",
-		"Server", "github.com", "Vary", "Accept, Authorization, Cookie, X-GitHub-OTP",
-	)
-	openAIResponse = hdr(
-		"Date", nowDate, "Content-Type", "application/json", "Openai-Organization", "user-abc",
-		"Openai-Processing-Ms", "312", "Openai-Version", "2020-10-01", "X-Request-Id", "req_8f7e6d5c",
-		"X-Ratelimit-Limit-Requests", "60", "X-Ratelimit-Limit-Tokens", "150000",
-		"X-Ratelimit-Remaining-Requests", "59", "X-Ratelimit-Remaining-Tokens", "149984",
-		"X-Ratelimit-Reset-Requests", "1s", "X-Ratelimit-Reset-Tokens", "6m0s",
-		"Cf-Ray", "8f1e2d3c4b5a6978-AMS", "Server", "cloudflare",
-	)
-)
-
-func BenchmarkParseQuota(b *testing.B) {
-	for _, bc := range []struct {
-		name string
-		h    http.Header
-	}{{"GitHub", githubResponse}, {"OpenAI", openAIResponse}} {
-		b.Run(bc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				ParseQuota(bc.h, now)
-			}
-		})
-	}
-}
-
-func TestParseQuotaBoundsPolicies(t *testing.T) {
-	// 400 policies a field, each field within maxFieldBytes: the policy
-	// cap, not the byte budget, is what bounds them.
-	var azure, ietf, named []byte
-	for i := range 400 {
-		azure = fmt.Appendf(azure, "p%d;%d,", i, i)
-		ietf = fmt.Appendf(ietf, "%d;w=%d, ", i+1, i+1)
-		named = fmt.Appendf(named, `"p%d";q=%d, `, i, i)
-	}
-	for _, h := range []http.Header{
-		hdr("X-Ms-Ratelimit-Remaining-Resource", string(azure)),
-		hdr("RateLimit-Limit", string(ietf[:len(ietf)-2])),
-		hdr("RateLimit-Policy", string(named[:len(named)-2])),
-		hdr("X-RateLimit-Limit", string(ietf[:len(ietf)-2])),
-	} {
-		q := ParseQuota(h, now)
-		if len(q.Policies) == 0 || len(q.Policies) > maxPolicies {
-			t.Errorf("ParseQuota(%.40s…) gave %d policies; want 1 to %d", fmt.Sprint(h), len(q.Policies), maxPolicies)
+// FuzzFeedback checks that no response, however hostile its headers, makes
+// the Transport ask a waiter for a wait longer than MaxRetryAfter, or a
+// negative one, and that applying it never panics.
+func FuzzFeedback(f *testing.F) {
+	f.Add(429, "Retry-After", "3600", "RateLimit", `"a";r=0;t=99999999`)
+	f.Add(200, "RateLimit-Policy", `"y";q=1;w=31000000`, "RateLimit", `"y";r=0;t=30000000`)
+	f.Add(200, "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "99999999999999")
+	f.Add(503, "x-ratelimit-reset-requests", "2m59.56s", "x-ratelimit-remaining-requests", "-1")
+	f.Add(200, "RateLimit-Limit", "10, 10;w=1, 50;w=60", "RateLimit-Remaining", "NaN")
+	f.Fuzz(func(t *testing.T, status int, k1, v1, k2, v2 string) {
+		h := http.Header{}
+		h.Add(k1, v1)
+		h.Add(k2, v2)
+		tr := &Transport{Retry: RetryPolicy{MaxRetryAfter: 10 * time.Second}}
+		limit := tr.Retry.maxRetryAfter()
+		fb, _, _ := tr.feedback(&http.Response{StatusCode: status, Header: h}, ratelimit.Parse(h, time.Now()), 0)
+		if fb.Pause < 0 || fb.Pause > limit || fb.Reset < 0 || fb.Reset > limit || fb.Remaining < 0 {
+			t.Fatalf("feedback %+v: a wait outside [0, %v] or negative remaining", fb, limit)
 		}
-		checkQuota(t, q)
-	}
+		if fb.HasDeclared && (fb.DeclaredRate <= 0 || time.Duration(float64(time.Second)/float64(fb.DeclaredRate)) > limit || fb.DeclaredBurst < 1) {
+			t.Fatalf("feedback %+v: a declared pace slower than one per %v", fb, limit)
+		}
+		var l Limiter
+		if err := l.For("k").(Adapter).Adapt(t.Context(), fb); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
-func TestParseQuotaBindingAndWait(t *testing.T) {
+// TestFeedbackRetryDelay checks when a response's wait sets the retry
+// delay (said) and when the backoff decides.
+func TestFeedbackRetryDelay(t *testing.T) {
 	tests := []struct {
-		name        string
-		h           http.Header
-		wantBinding Policy
-		wantWait    time.Duration
-		wantOK      bool
+		name   string
+		status int
+		h      map[string]string
+		wait   time.Duration
+		said   bool
 	}{
-		{"OpenAI tokens spent",
-			hdr("x-ratelimit-limit-requests", "60", "x-ratelimit-remaining-requests", "58", "x-ratelimit-reset-requests", "2s",
-				"x-ratelimit-limit-tokens", "150000", "x-ratelimit-remaining-tokens", "0", "x-ratelimit-reset-tokens", "6m0s"),
-			pol("", "tokens", 150000, 0, no, 6*time.Minute), 6 * time.Minute, true},
-		{"GitHub secondary limit: Retry-After wins",
-			hdr("Date", nowDate, "Retry-After", "60", "X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "4000",
-				"X-RateLimit-Reset", epoch(time.Hour)),
-			pol("", "requests", 5000, 4000, no, time.Hour), time.Minute, true},
-		{"gateway and app: the gateway is spent",
-			hdr("RateLimit-Policy", `"gateway";q=10;w=1`, "RateLimit", `"gateway";r=0;t=1`,
-				"X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "4999", "X-RateLimit-Reset", "3600"),
-			pol("gateway", "requests", 10, 0, time.Second, time.Second), time.Second, true},
-		{"per-second and per-day both spent: the longer reset",
-			hdr("RateLimit-Policy", `"s";q=10;w=1, "d";q=1000;w=86400`, "RateLimit", `"s";r=0;t=1, "d";r=0;t=7200`),
-			pol("d", "requests", 1000, 0, 24*time.Hour, 2*time.Hour), 2 * time.Hour, true},
+		{"429 Retry-After", 429, map[string]string{"Retry-After": "3"}, 3 * time.Second, true},
+		{"503 Retry-After 0 means now", 503, map[string]string{"Retry-After": "0"}, 0, true},
+		{"Retry-After on a 200 is advice for it alone", 200, map[string]string{"Retry-After": "3"}, 0, false},
+		{"Retry-After on a 502 is advice for it alone", 502, map[string]string{"Retry-After": "3600"}, 0, false},
+		{"429 saying quota remains: the backoff decides", 429, map[string]string{"X-RateLimit-Limit": "10", "X-RateLimit-Remaining": "5"}, 0, false},
+		{"spent quota's reset on a 200", 200, map[string]string{"RateLimit-Policy": `"h";q=100;w=60`, "RateLimit": `"h";r=0;t=40`}, 40 * time.Second, true},
+		{"bare 429", 429, nil, 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			q := ParseQuota(tt.h, now)
-			if got, ok := q.Binding(); !ok || got != tt.wantBinding {
-				t.Errorf("Binding() = %+v, %v; want %+v, true", got, ok, tt.wantBinding)
+			h := make(http.Header)
+			for k, v := range tt.h {
+				h.Set(k, v)
 			}
-			if got, ok := q.Wait(); got != tt.wantWait || ok != tt.wantOK {
-				t.Errorf("Wait() = %v, %v; want %v, %v", got, ok, tt.wantWait, tt.wantOK)
+			_, wait, said := (&Transport{}).feedback(&http.Response{StatusCode: tt.status, Header: h}, ratelimit.Parse(h, time.Now()), 0)
+			if wait != tt.wait || said != tt.said {
+				t.Errorf("feedback wait, said = %v, %v; want %v, %v", wait, said, tt.wait, tt.said)
 			}
 		})
 	}
-}
-
-// TestParseQuotaImplausibleDate checks that a Date more than a day from
-// the receive time is ignored: measured against it, a short Retry-After
-// date became a long wait, and a spent window no wait at all.
-func TestParseQuotaImplausibleDate(t *testing.T) {
-	date := func(d time.Duration) string { return now.Add(d).UTC().Format(http.TimeFormat) }
-	runQuotaCases(t, []quotaCase{
-		{name: "Date 10 days behind: Retry-After date measured against the receive time",
-			h:    hdr("Date", date(-10*24*time.Hour), "Retry-After", date(30*time.Second)),
-			want: Quota{RetryAfter: 30 * time.Second, HasRetryAfter: true}},
-		{name: "Date 10 days ahead: a spent window still waits for its reset",
-			h:    hdr("Date", date(10*24*time.Hour), "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", epoch(time.Minute)),
-			want: Quota{Policies: []Policy{pol("", "requests", no, 0, no, time.Minute)}}},
-		{name: "Date 2000-01-01 (a server whose clock was never set)",
-			h:    hdr("Date", "Sat, 01 Jan 2000 00:00:00 GMT", "Anthropic-Ratelimit-Tokens-Remaining", "0", "Anthropic-Ratelimit-Tokens-Reset", "2025-05-26T05:00:16Z"),
-			want: Quota{Policies: []Policy{pol("", "tokens", no, 0, no, 12*time.Second)}}},
-		{name: "Date 23 hours ahead is skew: it is the clock",
-			h:    hdr("Date", date(23*time.Hour), "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", epoch(23*time.Hour+time.Minute)),
-			want: Quota{Policies: []Policy{pol("", "requests", no, 0, no, time.Minute)}}},
-		{name: "an implausible Date line is passed over for a plausible one",
-			h:    http.Header{"Date": {date(-72 * time.Hour), nowDate}, "Retry-After": {date(5 * time.Second)}},
-			want: Quota{RetryAfter: 5 * time.Second, HasRetryAfter: true}},
-	})
 }

@@ -393,11 +393,11 @@ func (b *bucket) Adapt(ctx context.Context, f Feedback) error {
 	if f.Pause > 0 {
 		moved = s.pause(now + float64(f.Pause))
 	}
-	if f.HasDeclared && b.pacing.interval == 0 && f.Limit > 0 && f.Limit != rate.Inf && !math.IsNaN(float64(f.Limit)) {
-		s.declare(now, b.pacing, 1e9/float64(f.Limit), float64(max(f.Burst, 1)))
+	if f.HasDeclared && b.pacing.interval == 0 && f.DeclaredRate > 0 && f.DeclaredRate != rate.Inf && !math.IsNaN(float64(f.DeclaredRate)) {
+		s.declare(now, b.pacing, 1e9/float64(f.DeclaredRate), float64(max(f.DeclaredBurst, 1)))
 		moved = true
 	}
-	if f.HasWindow && !math.IsNaN(f.Remaining) && !math.IsNaN(f.Size) {
+	if f.HasRemaining && !math.IsNaN(f.Remaining) && !math.IsNaN(f.Size) {
 		s.window(now, max(f.Remaining, 0), float64(max(f.Reset, 0)), max(f.Size, 0), float64(max(f.Window, 0)), b.pacing)
 		moved = true
 	}

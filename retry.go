@@ -6,11 +6,11 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/throttle-go/throttle/ratelimit"
 )
 
 // RetryPolicy says which failed requests [Transport] sends again, and when.
@@ -196,9 +196,9 @@ type Outcome struct {
 	Err      error          // the attempt's transport error
 	Attempt  int            // 1 for the first attempt
 
-	// Quota is what the response's headers say (see [ParseQuota]); zero
-	// when Err is set.
-	Quota Quota
+	// Reading is what the response's headers say (see [ratelimit.Parse]);
+	// zero when Err is set.
+	Reading ratelimit.Reading
 
 	// Wait is how long the server asked every caller of the quota to hold
 	// off: a 429's or 503's Retry-After, or the reset of a quota the
@@ -250,8 +250,9 @@ const (
 )
 
 // DefaultClassify is the decision of the zero [RetryPolicy]: see there.
-// A failure that is not retried gets a Reason; x-should-retry is read on
-// 4xx and 5xx responses only.
+// A failure that is not retried gets a Reason; x-should-retry (read from
+// o.Reading, where a false in any of its lines wins) counts on 4xx and
+// 5xx responses only.
 func DefaultClassify(o Outcome) Decision {
 	req := o.Request
 	if o.Err != nil {
@@ -278,8 +279,8 @@ func DefaultClassify(o Outcome) Decision {
 		// with x-ratelimit-remaining 0 and a reset; any other 403 is an
 		// answer.
 		switch {
-		case o.Quota.HasRetryAfter:
-			limited, d.Pause = true, o.Quota.RetryAfter
+		case o.Reading.HasRetryAfter:
+			limited, d.Pause = true, o.Reading.RetryAfter
 		case o.HasWait && o.Wait > 0:
 			limited, d.Pause = true, o.Wait
 		}
@@ -287,10 +288,10 @@ func DefaultClassify(o Outcome) Decision {
 	} else if o.HasWait {
 		d.Delay, d.HasDelay = o.Wait, true
 	}
-	switch shouldRetry(o.Response.Header) {
-	case "false":
+	switch r := o.Reading; {
+	case r.Permanent():
 		return Decision{Pause: d.Pause, Reason: reasonShouldNotRetry}
-	case "true":
+	case r.HasShouldRetry: // x-should-retry: true
 	default:
 		switch {
 		case limited:
@@ -310,23 +311,6 @@ func DefaultClassify(o Outcome) Decision {
 	}
 	d.Retry = true
 	return d
-}
-
-// shouldRetry returns x-should-retry's value ("true", "false", or ""
-// when absent or anything else): OpenAI's and Anthropic's APIs say with
-// it whether a failure is worth retrying, and their SDKs obey it.
-func shouldRetry(h http.Header) string {
-	v, ok := h["X-Should-Retry"]
-	if !ok || len(v) == 0 {
-		return ""
-	}
-	switch {
-	case strings.EqualFold(v[0], "true"):
-		return "true"
-	case strings.EqualFold(v[0], "false"):
-		return "false"
-	}
-	return ""
 }
 
 func (p *RetryPolicy) classify(o Outcome) Decision {
@@ -388,6 +372,24 @@ func (r *retries) next(o Outcome, d Decision, now time.Time, slowed bool) (retry
 		return false, 0, reasonBudget
 	}
 	return true, delay, ""
+}
+
+// waitFailed decides what follows a wait for quota that failed before
+// attempt: bound is the reason of the bound the wait was refused at ("" for
+// a failure of the waiter's own, or an ended context), last whether the
+// previous attempt's response is kept. When a retry could not start in
+// time, that response is the answer; else the request fails, with the
+// reason its give-up reports.
+func (r *retries) waitFailed(attempt int, bound string, last bool) (answer bool, reason string) {
+	switch {
+	case last && bound != "":
+		return true, bound
+	case r.req.Context().Err() != nil:
+		return false, reasonContextEnded
+	case attempt == 1 || bound == "":
+		return false, reasonWaitFailed
+	}
+	return false, bound
 }
 
 // bound returns the latest time the quota wait of attempt may end (zero

@@ -417,3 +417,39 @@ func TestTransportPermanent429(t *testing.T) {
 		}
 	})
 }
+
+// TestRetriesWaitFailed checks the give-up that follows a failed wait for
+// quota: a retry refused at a bound answers with the last response; else
+// the request fails, for its context, its waiter, or the bound.
+func TestRetriesWaitFailed(t *testing.T) {
+	live, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ended, end := context.WithCancel(context.Background())
+	end()
+	tests := []struct {
+		name       string
+		ctx        context.Context
+		attempt    int
+		bound      string
+		last       bool
+		wantAnswer bool
+		wantReason string
+	}{
+		{"retry past MaxElapsed answers with the last response", live, 2, reasonMaxElapsed, true, true, reasonMaxElapsed},
+		{"retry past the deadline answers with the last response", ended, 3, reasonDeadline, true, true, reasonDeadline},
+		{"context ended", ended, 2, "", true, false, reasonContextEnded},
+		{"first attempt refused at the deadline", live, 1, reasonDeadline, false, false, reasonWaitFailed},
+		{"waiter's own failure", live, 2, "", false, false, reasonWaitFailed},
+		{"retry refused with nothing kept", live, 2, reasonMaxElapsed, false, false, reasonMaxElapsed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequestWithContext(tt.ctx, "GET", "http://api.example/", nil)
+			rs := &retries{t: &Transport{}, req: req, start: time.Now()}
+			answer, reason := rs.waitFailed(tt.attempt, tt.bound, tt.last)
+			if answer != tt.wantAnswer || reason != tt.wantReason {
+				t.Errorf("waitFailed(%d, %q, %v) = %v, %q; want %v, %q", tt.attempt, tt.bound, tt.last, answer, reason, tt.wantAnswer, tt.wantReason)
+			}
+		})
+	}
+}

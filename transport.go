@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"time"
+
+	"github.com/throttle-go/throttle/ratelimit"
 )
 
 // Transport is an [http.RoundTripper] that paces requests with a [Waiter],
@@ -24,7 +26,7 @@ import (
 //     nothing reserved, the request body is closed and the wait's error
 //     is returned.
 //  3. Send through Base. The caller's request is never modified.
-//  4. Read the response's headers ([ParseQuota]), and decide what follows
+//  4. Read the response's headers ([ratelimit.Parse]), and decide what follows
 //     ([RetryPolicy].Classify). If the server says the quota is spent (a
 //     429 or 503 with Retry-After, a rate-limit 403, or remaining 0 with a
 //     reset), pause the key until then, so every caller of that key holds
@@ -74,7 +76,7 @@ type Transport struct {
 	Retry RetryPolicy
 
 	// CostUnit is what Cost counts, matched against the unit of the
-	// policies a server describes ([Policy].Unit): the quota windows of
+	// policies a server describes ([ratelimit.Policy].Unit): the quota windows of
 	// that unit pace the key. "" means "requests"; set "tokens" when Cost
 	// returns an LLM call's tokens.
 	CostUnit string
@@ -221,22 +223,15 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				return nil, t.giveUp(ev, reasonRewindFailed, err)
 			}
 		}
-		if reason, err := t.wait(ctx, rs, w, key, n, attempt); err != nil {
+		if bound, err := t.wait(ctx, rs, w, key, n, attempt); err != nil {
 			closeBody(r)
-			if last != nil && reason != "" {
-				// The retry could not start in time: the last response
-				// is the answer.
+			answer, reason := rs.waitFailed(attempt, bound, last != nil)
+			if answer {
 				ev.Attempt, ev.StatusCode = attempt-1, last.StatusCode
 				t.giveUp(ev, reason, nil)
 				return last, nil
 			}
 			closeResponse(last)
-			switch {
-			case ctx.Err() != nil:
-				reason = reasonContextEnded
-			case attempt == 1 || reason == "":
-				reason = reasonWaitFailed
-			}
 			return nil, t.giveUp(ev, reason, err)
 		}
 		closeResponse(last)
@@ -369,13 +364,13 @@ func (t *Transport) wait(ctx context.Context, rs *retries, w Waiter, key string,
 // reached a waiter that slows down for it (an [Adapter]).
 func (t *Transport) observe(ctx context.Context, o *Outcome, w Waiter, key string, n int, sent, now time.Time) (d Decision, slowed bool) {
 	resp := o.Response
-	o.Quota = ParseQuota(resp.Header, now)
-	f, wait, said := t.feedback(resp, o.Quota, now.Sub(sent))
+	o.Reading = ratelimit.Parse(resp.Header, now)
+	f, wait, said := t.feedback(resp, o.Reading, now.Sub(sent))
 	f.Cost = n
 	o.Wait, o.HasWait = wait, said
 	d = t.Retry.classify(*o)
 	f.Pause = max(f.Pause, min(d.Pause, t.Retry.maxRetryAfter()))
-	if f.Throttled && shouldRetry(resp.Header) == "false" {
+	if f.Throttled && o.Reading.Permanent() {
 		f.Throttled = false // a permanent rejection: a slower pace cannot help
 	}
 	switch w := w.(type) {

@@ -49,7 +49,7 @@ type KeyedWaiter interface {
 //
 // Pause takes a duration rather than a time so that no clock other than the
 // waiter's own is involved: the server's reset times are converted to
-// durations against the server's Date header (see [ParseQuota]).
+// durations against the server's Date header (see [ratelimit.Parse]).
 type Pauser interface {
 	Pause(ctx context.Context, d time.Duration) error
 }

@@ -85,7 +85,7 @@ func TestAdaptOutage(t *testing.T) {
 	w := q.For("k").(throttle.Adapter)
 	ctx := context.Background()
 	start := time.Now()
-	if err := w.Adapt(ctx, throttle.Feedback{HasWindow: true, Remaining: 3, Reset: time.Second, Throttled: true}); err != nil {
+	if err := w.Adapt(ctx, throttle.Feedback{HasRemaining: true, Remaining: 3, Reset: time.Second, Throttled: true}); err != nil {
 		t.Errorf("Adapt(window, throttled) during an outage = %v; want nil", err)
 	}
 	if err := w.Adapt(ctx, throttle.Feedback{Pause: time.Second}); !errors.Is(err, ErrStoreUnavailable) {
@@ -130,7 +130,7 @@ func TestWindowFleet(t *testing.T) {
 	w1, w2 := q1.For("api").(*keyWaiter), q2.For("api").(*keyWaiter)
 	ctx := context.Background()
 	win := func(left float64) throttle.Feedback {
-		return throttle.Feedback{HasWindow: true, Remaining: left, Reset: 2 * time.Second, Size: 10, Window: 2 * time.Second}
+		return throttle.Feedback{HasRemaining: true, Remaining: left, Reset: 2 * time.Second, Size: 10, Window: 2 * time.Second}
 	}
 	before := redisNow(t, c1)
 	if err := w1.Adapt(ctx, win(5)); err != nil {
@@ -229,7 +229,7 @@ func TestWindowSpread(t *testing.T) {
 	w := q.For("api").(*keyWaiter)
 	ctx := context.Background()
 	before := redisNow(t, c)
-	if err := w.Adapt(ctx, throttle.Feedback{HasWindow: true, Remaining: 4, Reset: 2 * time.Second}); err != nil {
+	if err := w.Adapt(ctx, throttle.Feedback{HasRemaining: true, Remaining: 4, Reset: 2 * time.Second}); err != nil {
 		t.Fatalf("Adapt = %v", err)
 	}
 	after := redisNow(t, c)

@@ -132,7 +132,7 @@ func TestRedisDefect4WindowFIFO(t *testing.T) {
 	w := q.For("k").(*keyWaiter)
 	ctx := context.Background()
 	before := redisNow(t, c)
-	if err := w.Adapt(ctx, throttle.Feedback{HasWindow: true, Remaining: 0, Reset: 500 * time.Millisecond}); err != nil {
+	if err := w.Adapt(ctx, throttle.Feedback{HasRemaining: true, Remaining: 0, Reset: 500 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	turns := make([]int64, 7)
@@ -149,7 +149,7 @@ func TestRedisDefect4WindowFIFO(t *testing.T) {
 			}
 			turns[i] = turn
 			once.Do(func() { // the probe's response: a new window
-				if err := w.Adapt(ctx, throttle.Feedback{HasWindow: true, Remaining: 20, Reset: 10 * time.Second}); err != nil {
+				if err := w.Adapt(ctx, throttle.Feedback{HasRemaining: true, Remaining: 20, Reset: 10 * time.Second}); err != nil {
 					t.Error(err)
 				}
 			})

@@ -288,14 +288,14 @@ func (w *keyWaiter) Pause(ctx context.Context, d time.Duration) error {
 // Adapt implements [throttle.Adapter]; see Quota.For. A Feedback that
 // says nothing (no pause, no window, no rejection) costs nothing.
 func (w *keyWaiter) Adapt(ctx context.Context, f throttle.Feedback) error {
-	if f.Pause <= 0 && !f.HasWindow && !f.Throttled {
+	if f.Pause <= 0 && !f.HasRemaining && !f.Throttled {
 		return nil
 	}
 	if f.Pause > 0 {
 		w.q.memo.pause(w.rkey, time.Now().Add(min(f.Pause, maxPause)))
 	}
 	remaining, reset, size, length := "", "0", "0", "0"
-	if f.HasWindow && !math.IsNaN(f.Remaining) && !math.IsNaN(f.Size) {
+	if f.HasRemaining && !math.IsNaN(f.Remaining) && !math.IsNaN(f.Size) {
 		remaining = strconv.FormatFloat(max(f.Remaining, 0), 'g', -1, 64)
 		reset, length = us(f.Reset), us(f.Window)
 		size = strconv.FormatFloat(max(f.Size, 0), 'g', -1, 64)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/throttle-go/throttle"
+	"github.com/throttle-go/throttle/ratelimit"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 )
@@ -23,7 +24,7 @@ import (
 //     is not retried; error.type says which). Requests given up on are
 //     counted by OnEvent, as "gave_up".
 //   - throttle.quota.remaining: the units left that the final response
-//     reports ([throttle.ParseQuota]), the least among its policies of each
+//     reports ([ratelimit.Parse]), the least among its policies of each
 //     unit, by key and throttle.quota.unit. With no throttle.key attribute (Keys is
 //     zero) the gauge is the last value any key reported: meaningful when
 //     the Transport serves one quota.
@@ -117,10 +118,10 @@ func (rt *roundTripper) keyOf(req *http.Request) string {
 // remaining among them: a response may describe requests and tokens
 // (OpenAI, Anthropic), a minute's and a day's quota.
 func (r *Recorder) recordQuota(ctx context.Context, resp *http.Response, attrs []attribute.KeyValue) {
-	q := throttle.ParseQuota(resp.Header, time.Now())
+	q := ratelimit.Parse(resp.Header, time.Now())
 	least := make(map[string]int64, 2)
 	for _, p := range q.Policies {
-		if p.Known&throttle.HasRemaining == 0 {
+		if !p.HasRemaining {
 			continue
 		}
 		unit := p.Unit

@@ -171,7 +171,7 @@ func (c *checker) neverOver() {
 	// A declared limit applies from its op until the next: the bucket is
 	// full when it is declared.
 	for k, o := range c.seq.Ops {
-		if o.Kind != Adapt || !o.F.HasDeclared || o.F.Limit <= 0 {
+		if o.Kind != Adapt || !o.F.HasDeclared || o.F.DeclaredRate <= 0 {
 			continue
 		}
 		lo, hi := ns(c.lg.Results[k].Return)+c.tol, math.Inf(1)
@@ -187,8 +187,8 @@ func (c *checker) neverOver() {
 				seg = append(seg, i)
 			}
 		}
-		c.gcra(seg, 1e9/float64(o.F.Limit), float64(max(o.F.Burst, 1)),
-			fmt.Sprintf("declared %v/s burst %d by op %d", o.F.Limit, o.F.Burst, k))
+		c.gcra(seg, 1e9/float64(o.F.DeclaredRate), float64(max(o.F.DeclaredBurst, 1)),
+			fmt.Sprintf("declared %v/s burst %d by op %d", o.F.DeclaredRate, o.F.DeclaredBurst, k))
 	}
 }
 
@@ -213,12 +213,12 @@ func (c *checker) pauses() {
 // more units are admitted than it said remain.
 func (c *checker) windows() {
 	for k, o := range c.seq.Ops {
-		if o.Kind != Adapt || !o.F.HasWindow {
+		if o.Kind != Adapt || !o.F.HasRemaining {
 			continue
 		}
 		lo, hi := c.ret(k)+c.tol, c.call(k)+ns(o.F.Reset)
 		for k2 := k + 1; k2 < len(c.seq.Ops); k2++ {
-			if o2 := c.seq.Ops[k2]; o2.Kind == Adapt && o2.F.HasWindow {
+			if o2 := c.seq.Ops[k2]; o2.Kind == Adapt && o2.F.HasRemaining {
 				hi = min(hi, c.call(k2))
 				break
 			}

@@ -146,14 +146,14 @@ func (o Op) String() string {
 		if f.Pause > 0 {
 			fmt.Fprintf(&b, "Pause: %v, ", f.Pause)
 		}
-		if f.HasWindow {
+		if f.HasRemaining {
 			fmt.Fprintf(&b, "Remaining: %v, Reset: %v, Size: %v, Window: %v, ", f.Remaining, f.Reset, f.Size, f.Window)
 		}
 		if f.Throttled {
 			fmt.Fprintf(&b, "Throttled, Age: %v, ", f.Age)
 		}
 		if f.HasDeclared {
-			fmt.Fprintf(&b, "Limit: %v, Burst: %d, ", f.Limit, f.Burst)
+			fmt.Fprintf(&b, "DeclaredRate: %v, DeclaredBurst: %d, ", f.DeclaredRate, f.DeclaredBurst)
 		}
 		fmt.Fprintf(&b, "Cost: %d}", f.Cost)
 	}
@@ -210,7 +210,7 @@ type Options struct {
 	Deadlines bool // some waits have a deadline
 	Cancels   bool // some waits are cancelled after a delay
 	Pauses    bool // Pause and Adapt{Pause}, some extending the last
-	Windows   bool // Adapt{HasWindow}
+	Windows   bool // Adapt{HasRemaining}
 	Rejects   bool // Adapt{Throttled}
 	Declares  bool // Adapt{HasDeclared}: only for a Config without a limit
 }
@@ -306,7 +306,7 @@ func Generate(seed int64, cfg Config, opt Options) Sequence {
 				// fewer units left), or the next one, whose reset is at
 				// least sameWindow after the last (resets closer than that
 				// are one window to the schedule: whole-second dialects).
-				f := throttle.Feedback{HasWindow: true}
+				f := throttle.Feedback{HasRemaining: true}
 				if winEnd > at && r.IntN(2) == 0 {
 					f.Remaining = float64(r.IntN(int(winLeft) + 1))
 					f.Reset, f.Size, f.Window = winEnd-at, winSize, winLen
@@ -329,7 +329,7 @@ func Generate(seed int64, cfg Config, opt Options) Sequence {
 				lims := []rate.Limit{2, 5, 10, 50}
 				// A declared burst holds the largest cost: a wait of more
 				// units than the burst conforms to no bucket.
-				o.Kind, o.F = Adapt, throttle.Feedback{HasDeclared: true, Limit: lims[r.IntN(len(lims))], Burst: maxN + r.IntN(4)}
+				o.Kind, o.F = Adapt, throttle.Feedback{HasDeclared: true, DeclaredRate: lims[r.IntN(len(lims))], DeclaredBurst: maxN + r.IntN(4)}
 			}
 			s.Ops = append(s.Ops, o)
 			continue

@@ -117,7 +117,7 @@ func (c *checker) noWedge() {
 			if d := o.pause(); d > 0 {
 				end = max(end, c.call(k)+ns(d))
 			}
-			if o.F.HasWindow {
+			if o.F.HasRemaining {
 				end = max(end, c.call(k)+ns(o.F.Reset))
 				windows = true
 			}
@@ -127,11 +127,11 @@ func (c *checker) noWedge() {
 					perUnit = max(perUnit, 1e9)
 				}
 			}
-			if o.F.HasDeclared && interval == 0 && o.F.Limit > 0 {
+			if o.F.HasDeclared && interval == 0 && o.F.DeclaredRate > 0 {
 				// A declared limit changes the pace and the bucket's depth
 				// (a smaller burst moves every queued turn later).
 				end = max(end, c.ret(k))
-				perUnit = max(perUnit, 1e9/float64(o.F.Limit))
+				perUnit = max(perUnit, 1e9/float64(o.F.DeclaredRate))
 			}
 		}
 		from := call

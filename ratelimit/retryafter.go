@@ -1,8 +1,17 @@
-package throttle
+package ratelimit
 
 import (
 	"time"
 )
+
+// The Retry-After family: Retry-After (RFC 9110, 10.2.3) and the
+// millisecond forms of Azure, Azure OpenAI, OpenAI and Anthropic.
+var _ = register(&dialect{
+	name: "Retry-After",
+	rank: rankRetryAfter,
+	keys: map[string]int{"Retry-After": 0, "Retry-After-Ms": 1, "X-Ms-Retry-After-Ms": 2},
+	read: func(r *Reading, c *clock, v view) { r.readRetryAfter(c, v.vals(0), v.vals(1), v.vals(2)) },
+})
 
 // ParseRetryAfter reads one Retry-After field value: delta-seconds ("120"),
 // a decimal number of seconds (Shopify sends "2.0"), or an HTTP-date in any
@@ -57,8 +66,8 @@ func retryAfterMillis(v string) (time.Duration, bool) {
 // and Anthropic send retry-after: 1 with retry-after-ms: 255, and their SDKs
 // wait the 255 ms). When they disagree by more than rounding explains,
 // neither is a rounding of the other and the longer one is kept.
-func (q *Quota) readRetryAfter(c *clock, secs, ms1, ms2 []string) {
-	var s, ms Quota // the seconds and the millisecond readings, apart
+func (q *Reading) readRetryAfter(c *clock, secs, ms1, ms2 []string) {
+	var s, ms Reading // the seconds and the millisecond readings, apart
 	for _, v := range secs {
 		if d, ok := c.retryAfter(v); ok {
 			s.addRetryAfter(d)
@@ -81,7 +90,7 @@ func (q *Quota) readRetryAfter(c *clock, secs, ms1, ms2 []string) {
 	}
 }
 
-func (q *Quota) addRetryAfter(d time.Duration) {
+func (q *Reading) addRetryAfter(d time.Duration) {
 	if !q.HasRetryAfter || d > q.RetryAfter {
 		q.RetryAfter, q.HasRetryAfter = d, true
 	}

@@ -1,4 +1,4 @@
-package throttle
+package ratelimit
 
 import (
 	"testing"
@@ -56,47 +56,47 @@ func TestParseRetryAfter(t *testing.T) {
 	}
 }
 
-func TestParseQuotaRetryAfterFamily(t *testing.T) {
-	runQuotaCases(t, []quotaCase{
+func TestParseRetryAfterFamily(t *testing.T) {
+	runCases(t, []readingCase{
 		{name: "Retry-After measured against Date, local clock 30 s behind",
 			h:        hdr("Date", nowDate, "Retry-After", "Mon, 26 May 2025 05:01:04 GMT"),
 			received: now.Add(-30 * time.Second),
-			want:     Quota{RetryAfter: time.Minute, HasRetryAfter: true}},
+			want:     Reading{RetryAfter: time.Minute, HasRetryAfter: true}},
 		{name: "Retry-After measured against Date, local clock 30 s ahead",
 			h:        hdr("Date", nowDate, "Retry-After", "Mon, 26 May 2025 05:01:04 GMT"),
 			received: now.Add(30 * time.Second),
-			want:     Quota{RetryAfter: time.Minute, HasRetryAfter: true}},
+			want:     Reading{RetryAfter: time.Minute, HasRetryAfter: true}},
 		// Azure OpenAI sends retry-after-ms and x-ms-retry-after-ms.
 		// https://learn.microsoft.com/en-us/azure/ai-services/openai/how-to/quota
 		{name: "retry-after-ms", h: hdr("Retry-After-Ms", "1500"),
-			want: Quota{RetryAfter: 1500 * time.Millisecond, HasRetryAfter: true}},
+			want: Reading{RetryAfter: 1500 * time.Millisecond, HasRetryAfter: true}},
 		{name: "x-ms-retry-after-ms", h: hdr("X-Ms-Retry-After-Ms", "250"),
-			want: Quota{RetryAfter: 250 * time.Millisecond, HasRetryAfter: true}},
+			want: Reading{RetryAfter: 250 * time.Millisecond, HasRetryAfter: true}},
 		{name: "the family keeps its longest", h: hdr("Retry-After", "1", "Retry-After-Ms", "1500", "X-Ms-Retry-After-Ms", "900"),
-			want: Quota{RetryAfter: 1500 * time.Millisecond, HasRetryAfter: true}},
+			want: Reading{RetryAfter: 1500 * time.Millisecond, HasRetryAfter: true}},
 		{name: "an invalid member is ignored", h: hdr("Retry-After", "-5", "Retry-After-Ms", "750"),
-			want: Quota{RetryAfter: 750 * time.Millisecond, HasRetryAfter: true}},
+			want: Reading{RetryAfter: 750 * time.Millisecond, HasRetryAfter: true}},
 		{name: "ms over a year is absent", h: hdr("Retry-After-Ms", "31536000001")},
 	})
 }
 
-// TestParseQuotaRetryAfterMillisPreferred checks that retry-after-ms wins
+// TestParseRetryAfterMillisPreferred checks that retry-after-ms wins
 // over a Retry-After that is its rounding, as the OpenAI and Anthropic SDKs
 // read them (openai-python _parse_retry_after_header reads retry-after-ms
 // first).
-func TestParseQuotaRetryAfterMillisPreferred(t *testing.T) {
-	runQuotaCases(t, []quotaCase{
+func TestParseRetryAfterMillisPreferred(t *testing.T) {
+	runCases(t, []readingCase{
 		{name: "OpenAI: retry-after 1, retry-after-ms 255", h: hdr("retry-after", "1", "retry-after-ms", "255"),
-			want: Quota{RetryAfter: 255 * time.Millisecond, HasRetryAfter: true}},
+			want: Reading{RetryAfter: 255 * time.Millisecond, HasRetryAfter: true}},
 		{name: "rounded down: retry-after 0, retry-after-ms 500", h: hdr("retry-after", "0", "retry-after-ms", "500"),
-			want: Quota{RetryAfter: 500 * time.Millisecond, HasRetryAfter: true}},
+			want: Reading{RetryAfter: 500 * time.Millisecond, HasRetryAfter: true}},
 		{name: "Azure: x-ms-retry-after-ms with retry-after", h: hdr("Retry-After", "3", "X-Ms-Retry-After-Ms", "2100"),
-			want: Quota{RetryAfter: 2100 * time.Millisecond, HasRetryAfter: true}},
+			want: Reading{RetryAfter: 2100 * time.Millisecond, HasRetryAfter: true}},
 		{name: "disagreeing beyond rounding: the longer, Retry-After", h: hdr("retry-after", "60", "retry-after-ms", "255"),
-			want: Quota{RetryAfter: time.Minute, HasRetryAfter: true}},
+			want: Reading{RetryAfter: time.Minute, HasRetryAfter: true}},
 		{name: "disagreeing beyond rounding: the longer, milliseconds", h: hdr("retry-after", "1", "retry-after-ms", "5000"),
-			want: Quota{RetryAfter: 5 * time.Second, HasRetryAfter: true}},
+			want: Reading{RetryAfter: 5 * time.Second, HasRetryAfter: true}},
 		{name: "an invalid retry-after-ms leaves Retry-After", h: hdr("retry-after", "2", "retry-after-ms", "soon"),
-			want: Quota{RetryAfter: 2 * time.Second, HasRetryAfter: true}},
+			want: Reading{RetryAfter: 2 * time.Second, HasRetryAfter: true}},
 	})
 }

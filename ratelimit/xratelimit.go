@@ -1,9 +1,49 @@
-package throttle
+package ratelimit
 
 import (
 	"math"
 	"strings"
 	"time"
+)
+
+// X and Okta (https://docs.x.com/x-api/fundamentals/rate-limits) spell
+// the family X-Rate-Limit-*; Zendesk sends its limit as X-Rate-Limit.
+var _ = register(&dialect{
+	name: "X-RateLimit",
+	rank: rankXRateLimit,
+	keys: map[string]int{
+		"X-Ratelimit-Limit":            xLimit,
+		"X-Rate-Limit-Limit":           xLimit,
+		"X-Rate-Limit":                 xLimit,
+		"X-Ratelimit-Remaining":        xRemaining,
+		"X-Rate-Limit-Remaining":       xRemaining,
+		"X-Ratelimit-Reset":            xReset,
+		"X-Rate-Limit-Reset":           xReset,
+		"X-Ratelimit-Reset-After":      xResetAfter,
+		"X-Ratelimit-Used":             xUsed,
+		"X-Ratelimit-Resource":         xResource,
+		"X-Ratelimit-Bucket":           xBucket,
+		"X-Ratelimit-Global":           xGlobal,
+		"X-Ratelimit-Scope":            xScope,
+		"X-Ratelimit-Nearlimit":        xNear,
+		"X-Ratelimit-Interval-Seconds": xInterval,
+	},
+	read: (*Reading).readXRateLimit,
+})
+
+// The X-RateLimit dialect's fields.
+const (
+	xLimit = iota
+	xRemaining
+	xReset
+	xResetAfter
+	xUsed
+	xResource
+	xBucket
+	xGlobal
+	xScope
+	xNear
+	xInterval
 )
 
 // readXRateLimit reads X-RateLimit-Limit, -Remaining, -Reset and the
@@ -31,23 +71,23 @@ import (
 //   - Zendesk: X-Rate-Limit and X-Rate-Limit-Remaining.
 //     https://developer.zendesk.com/api-reference/introduction/rate-limits/
 //
-// A reset is read by its form, as [ParseQuota] describes: no single
+// A reset is read by its form, as [Parse] describes: no single
 // documented meaning covers every API that sends the family.
-func (q *Quota) readXRateLimit(c *clock, f *fields) {
-	q.NearLimit = isTrue(f.vals(slotXNear))
-	q.Global = isTrue(f.vals(slotXGlobal)) || strings.EqualFold(first(f.vals(slotXScope)), "global")
-	if len(f.vals(slotXLimit))+len(f.vals(slotXRemaining))+len(f.vals(slotXReset))+len(f.vals(slotXResetAfter))+len(f.vals(slotXUsed)) == 0 {
+func (q *Reading) readXRateLimit(c *clock, v view) {
+	q.NearLimit = isTrue(v.vals(xNear))
+	q.Global = isTrue(v.vals(xGlobal)) || strings.EqualFold(first(v.vals(xScope)), "global")
+	if len(v.vals(xLimit))+len(v.vals(xRemaining))+len(v.vals(xReset))+len(v.vals(xResetAfter))+len(v.vals(xUsed)) == 0 {
 		return
 	}
-	p := Policy{Name: first(f.vals(slotXResource)), Unit: "requests", Scope: first(f.vals(slotXScope))}
+	p := Policy{Name: first(v.vals(xResource)), Unit: "requests", Scope: first(v.vals(xScope))}
 	if p.Name == "" {
-		p.Name = first(f.vals(slotXBucket))
+		p.Name = first(v.vals(xBucket))
 	}
-	if p.Scope == "" && isTrue(f.vals(slotXGlobal)) {
+	if p.Scope == "" && isTrue(v.vals(xGlobal)) {
 		p.Scope = "global"
 	}
 	var extra []Policy
-	for _, v := range f.vals(slotXLimit) {
+	for _, v := range v.vals(xLimit) {
 		if n, ok := parseCount(v); ok {
 			p.setLimit(n)
 			continue
@@ -60,39 +100,39 @@ func (q *Quota) readXRateLimit(c *clock, f *fields) {
 				if hasW {
 					p.setWindow(w)
 				}
-			case n == p.Limit && hasW && p.Known&HasWindow == 0:
+			case n == p.Limit && hasW && !p.HasWindow:
 				p.setWindow(w)
 			case len(extra) < maxPolicies:
-				e := Policy{Unit: "requests", Limit: n, Known: HasLimit}
+				e := Policy{Unit: "requests", Limit: n, HasLimit: true}
 				if hasW {
-					e.Window, e.Known = w, e.Known|HasWindow
+					e.Window, e.HasWindow = w, true
 				}
 				extra = append(extra, e)
 			}
 		})
 	}
-	for _, v := range f.vals(slotXRemaining) {
+	for _, v := range v.vals(xRemaining) {
 		if n, ok := parseCount(v); ok {
 			p.setRemaining(n)
 		}
 	}
 	used, hasUsed := int64(0), false
-	for _, v := range f.vals(slotXUsed) {
+	for _, v := range v.vals(xUsed) {
 		if n, ok := parseCount(v); ok && (!hasUsed || n > used) {
 			used, hasUsed = n, true
 		}
 	}
 	if hasUsed {
 		switch {
-		case p.Known&HasRemaining == 0 && p.Known&HasLimit != 0:
+		case !p.HasRemaining && p.HasLimit:
 			p.setRemaining(max(p.Limit-used, 0))
-		case p.Known&HasRemaining != 0 && p.Known&HasLimit == 0 && used <= math.MaxInt64-p.Remaining:
+		case p.HasRemaining && !p.HasLimit && used <= math.MaxInt64-p.Remaining:
 			// Reddit sends used and remaining only. A sum past int64 is
 			// no limit any server has: absent, like any overflow.
 			p.setLimit(used + p.Remaining)
 		}
 	}
-	for _, v := range f.vals(slotXInterval) {
+	for _, v := range v.vals(xInterval) {
 		if n, ok := parseUint(trimOWS(v)); ok && n > 0 {
 			if w, ok := seconds(n, 0); ok {
 				p.setWindow(w)
@@ -101,15 +141,15 @@ func (q *Quota) readXRateLimit(c *clock, f *fields) {
 	}
 	// Discord's -Reset-After is relative, so no clock is involved: it wins
 	// over -Reset, which says the same as an epoch.
-	for _, v := range f.vals(slotXResetAfter) {
+	for _, v := range v.vals(xResetAfter) {
 		if whole, nano, ok := parseDecimal(v); ok {
 			if d, ok := seconds(whole, nano); ok {
 				p.setReset(d)
 			}
 		}
 	}
-	if p.Known&HasReset == 0 {
-		for _, v := range f.vals(slotXReset) {
+	if !p.HasReset {
+		for _, v := range v.vals(xReset) {
 			if d, ok := c.reset(v, resetAuto); ok {
 				p.setReset(d)
 			}
@@ -138,26 +178,4 @@ func isTrue(vs []string) bool {
 		}
 	}
 	return false
-}
-
-// kongWindow maps Kong's per-window suffixes
-// (https://developer.konghq.com/plugins/rate-limiting/) to their windows.
-// Kong's month and year are calendar ones; 30 and 365 days are their
-// lengths as a window.
-func kongWindow(s string) (time.Duration, bool) {
-	switch s {
-	case "Second":
-		return time.Second, true
-	case "Minute":
-		return time.Minute, true
-	case "Hour":
-		return time.Hour, true
-	case "Day":
-		return 24 * time.Hour, true
-	case "Month":
-		return 30 * 24 * time.Hour, true
-	case "Year":
-		return 365 * 24 * time.Hour, true
-	}
-	return 0, false
 }

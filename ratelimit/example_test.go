@@ -1,16 +1,16 @@
-package throttle_test
+package ratelimit_test
 
 import (
 	"fmt"
 	"net/http"
 	"time"
 
-	"github.com/throttle-go/throttle"
+	"github.com/throttle-go/throttle/ratelimit"
 )
 
 // An OpenAI response carries a requests policy and a tokens policy; the one
 // with the least remaining binds.
-func ExampleParseQuota() {
+func ExampleParse() {
 	h := http.Header{}
 	h.Set("x-ratelimit-limit-requests", "60")
 	h.Set("x-ratelimit-limit-tokens", "150000")
@@ -19,13 +19,13 @@ func ExampleParseQuota() {
 	h.Set("x-ratelimit-reset-requests", "1s")
 	h.Set("x-ratelimit-reset-tokens", "6m0s")
 
-	q := throttle.ParseQuota(h, time.Now())
-	for _, p := range q.Policies {
+	r := ratelimit.Parse(h, time.Now())
+	for _, p := range r.Policies {
 		fmt.Printf("%s: %d of %d left, resets in %v\n", p.Unit, p.Remaining, p.Limit, p.Reset)
 	}
-	p, _ := q.Binding()
+	p, _ := r.Binding()
 	fmt.Println("binding:", p.Unit)
-	wait, ok := q.Wait()
+	wait, ok := r.Wait()
 	fmt.Println("wait:", wait, ok)
 	// Output:
 	// requests: 59 of 60 left, resets in 1s
@@ -36,16 +36,16 @@ func ExampleParseQuota() {
 
 // A 429 with the IETF fields: the exhausted policy binds, and Retry-After
 // decides the wait even though the policy's reset is longer.
-func ExampleQuota_Wait() {
+func ExampleReading_Wait() {
 	h := http.Header{}
 	h.Add("RateLimit-Policy", `"burst";q=100;w=60, "daily";q=1000;w=86400`)
 	h.Add("RateLimit", `"burst";r=40;t=30, "daily";r=0;t=3600`)
 	h.Set("Retry-After", "120")
 
-	q := throttle.ParseQuota(h, time.Now())
-	p, _ := q.Binding()
+	r := ratelimit.Parse(h, time.Now())
+	p, _ := r.Binding()
 	fmt.Printf("binding: %q, %d left, resets in %v\n", p.Name, p.Remaining, p.Reset)
-	wait, ok := q.Wait()
+	wait, ok := r.Wait()
 	fmt.Println("wait:", wait, ok)
 	// Output:
 	// binding: "daily", 0 left, resets in 1h0m0s
@@ -54,7 +54,7 @@ func ExampleQuota_Wait() {
 
 // GitHub's reset is an epoch; it is measured against the response's Date,
 // so a local clock that is minutes off gives the same wait.
-func ExampleQuota_Binding() {
+func ExampleReading_Binding() {
 	h := http.Header{}
 	h.Set("Date", "Mon, 01 Jul 2013 17:27:53 GMT")
 	h.Set("X-RateLimit-Limit", "60")
@@ -63,8 +63,8 @@ func ExampleQuota_Binding() {
 	h.Set("X-RateLimit-Resource", "core")
 
 	skewed := time.Date(2013, 7, 1, 17, 31, 0, 0, time.UTC) // 3 min fast
-	q := throttle.ParseQuota(h, skewed)
-	p, _ := q.Binding()
+	r := ratelimit.Parse(h, skewed)
+	p, _ := r.Binding()
 	fmt.Printf("%s: exhausted %v, resets in %v\n", p.Name, p.Exhausted(), p.Reset)
 	// Output:
 	// core: exhausted true, resets in 20m0s
@@ -73,7 +73,7 @@ func ExampleQuota_Binding() {
 func ExampleParseRetryAfter() {
 	date := time.Date(1994, 11, 6, 8, 49, 7, 0, time.UTC)
 	for _, v := range []string{"120", "2.0", "Sun, 06 Nov 1994 08:49:37 GMT", "-1", "soon"} {
-		d, ok := throttle.ParseRetryAfter(v, date, time.Now())
+		d, ok := ratelimit.ParseRetryAfter(v, date, time.Now())
 		fmt.Printf("%q: %v %v\n", v, d, ok)
 	}
 	// Output:

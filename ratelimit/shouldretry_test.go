@@ -1,11 +1,11 @@
-package throttle
+package ratelimit
 
 import "testing"
 
-// TestParseQuotaShouldRetry reads x-should-retry as the OpenAI and
+// TestParseShouldRetry reads x-should-retry as the OpenAI and
 // Anthropic SDKs do (openai-python _should_retry: "true" retries, "false"
 // does not, whatever the status).
-func TestParseQuotaShouldRetry(t *testing.T) {
+func TestParseShouldRetry(t *testing.T) {
 	tests := []struct {
 		name          string
 		lines         []string // nil: no x-should-retry
@@ -28,14 +28,14 @@ func TestParseQuotaShouldRetry(t *testing.T) {
 			for _, v := range tt.lines {
 				h.Add("x-should-retry", v)
 			}
-			q := ParseQuota(h, now)
+			q := Parse(h, now)
 			if q.ShouldRetry != tt.want || q.HasShouldRetry != tt.wantHas {
-				t.Errorf("ParseQuota(x-should-retry: %q) ShouldRetry = %v, %v; want %v, %v", tt.lines, q.ShouldRetry, q.HasShouldRetry, tt.want, tt.wantHas)
+				t.Errorf("Parse(x-should-retry: %q) ShouldRetry = %v, %v; want %v, %v", tt.lines, q.ShouldRetry, q.HasShouldRetry, tt.want, tt.wantHas)
 			}
 			if got := q.Permanent(); got != tt.wantPermanent {
-				t.Errorf("ParseQuota(x-should-retry: %q).Permanent() = %v; want %v", tt.lines, got, tt.wantPermanent)
+				t.Errorf("Parse(x-should-retry: %q).Permanent() = %v; want %v", tt.lines, got, tt.wantPermanent)
 			}
-			checkQuota(t, q)
+			checkReading(t, q)
 		})
 	}
 }

@@ -1,4 +1,4 @@
-package throttle
+package ratelimit
 
 import (
 	"time"
@@ -31,7 +31,7 @@ import (
 // (https://docs.gitlab.com/administration/settings/user_and_ip_rate_limits/);
 // Docker Hub sends ratelimit-limit: 100;w=21600
 // (https://docs.docker.com/docker-hub/usage/pulls/). The epoch guess of
-// [ParseQuota] reads GitLab's reset without breaking the drafts' deltas. It
+// [Parse] reads GitLab's reset without breaking the drafts' deltas. It
 // applies to RateLimit-Reset only: draft-07's reset key and draft-08's t
 // parameter are delay-seconds by definition and never guessed, so a huge
 // one is over a year and absent, not a date.
@@ -39,6 +39,30 @@ import (
 // Structured Fields are parsed with httpsfv (RFC 9651). A field that does not
 // parse is ignored whole; a parameter of the wrong type (q="100", w=1.5, a
 // negative number) is absent, and the rest of its member is kept.
+
+var _ = register(&dialect{
+	name: "IETF RateLimit",
+	rank: rankIETF,
+	keys: map[string]int{
+		"Ratelimit":           ietfRateLimit,
+		"Ratelimit-Policy":    ietfPolicy,
+		"Ratelimit-Limit":     ietfLimit,
+		"Ratelimit-Remaining": ietfRemaining,
+		"Ratelimit-Reset":     ietfReset,
+		"Ratelimit-Resettime": ietfResetTime,
+	},
+	read: (*Reading).readIETF,
+})
+
+// The IETF dialect's fields.
+const (
+	ietfRateLimit = iota
+	ietfPolicy
+	ietfLimit
+	ietfRemaining
+	ietfReset
+	ietfResetTime
+)
 
 // quotaPolicy is an unnamed policy of the drafts up to -07: a limit and,
 // when given, its window.
@@ -48,28 +72,28 @@ type quotaPolicy struct {
 	hasWin bool
 }
 
-func (q *Quota) readIETF(c *clock, f *fields) {
+func (q *Reading) readIETF(c *clock, v view) {
 	var unnamed []quotaPolicy
 	from := len(q.Policies)
-	if policy := f.vals(slotRlPolicy); len(policy) > 0 {
+	if policy := v.vals(ietfPolicy); len(policy) > 0 {
 		if l, err := httpsfv.UnmarshalList(policy); err == nil {
 			unnamed = q.readPolicyList(l)
 		}
 	}
-	if rl := f.vals(slotRateLimit); len(rl) > 0 {
+	if rl := v.vals(ietfRateLimit); len(rl) > 0 {
 		if d, err := httpsfv.UnmarshalDictionary(rl); err == nil && isDraft07(d) {
 			unnamed = q.readDraft07(d, unnamed)
 		} else if l, err := httpsfv.UnmarshalList(rl); err == nil {
 			q.readNamedLimits(l, from)
 		}
 	}
-	if len(f.vals(slotRlLimit))+len(f.vals(slotRlRemaining))+len(f.vals(slotRlReset))+len(f.vals(slotRlResetTime)) > 0 {
-		unnamed = q.readTrio(c, f, unnamed)
+	if len(v.vals(ietfLimit))+len(v.vals(ietfRemaining))+len(v.vals(ietfReset))+len(v.vals(ietfResetTime)) > 0 {
+		unnamed = q.readTrio(c, v, unnamed)
 	}
 	for _, u := range unnamed {
-		p := Policy{Unit: "requests", Limit: u.limit, Known: HasLimit}
+		p := Policy{Unit: "requests", Limit: u.limit, HasLimit: true}
 		if u.hasWin {
-			p.Window, p.Known = u.window, p.Known|HasWindow
+			p.Window, p.HasWindow = u.window, true
 		}
 		q.add(p)
 	}
@@ -78,7 +102,7 @@ func (q *Quota) readIETF(c *clock, f *fields) {
 // readPolicyList reads RateLimit-Policy: named members (draft-08+) become
 // policies; unnamed integer members (drafts up to -07) are returned, to be
 // matched with the current limit.
-func (q *Quota) readPolicyList(l httpsfv.List) (unnamed []quotaPolicy) {
+func (q *Reading) readPolicyList(l httpsfv.List) (unnamed []quotaPolicy) {
 	from := len(q.Policies)
 	for _, m := range l {
 		it, ok := m.(httpsfv.Item)
@@ -120,7 +144,7 @@ func (q *Quota) readPolicyList(l httpsfv.List) (unnamed []quotaPolicy) {
 
 // readNamedLimits reads draft-08+'s RateLimit: each member names a policy
 // of RateLimit-Policy (or a new one) and gives r and t.
-func (q *Quota) readNamedLimits(l httpsfv.List, from int) {
+func (q *Reading) readNamedLimits(l httpsfv.List, from int) {
 	for _, m := range l {
 		it, ok := m.(httpsfv.Item)
 		if !ok {
@@ -156,7 +180,7 @@ func (q *Quota) readNamedLimits(l httpsfv.List, from int) {
 // named finds the policy called name among q.Policies[from:], by name
 // alone (the draft matches RateLimit to RateLimit-Policy by name), or
 // appends it.
-func (q *Quota) named(from int, name string) *Policy {
+func (q *Reading) named(from int, name string) *Policy {
 	for i := from; i < len(q.Policies); i++ {
 		if q.Policies[i].Name == name {
 			return &q.Policies[i]
@@ -176,7 +200,7 @@ func isDraft07(d *httpsfv.Dictionary) bool {
 
 // readDraft07 reads RateLimit: limit=100, remaining=50, reset=5. The window
 // comes from the RateLimit-Policy member whose quota equals the limit.
-func (q *Quota) readDraft07(d *httpsfv.Dictionary, unnamed []quotaPolicy) []quotaPolicy {
+func (q *Reading) readDraft07(d *httpsfv.Dictionary, unnamed []quotaPolicy) []quotaPolicy {
 	p := Policy{Unit: "requests"}
 	if n, ok := dictInt(d, "limit"); ok {
 		p.setLimit(n)
@@ -200,10 +224,10 @@ func (q *Quota) readDraft07(d *httpsfv.Dictionary, unnamed []quotaPolicy) []quot
 // RateLimit-ResetTime). Values that are plain numbers are read without
 // Structured Fields, which also takes GitLab's epoch and float-free
 // integers; anything else is parsed as an SF List.
-func (q *Quota) readTrio(c *clock, f *fields, unnamed []quotaPolicy) []quotaPolicy {
+func (q *Reading) readTrio(c *clock, v view, unnamed []quotaPolicy) []quotaPolicy {
 	p := Policy{Unit: "requests"}
-	if len(f.vals(slotRlLimit)) > 0 {
-		limitList(f.vals(slotRlLimit), func(i int, n int64, w time.Duration, hasW bool) {
+	if len(v.vals(ietfLimit)) > 0 {
+		limitList(v.vals(ietfLimit), func(i int, n int64, w time.Duration, hasW bool) {
 			if i == 0 {
 				// The first member is the limit in force now.
 				p.setLimit(n)
@@ -215,19 +239,19 @@ func (q *Quota) readTrio(c *clock, f *fields, unnamed []quotaPolicy) []quotaPoli
 			}
 		})
 	}
-	for _, v := range f.vals(slotRlRemaining) {
+	for _, v := range v.vals(ietfRemaining) {
 		if n, ok := parseUint(trimOWS(v)); ok {
 			p.setRemaining(n)
 		} else if it, ok := firstItem(v); ok {
 			if n, ok := sfInt(it.Value); ok {
 				p.setRemaining(n)
 			}
-			if w, ok := sfWindow(it.Params); ok && p.Known&HasWindow == 0 {
+			if w, ok := sfWindow(it.Params); ok && !p.HasWindow {
 				p.setWindow(w)
 			}
 		}
 	}
-	for _, v := range f.vals(slotRlReset) {
+	for _, v := range v.vals(ietfReset) {
 		if d, ok := c.reset(v, resetAuto); ok {
 			p.setReset(d)
 		} else if it, ok := firstItem(v); ok {
@@ -238,8 +262,8 @@ func (q *Quota) readTrio(c *clock, f *fields, unnamed []quotaPolicy) []quotaPoli
 			}
 		}
 	}
-	if p.Known&HasReset == 0 {
-		for _, v := range f.vals(slotRlResetTime) {
+	if !p.HasReset {
+		for _, v := range v.vals(ietfResetTime) {
 			if d, ok := c.httpDate(trimOWS(v)); ok {
 				p.setReset(d)
 			}
@@ -253,12 +277,12 @@ func (q *Quota) readTrio(c *clock, f *fields, unnamed []quotaPolicy) []quotaPoli
 // matchWindow gives p the window of the first unnamed policy with p's
 // limit, and removes that policy from the list: it describes p.
 func matchWindow(p *Policy, unnamed []quotaPolicy) []quotaPolicy {
-	if p.Known&HasLimit == 0 {
+	if !p.HasLimit {
 		return unnamed
 	}
 	for i, u := range unnamed {
 		if u.limit == p.Limit {
-			if u.hasWin && p.Known&HasWindow == 0 {
+			if u.hasWin && !p.HasWindow {
 				p.setWindow(u.window)
 			}
 			return append(unnamed[:i:i], unnamed[i+1:]...)

@@ -1,4 +1,4 @@
-package throttle
+package ratelimit
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// fuzzNames are the keys FuzzParseQuota fills: every field a dialect reads,
+// fuzzNames are the keys FuzzParse fills: every field a dialect reads,
 // so that the fuzzer spends its time on values, not on guessing names.
 var fuzzNames = [...]string{
 	"Retry-After", "Retry-After-Ms", "X-Ms-Retry-After-Ms",
@@ -28,7 +28,7 @@ var fuzzNames = [...]string{
 	"X-App-Limit-24hour-Remaining", "X-App-Limit-24hour-Reset",
 }
 
-func FuzzParseQuota(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	idx := func(name string) uint8 {
 		for i, n := range fuzzNames {
 			if n == name {
@@ -80,36 +80,36 @@ func FuzzParseQuota(f *testing.F) {
 		}
 		before := h.Clone()
 		received := time.Unix(recv, 0)
-		q := ParseQuota(h, received)
+		q := Parse(h, received)
 		if !reflect.DeepEqual(h, before) {
-			t.Fatalf("ParseQuota modified its headers: %v, was %v", h, before)
+			t.Fatalf("Parse modified its headers: %v, was %v", h, before)
 		}
-		checkQuota(t, q)
-		if q2 := ParseQuota(h, received); !reflect.DeepEqual(q, q2) {
-			t.Fatalf("ParseQuota not deterministic: %+v then %+v", q, q2)
+		checkReading(t, q)
+		if q2 := Parse(h, received); !reflect.DeepEqual(q, q2) {
+			t.Fatalf("Parse not deterministic: %+v then %+v", q, q2)
 		}
 	})
 }
 
-// checkQuota asserts the invariants every Quota keeps, whatever the input.
-func checkQuota(t *testing.T, q Quota) {
+// checkReading asserts the invariants every Reading keeps, whatever the input.
+func checkReading(t *testing.T, q Reading) {
 	t.Helper()
 	inRange := func(d time.Duration) bool { return d >= 0 && d <= maxWait }
 	if !inRange(q.RetryAfter) || (!q.HasRetryAfter && q.RetryAfter != 0) {
 		t.Fatalf("RetryAfter = %v, %v", q.RetryAfter, q.HasRetryAfter)
 	}
 	for _, p := range q.Policies {
-		if p.Known == 0 || p.Unit == "" {
+		if !(p.HasLimit || p.HasRemaining || p.HasWindow || p.HasReset) || p.Unit == "" {
 			t.Fatalf("policy without numbers or unit: %+v", p)
 		}
 		if p.Limit < 0 || p.Remaining < 0 || !inRange(p.Window) || !inRange(p.Reset) {
 			t.Fatalf("policy out of range: %+v", p)
 		}
 		for _, z := range [...]struct {
-			bit  Fields
+			has  bool
 			zero bool
-		}{{HasLimit, p.Limit == 0}, {HasRemaining, p.Remaining == 0}, {HasWindow, p.Window == 0}, {HasReset, p.Reset == 0}} {
-			if p.Known&z.bit == 0 && !z.zero {
+		}{{p.HasLimit, p.Limit == 0}, {p.HasRemaining, p.Remaining == 0}, {p.HasWindow, p.Window == 0}, {p.HasReset, p.Reset == 0}} {
+			if !z.has && !z.zero {
 				t.Fatalf("absent number not 0: %+v", p)
 			}
 		}
@@ -187,7 +187,7 @@ func FuzzParseDecimal(f *testing.F) {
 }
 
 // FuzzIETF feeds the Structured Fields of every IETF draft generation
-// directly, where FuzzParseQuota spreads its effort over every dialect.
+// directly, where FuzzParse spreads its effort over every dialect.
 func FuzzIETF(f *testing.F) {
 	f.Add(`"burst";q=100;w=60, "daily";q=1000;w=86400`, `"burst";r=50;t=30`, "", "", "")
 	f.Add(`"peruser";q=65535;qu="content-bytes";w=10;pk=:dXNlcjEyMw==:`, `"peruser";r=1024;t=2;pk=:dXNlcjEyMw==:`, "", "", "")
@@ -205,10 +205,10 @@ func FuzzIETF(f *testing.F) {
 				h[kv[0]] = []string{kv[1]}
 			}
 		}
-		q := ParseQuota(h, time.Unix(1748235604, 0))
-		checkQuota(t, q)
-		if q2 := ParseQuota(h, time.Unix(1748235604, 0)); !reflect.DeepEqual(q, q2) {
-			t.Fatalf("ParseQuota not deterministic: %+v then %+v", q, q2)
+		q := Parse(h, time.Unix(1748235604, 0))
+		checkReading(t, q)
+		if q2 := Parse(h, time.Unix(1748235604, 0)); !reflect.DeepEqual(q, q2) {
+			t.Fatalf("Parse not deterministic: %+v then %+v", q, q2)
 		}
 	})
 }
@@ -257,13 +257,13 @@ func FuzzCollect(f *testing.F) {
 			t.Fatalf("fields read come to %d bytes; want at most %d", total, maxResponseBytes)
 		}
 		received := time.Unix(1748235604, 0)
-		q := ParseQuota(h, received)
-		checkQuota(t, q)
+		q := Parse(h, received)
+		checkReading(t, q)
 		if !reflect.DeepEqual(h, before) {
-			t.Fatalf("ParseQuota modified its headers")
+			t.Fatalf("Parse modified its headers")
 		}
-		if q2 := ParseQuota(h, received); !reflect.DeepEqual(q, q2) {
-			t.Fatalf("ParseQuota not deterministic: %+v then %+v", q, q2)
+		if q2 := Parse(h, received); !reflect.DeepEqual(q, q2) {
+			t.Fatalf("Parse not deterministic: %+v then %+v", q, q2)
 		}
 	})
 }

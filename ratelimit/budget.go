@@ -1,8 +1,8 @@
-package throttle
+package ratelimit
 
 import "slices"
 
-// Byte budgets bound what one response can cost ParseQuota. They are
+// Byte budgets bound what one response can cost Parse. They are
 // checked after the fields are gathered and before any of them is parsed,
 // so a hostile field (net/http accepts up to 10 MB of response headers)
 // costs no more than looking at the lengths of its lines: a field over its
@@ -26,7 +26,7 @@ const (
 	maxKeyBytes = 128
 )
 
-// lines is one header field as ParseQuota reads it: the field lines of
+// lines is one header field as Parse reads it: the field lines of
 // every key in the map that canonicalizes to its name.
 type lines struct {
 	v    []string

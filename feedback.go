@@ -1,0 +1,55 @@
+package throttle
+
+import (
+	"context"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Feedback is what one response told the client about a quota, as
+// [Transport] reads it for the quota's waiter. Durations are relative to
+// when the response arrived, so no clock but the waiter's own is involved.
+type Feedback struct {
+	// Cost is the units the request spent; zero means 1.
+	Cost int
+
+	// Age is how long ago the request was sent (its wait for quota
+	// ended): a rejection of a request sent before the waiter last slowed
+	// down says nothing about the slower pace.
+	Age time.Duration
+
+	// Pause: nothing may be sent before Pause from now (Retry-After, or an
+	// exhausted quota's reset). Zero means no pause.
+	Pause time.Duration
+
+	// Throttled: the server rejected the request (429 or 503) without
+	// saying for how long. The waiter should slow down.
+	Throttled bool
+
+	// The window: Remaining units may be spent until Reset from now, as
+	// the most restrictive policy of the counted unit says; Size units per
+	// window of length Window (each 0 if not said). Valid if HasRemaining.
+	Remaining    float64
+	Reset        time.Duration
+	Size         float64
+	Window       time.Duration
+	HasRemaining bool
+
+	// Declared: the pace the server declares, for a key with no
+	// configured limit: a policy of n units per window is DeclaredRate
+	// n/window (units per second) and DeclaredBurst n (units). Valid if
+	// HasDeclared.
+	DeclaredRate  rate.Limit
+	DeclaredBurst int
+	HasDeclared   bool
+}
+
+// Adapter is a Waiter that paces itself from what servers say: it honours
+// pauses, spreads a quota that runs low over the time left to its reset,
+// adopts a server's declared limit where none is configured, and slows
+// down on bare rejections. [Limiter]'s per-key waiters implement it;
+// Transport prefers it to [Pauser].
+type Adapter interface {
+	Adapt(ctx context.Context, f Feedback) error
+}
