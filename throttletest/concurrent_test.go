@@ -36,6 +36,7 @@ func TestConcurrent(t *testing.T) {
 		{"SlidingLog", throttletest.NewSlidingLog(20, time.Second), time.Second, 20},
 		{"GitHub", throttletest.NewGitHub(20, time.Hour), time.Hour, 20},
 		{"OpenAI", throttletest.NewOpenAI(20, 1000), time.Second, 20},
+		{"TokenBucket", throttletest.NewTokenBucket(20, 5), time.Second, 25},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -255,3 +255,35 @@ func statuses(n1, s1, n2, s2 int) []int {
 	}
 	return out
 }
+
+// TestTokenBucket checks the burst, the refill and the optional Retry-After.
+func TestTokenBucket(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := throttletest.NewTokenBucket(10, 3)
+		s.RetryAfter = true
+		start := time.Now()
+		var codes []int
+		for range 4 {
+			codes = append(codes, send(t, s, "").status)
+		}
+		if fmt.Sprint(codes) != "[200 200 200 429]" {
+			t.Errorf("a burst of 4: %v; want 3 admitted", codes)
+		}
+		sleepUntil(start, 99*time.Millisecond)
+		if a := send(t, s, ""); a.status != 429 || a.header.Get("Retry-After") != "1" {
+			t.Errorf("at 99ms: %d %q; want 429 with Retry-After 1", a.status, a.header.Get("Retry-After"))
+		}
+		sleepUntil(start, 100*time.Millisecond)
+		if a := send(t, s, ""); a.status != 200 {
+			t.Errorf("at 100ms: %d; want 200", a.status)
+		}
+		sleepUntil(start, 10*time.Second)
+		codes = codes[:0]
+		for range 4 {
+			codes = append(codes, send(t, s, "").status)
+		}
+		if fmt.Sprint(codes) != "[200 200 200 429]" {
+			t.Errorf("refilled: %v; want the burst of 3 again, no more", codes)
+		}
+	})
+}
