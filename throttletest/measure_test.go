@@ -34,25 +34,8 @@ func TestServersTable(t *testing.T) {
 	if os.Getenv("THROTTLE_SERVERS") != "1" {
 		t.Skip("set THROTTLE_SERVERS=1 to measure the Transport against every server (about a minute)")
 	}
-	scenarios := []struct {
-		name string
-		run  func(t *testing.T, seed int) measure.Row
-	}{
-		{"token bucket", tokenBucketRow(0)},
-		{"token bucket with jitter", tokenBucketRow(time.Millisecond)},
-		{"strict leaky bucket (synctest)", leakySynctestRow},
-		{"strict leaky bucket (real clock)", leakyRealRow},
-		{"sliding window", slidingWindowRow},
-		{"fixed window IETF", fixedWindowRow},
-		{"rolling budget, 1 process", rollingRow},
-		{"rolling budget, fleet of 4", fleetRow},
-		{"GitHub long window", gitHubRow},
-		{"OpenAI, tokens bind, told nothing", openAIRow(200, false)},
-		{"OpenAI, tokens bind, CostUnit tokens", openAIRow(200, true)},
-		{"OpenAI, requests bind, told nothing", openAIRow(20, false)},
-	}
 	var rows []measure.Row
-	for _, sc := range scenarios {
+	for _, sc := range scenarios() {
 		t.Run(sc.name, func(t *testing.T) {
 			var runs []measure.Row
 			for seed := range 3 {
@@ -66,9 +49,60 @@ func TestServersTable(t *testing.T) {
 	t.Logf("medians of 3 runs:\n%s", measure.Table(rows))
 }
 
+// scenario is one row of the table.
+type scenario struct {
+	name string
+	real bool // on the real clock: not in the normal suite
+	run  func(t *testing.T, seed int) measure.Row
+}
+
+func scenarios() []scenario {
+	return []scenario{
+		{"token bucket", false, tokenBucketRow(0)},
+		{"token bucket with jitter", false, tokenBucketRow(time.Millisecond)},
+		{"strict leaky bucket (synctest)", false, leakySynctestRow},
+		{"strict leaky bucket (real clock)", true, leakyRealRow},
+		{"sliding window", false, slidingWindowRow},
+		{"fixed window IETF", false, fixedWindowRow},
+		{"rolling budget, 1 process", false, rollingRow},
+		{"rolling budget, fleet of 4", true, fleetRow},
+		{"GitHub long window", false, gitHubRow},
+		{"OpenAI, tokens bind, told nothing", false, openAIRow(200, false)},
+		{"OpenAI, tokens bind, CostUnit tokens", false, openAIRow(200, true)},
+		{"OpenAI, requests bind, told nothing", false, openAIRow(20, false)},
+	}
+}
+
+// TestScenarios runs every synctest row of the table once, in the normal
+// suite (about a second in all): the harness's own accounting must hold
+// whatever the Transport does. Each success is one admission, each request
+// ends once, and no run uses more than the capacity its row computes (a
+// fraction above 1 would mean the row's capacity formula is wrong, and its
+// figures with it).
+func TestScenarios(t *testing.T) {
+	for _, sc := range scenarios() {
+		if sc.real {
+			continue
+		}
+		t.Run(sc.name, func(t *testing.T) {
+			r := sc.run(t, 1)
+			if r.OK != r.Admitted {
+				t.Errorf("%d successes, %d admissions; want equal", r.OK, r.Admitted)
+			}
+			if r.OK == 0 || r.Sent < r.OK || r.GiveUps < 0 || r.GiveUps > 1 {
+				t.Errorf("sent %d, ok %d, give-ups %.3f; want 0 < ok ≤ sent, give-ups in [0, 1]", r.Sent, r.OK, r.GiveUps)
+			}
+			if r.Capacity <= 0 || r.Capacity > 1.0001 {
+				t.Errorf("capacity used %.4f; want in (0, 1]", r.Capacity)
+			}
+		})
+	}
+}
+
 // row fills the common columns from what the server and client saw.
 func row(name string, st throttletest.Stats, res measure.Result, capacity float64, goal string) measure.Row {
-	r := measure.Row{Name: name, Wall: res.Wall, P99: res.Quantile(0.99), Goal: goal, Admitted: st.Admitted, Rej: st.Rejected}
+	r := measure.Row{Name: name, Wall: res.Wall, P99: res.Quantile(0.99), Goal: goal,
+		Sent: res.Sent, OK: res.OK, Admitted: st.Admitted, Rejected: st.Rejected}
 	if capacity > 0 {
 		r.Capacity = float64(st.Admitted) / capacity
 	}

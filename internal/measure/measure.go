@@ -128,15 +128,17 @@ func do(ctx context.Context, l Load) (int, error) {
 
 // Row is one line of the table: one server, one client setup.
 type Row struct {
-	Name          string
-	Capacity      float64       // admitted ÷ what the server's rule allows in the run's wall time
-	RejectsPerOK  float64       // refusals the server sent ÷ admissions
-	GiveUps       float64       // requests ending in a refusal or error ÷ requests
-	P99           time.Duration // of the requests' latencies
-	Wall          time.Duration
-	Extra         string // what the row's goal needs beyond the columns
-	Goal          string
-	Admitted, Rej int
+	Name         string
+	Capacity     float64       // admitted ÷ what the server's rule allows in the run's wall time
+	RejectsPerOK float64       // refusals the server sent ÷ admissions
+	GiveUps      float64       // requests ending in a refusal or error ÷ requests
+	P99          time.Duration // of the requests' latencies
+	Wall         time.Duration
+	Extra        string // what the row's goal needs beyond the columns
+	Goal         string
+
+	Sent, OK           int // requests the client started, and ended in a 2xx
+	Admitted, Rejected int // as the server counted them
 }
 
 // Median returns, column by column, the median of rows (of the same
