@@ -37,6 +37,7 @@ func TestConcurrent(t *testing.T) {
 		{"GitHub", throttletest.NewGitHub(20, time.Hour), time.Hour, 20},
 		{"OpenAI", throttletest.NewOpenAI(20, 1000), time.Second, 20},
 		{"TokenBucket", throttletest.NewTokenBucket(20, 5), time.Second, 25},
+		{"InFlight", throttletest.NewInFlight(3, 5*time.Millisecond), time.Hour, 200},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,6 +72,9 @@ func TestConcurrent(t *testing.T) {
 			}
 			if most, from := tt.srv.MaxIn(tt.d); most > tt.most {
 				t.Errorf("MaxIn(%v) = %d from %v; the rule allows %d", tt.d, most, from, tt.most)
+			}
+			if p, ok := tt.srv.(interface{ Peak() int }); ok && p.Peak() > 3 {
+				t.Errorf("Peak() = %d; the cap is 3", p.Peak())
 			}
 			sum := 0
 			for _, n := range tt.srv.PerWorker() {

@@ -32,6 +32,8 @@
 //     until full ("6s", "167ms"), 429 with retry-after-ms and
 //     retry-after, the token cost read from the JSON body's max_tokens
 //     and reported back in a usage body.
+//   - [InFlight]: a cap on concurrent requests, each served for a hold
+//     time; a bare 429, or one with Retry-After.
 //
 // Each is made by its constructor, which takes the limit; the other
 // fields are options, set before the first request. Every server is an

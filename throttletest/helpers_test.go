@@ -30,27 +30,37 @@ type answer struct {
 // synctest bubble's fake time) and returns the answer.
 func send(t *testing.T, h http.Handler, body string, header ...string) answer {
 	t.Helper()
+	a, err := trySend(h, body, header...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// trySend is send for goroutines other than the test's: it returns the
+// error instead of failing the test.
+func trySend(h http.Handler, body string, header ...string) (answer, error) {
 	var r io.Reader
 	if body != "" {
 		r = strings.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://api.test/v1/x", r)
 	if err != nil {
-		t.Fatal(err)
+		return answer{}, err
 	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
 	resp, err := (&throttletest.Direct{Handler: h}).RoundTrip(req)
 	if err != nil {
-		t.Fatal(err)
+		return answer{}, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatal(err)
+		return answer{}, err
 	}
-	return answer{status: resp.StatusCode, header: resp.Header, body: string(b), at: time.Now()}
+	return answer{status: resp.StatusCode, header: resp.Header, body: string(b), at: time.Now()}, nil
 }
 
 // sleepUntil sleeps until d after start.

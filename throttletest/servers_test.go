@@ -287,3 +287,38 @@ func TestTokenBucket(t *testing.T) {
 		}
 	})
 }
+
+// TestInFlight checks the concurrency cap: Limit at once, the next refused,
+// a slot free again when one ends.
+func TestInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := throttletest.NewInFlight(2, 100*time.Millisecond)
+		s.RetryAfter = true
+		codes := make(chan int, 3)
+		for range 2 {
+			go func() {
+				a, err := trySend(s, "")
+				if err != nil {
+					a.status = -1 // reported by the test below
+				}
+				codes <- a.status
+			}()
+		}
+		synctest.Wait() // both are being served
+		if a := send(t, s, ""); a.status != 429 || a.header.Get("Retry-After") != "1" {
+			t.Errorf("a third at once: %d %q; want 429 with Retry-After 1", a.status, a.header.Get("Retry-After"))
+		}
+		if c1, c2 := <-codes, <-codes; c1 != 200 || c2 != 200 {
+			t.Errorf("the two served: %d %d; want 200 200", c1, c2)
+		}
+		if a := send(t, s, ""); a.status != 200 {
+			t.Errorf("after they ended: %d; want 200", a.status)
+		}
+		if s.Peak() != 2 {
+			t.Errorf("Peak() = %d; want 2", s.Peak())
+		}
+		if st := s.Stats(); st.Admitted != 3 || st.Rejected != 1 {
+			t.Errorf("Stats() = %+v; want 3 admitted, 1 rejected", st)
+		}
+	})
+}
