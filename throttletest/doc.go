@@ -19,14 +19,16 @@
 //   - [LeakyBucket]: nginx's limit_req without burst: one request per
 //     interval on a millisecond clock, a bare 503 (or 429), no header.
 //   - [SlidingWindow]: go-chi/httprate's weighted sliding-window counter,
-//     X-RateLimit-Limit/-Remaining/-Reset (epoch seconds), Retry-After: 1.
+//     X-RateLimit-Limit/-Remaining/-Reset (epoch seconds, or delta
+//     seconds), Retry-After: 1.
 //   - [FixedWindow]: clock-aligned windows announced with the IETF
 //     RateLimit and RateLimit-Policy fields (draft-ietf-httpapi-ratelimit-headers),
 //     t rounded up to whole seconds, an optional skewed Date.
 //   - [SlidingLog]: at most q in any rolling window, a 429 with only
 //     Retry-After: the hidden budget below what a client was told.
 //   - [GitHub]: a long window (5,000 an hour), started part-spent,
-//     x-ratelimit-limit/-remaining/-reset/-used/-resource, 403 past it.
+//     x-ratelimit-limit/-remaining/-reset/-used/-resource, 403 past it;
+//     optionally the secondary limit (403 with Retry-After: 60).
 //   - [OpenAI]: requests and tokens per minute as continuously refilling
 //     buckets, x-ratelimit-*-requests/-tokens with resets as the time
 //     until full ("6s", "167ms"), 429 with retry-after-ms and

@@ -19,7 +19,8 @@ import (
 //
 // and a request past the limit is refused with Status (403, as GitHub
 // mostly sends for its primary limit) and remaining 0, without
-// Retry-After. Used and ResetIn start the server part-way through its
+// Retry-After; with SecondaryPerMinute, a burst past it draws GitHub's
+// secondary limit, the same status with Retry-After. Used and ResetIn start the server part-way through its
 // first window, as a client meets an API key other programs spent from:
 // Used 4550 and ResetIn 50 minutes is "450 of 5,000 left, reset in 50
 // min".
@@ -43,14 +44,20 @@ type GitHub struct {
 	// Status is the refusal's status. Zero means 403; GitHub also sends
 	// 429.
 	Status int
+	// SecondaryPerMinute is GitHub's secondary limit: more than this many
+	// admissions in any minute are refused with Status, Retry-After: 60
+	// and a body saying so, the primary headers unchanged (a refusal
+	// spends nothing). Zero means no secondary limit.
+	SecondaryPerMinute int
 	// Now is the server's clock. Nil means time.Now (the fake clock
 	// inside a testing/synctest bubble).
 	Now func() time.Time
 
 	mu      sync.Mutex // protects the fields below; serialises decisions
 	started bool
-	reset   time.Time // the current window's end, a whole second
-	used    int       // admissions in the current window
+	reset   time.Time   // the current window's end, a whole second
+	used    int         // admissions in the current window
+	minute  []time.Time // admissions in the last minute, for SecondaryPerMinute
 }
 
 // NewGitHub returns a GitHub server admitting limit requests per window.
@@ -77,6 +84,19 @@ func (s *GitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.used, s.reset = 0, wholeSecondAfter(t, s.Window)
 	}
 	ok := s.used < s.Limit
+	secondary := false
+	if ok && s.SecondaryPerMinute > 0 {
+		i := 0
+		for i < len(s.minute) && !s.minute[i].Add(time.Minute).After(t) {
+			i++
+		}
+		s.minute = s.minute[i:]
+		if len(s.minute) >= s.SecondaryPerMinute {
+			ok, secondary = false, true
+		} else {
+			s.minute = append(s.minute, t)
+		}
+	}
 	if ok {
 		s.used++
 	}
@@ -101,6 +121,12 @@ func (s *GitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			status = http.StatusForbidden
 		}
 		h.Set("Content-Type", "application/json; charset=utf-8")
+		if secondary {
+			h.Set("Retry-After", "60")
+			w.WriteHeader(status)
+			io.WriteString(w, `{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again.","documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"}`+"\n")
+			return
+		}
 		w.WriteHeader(status)
 		io.WriteString(w, `{"message":"API rate limit exceeded","documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"}`+"\n")
 		return

@@ -322,3 +322,44 @@ func TestInFlight(t *testing.T) {
 		}
 	})
 }
+
+// TestGitHubSecondary checks the secondary limit: Retry-After: 60, the
+// primary count untouched, and a free slot a minute after the oldest.
+func TestGitHubSecondary(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		s := throttletest.NewGitHub(100, time.Hour)
+		s.SecondaryPerMinute = 2
+		start := time.Now()
+		send(t, s, "")
+		sleepUntil(start, 30*time.Second)
+		send(t, s, "")
+		a := send(t, s, "")
+		if a.status != 403 || a.header.Get("Retry-After") != "60" || !strings.Contains(a.body, "secondary rate limit") {
+			t.Errorf("third in a minute: %d %q %s; want 403, Retry-After 60, secondary", a.status, a.header.Get("Retry-After"), a.body)
+		}
+		if p := onlyPolicy(t, parseQuota(a.header, a.at)); p.Remaining != 98 {
+			t.Errorf("remaining %d after a secondary refusal; want 98 (it spends nothing)", p.Remaining)
+		}
+		sleepUntil(start, time.Minute)
+		if a := send(t, s, ""); a.status != 200 {
+			t.Errorf("a minute after the first: %d; want 200", a.status)
+		}
+	})
+}
+
+// TestSlidingWindowResetDelta checks the delta form of X-RateLimit-Reset.
+func TestSlidingWindowResetDelta(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := throttletest.NewSlidingWindow(10, 10*time.Second)
+		s.ResetDelta = true
+		time.Sleep(2500 * time.Millisecond)
+		a := send(t, s, "")
+		if got := a.header.Get("X-RateLimit-Reset"); got != "8" {
+			t.Errorf("X-RateLimit-Reset %q; want 8 (7.5 s rounded up)", got)
+		}
+		if p := onlyPolicy(t, parseQuota(a.header, a.at)); p.Reset != 8*time.Second || p.Remaining != 9 {
+			t.Errorf("policy %+v; want reset 8s, 9 remaining", p)
+		}
+	})
+}

@@ -13,7 +13,8 @@ import (
 // when round(previous·(1−f) + current) ≥ Limit, previous and current being
 // the admissions of the previous and the current window. Every response
 // carries X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset
-// (the current window's end, in epoch seconds); a refusal is a 429 with
+// (the current window's end, in epoch seconds, or with ResetDelta the
+// seconds until it); a refusal is a 429 with
 // Retry-After: the window's length in seconds ("1" for a 1 s window).
 //
 // It admits about Limit per Window in steady state, and bursts are
@@ -28,6 +29,10 @@ type SlidingWindow struct {
 
 	Limit  int           // admissions per Window; set by NewSlidingWindow
 	Window time.Duration // the window's length; set by NewSlidingWindow
+	// ResetDelta sends X-RateLimit-Reset as the seconds until the
+	// window's end, rounded up, as many APIs do. False means epoch
+	// seconds, as httprate does.
+	ResetDelta bool
 	// Now is the server's clock. Nil means time.Now (the fake clock
 	// inside a testing/synctest bubble).
 	Now func() time.Time
@@ -72,7 +77,11 @@ func (s *SlidingWindow) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	setDate(h, t, 0)
 	h.Set("X-RateLimit-Limit", itoa(int64(s.Limit)))
 	h.Set("X-RateLimit-Remaining", itoa(int64(max(s.Limit-n, 0))))
-	h.Set("X-RateLimit-Reset", itoa(start.Add(s.Window).Unix()))
+	if s.ResetDelta {
+		h.Set("X-RateLimit-Reset", itoa(max(ceilSeconds(start.Add(s.Window).Sub(t)), 1)))
+	} else {
+		h.Set("X-RateLimit-Reset", itoa(start.Add(s.Window).Unix()))
+	}
 	if !ok {
 		h.Set("Retry-After", itoa(max(ceilSeconds(s.Window), 1)))
 		reject(w, http.StatusTooManyRequests)
