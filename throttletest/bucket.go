@@ -13,7 +13,8 @@ import (
 // Retry-After, the whole seconds (rounded up, at least 1) until a token is
 // back; otherwise it says nothing.
 //
-// Create one with [NewTokenBucket]; set the fields before the first
+// The zero value is not usable: every request is answered 500 with a
+// message saying so. Create one with [NewTokenBucket]; set the fields before the first
 // request. It is an [http.Handler], safe for concurrent use; it records
 // what it saw in its [Counter].
 type TokenBucket struct {
@@ -43,6 +44,9 @@ func NewTokenBucket(perSecond float64, burst int) *TokenBucket {
 
 // ServeHTTP admits r or refuses it, as the type's rule says.
 func (s *TokenBucket) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if misconfigured(w, !(s.Rate > 0) || s.Burst <= 0, "TokenBucket needs a positive Rate and Burst: make it with NewTokenBucket") {
+		return
+	}
 	drain(r)
 	s.mu.Lock()
 	t := now(s.Now)

@@ -62,3 +62,15 @@ func mustPositive[T int | int64 | float64 | time.Duration](fn, name string, v T)
 		panic("throttletest." + fn + ": " + name + " must be positive")
 	}
 }
+
+// misconfigured answers 500 when a server's limit is not usable (a zero
+// value, not made by its constructor, or a field set to zero after), with
+// a body saying what to do, and reports whether it did. It records
+// nothing: the request was not judged by any rule.
+func misconfigured(w http.ResponseWriter, bad bool, msg string) bool {
+	if !bad {
+		return false
+	}
+	http.Error(w, "throttletest: "+msg, http.StatusInternalServerError)
+	return true
+}

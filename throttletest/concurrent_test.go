@@ -86,3 +86,22 @@ func TestConcurrent(t *testing.T) {
 		})
 	}
 }
+
+// TestZeroValues checks that a server not made by its constructor says so
+// (500, naming the constructor) and counts nothing, and that no zero
+// value panics.
+func TestZeroValues(t *testing.T) {
+	for _, s := range []counted{
+		&throttletest.LeakyBucket{}, &throttletest.SlidingWindow{}, &throttletest.FixedWindow{},
+		&throttletest.SlidingLog{}, &throttletest.GitHub{}, &throttletest.OpenAI{},
+		&throttletest.TokenBucket{}, &throttletest.InFlight{},
+	} {
+		a := send(t, s, "")
+		if a.status != 500 || !strings.Contains(a.body, "make it with New") {
+			t.Errorf("%T{}: %d %q; want 500 naming the constructor", s, a.status, a.body)
+		}
+		if st := s.Stats(); st != (throttletest.Stats{}) {
+			t.Errorf("%T{}: Stats() = %+v; want nothing counted", s, st)
+		}
+	}
+}

@@ -22,7 +22,8 @@ import (
 // DateSkew moves the Date header off the server's clock, as a server whose
 // clock is off sends it.
 //
-// Create one with [NewFixedWindow]; set the fields before the first
+// The zero value is not usable: every request is answered 500 with a
+// message saying so. Create one with [NewFixedWindow]; set the fields before the first
 // request. It is an [http.Handler], safe for concurrent use; it records
 // what it saw in its [Counter].
 type FixedWindow struct {
@@ -61,6 +62,9 @@ func NewFixedWindow(limit int, window time.Duration) *FixedWindow {
 
 // ServeHTTP admits r or refuses it, as the type's rule says.
 func (s *FixedWindow) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if misconfigured(w, s.Limit <= 0 || s.Window <= 0 || s.Window%time.Second != 0, "FixedWindow needs a positive Limit and a Window of whole seconds: make it with NewFixedWindow") {
+		return
+	}
 	drain(r)
 	s.mu.Lock()
 	t := now(s.Now)

@@ -25,7 +25,8 @@ import (
 // Used 4550 and ResetIn 50 minutes is "450 of 5,000 left, reset in 50
 // min".
 //
-// Create one with [NewGitHub]; set the fields before the first request.
+// The zero value is not usable: every request is answered 500 with a
+// message saying so. Create one with [NewGitHub]; set the fields before the first request.
 // It is an [http.Handler], safe for concurrent use; it records what it saw
 // in its [Counter].
 type GitHub struct {
@@ -70,6 +71,9 @@ func NewGitHub(limit int, window time.Duration) *GitHub {
 
 // ServeHTTP admits r or refuses it, as the type's rule says.
 func (s *GitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if misconfigured(w, s.Limit <= 0 || s.Window <= 0, "GitHub needs a positive Limit and Window: make it with NewGitHub") {
+		return
+	}
 	drain(r)
 	s.mu.Lock()
 	t := now(s.Now)

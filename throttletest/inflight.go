@@ -11,7 +11,8 @@ import (
 // being served is refused at once with a 429 (with Retry-After: 1 when
 // RetryAfter is set); an admitted one is served for Hold, then answered.
 //
-// Create one with [NewInFlight]; set the fields before the first request.
+// The zero value is not usable: every request is answered 500 with a
+// message saying so. Create one with [NewInFlight]; set the fields before the first request.
 // It is an [http.Handler], safe for concurrent use; it records what it saw
 // in its [Counter], and [InFlight.Peak] is the most it served at once.
 type InFlight struct {
@@ -50,6 +51,9 @@ func (s *InFlight) Peak() int {
 
 // ServeHTTP admits r or refuses it, as the type's rule says.
 func (s *InFlight) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if misconfigured(w, s.Limit <= 0, "InFlight needs a positive Limit: make it with NewInFlight") {
+		return
+	}
 	drain(r)
 	s.mu.Lock()
 	t := now(s.Now)

@@ -1,6 +1,7 @@
 package throttletest
 
 import (
+	"math"
 	"net/http"
 	"sync"
 	"time"
@@ -20,7 +21,8 @@ import (
 // the last admission; a request is refused when the excess would be above
 // the burst (0), and a refusal changes nothing.
 //
-// Create one with [NewLeakyBucket]; set the fields before the first
+// The zero value is not usable: every request is answered 500 with a
+// message saying so. Create one with [NewLeakyBucket]; set the fields before the first
 // request. It is an [http.Handler], safe for concurrent use; it records
 // what it saw in its [Counter].
 type LeakyBucket struct {
@@ -50,6 +52,9 @@ func NewLeakyBucket(perSecond float64) *LeakyBucket {
 
 // ServeHTTP admits r or refuses it, as the type's rule says.
 func (s *LeakyBucket) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if misconfigured(w, !(s.Rate > 0), "LeakyBucket needs a positive Rate: make it with NewLeakyBucket") {
+		return
+	}
 	drain(r)
 	s.mu.Lock()
 	t := now(s.Now)
@@ -79,9 +84,9 @@ func (s *LeakyBucket) allow(ms int64) bool {
 	if elapsed < 0 {
 		elapsed = -elapsed // nginx takes the absolute value of a clock step back
 	}
-	excess := s.excess - rate*elapsed/1000 + 1000
-	if excess < 0 {
-		excess = 0
+	var excess int64
+	if elapsed == 0 || rate <= (math.MaxInt64-1000)/elapsed { // else it has long drained
+		excess = max(s.excess-rate*elapsed/1000+1000, 0)
 	}
 	if excess > 0 { // burst 0
 		return false

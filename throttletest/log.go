@@ -14,7 +14,8 @@ import (
 // budget a client meets when it was told a higher limit than the server
 // grants, or when other clients spend the same budget.
 //
-// Create one with [NewSlidingLog]; set the fields before the first
+// The zero value is not usable: every request is answered 500 with a
+// message saying so. Create one with [NewSlidingLog]; set the fields before the first
 // request. It is an [http.Handler], safe for concurrent use; it records
 // what it saw in its [Counter].
 type SlidingLog struct {
@@ -40,6 +41,9 @@ func NewSlidingLog(limit int, window time.Duration) *SlidingLog {
 
 // ServeHTTP admits r or refuses it, as the type's rule says.
 func (s *SlidingLog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if misconfigured(w, s.Limit <= 0 || s.Window <= 0, "SlidingLog needs a positive Limit and Window: make it with NewSlidingLog") {
+		return
+	}
 	drain(r)
 	s.mu.Lock()
 	t := now(s.Now)

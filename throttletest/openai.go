@@ -32,7 +32,8 @@ import (
 // request is answered with a chat.completion whose usage reports
 // PromptTokens and the completion tokens Used of its maximum.
 //
-// Create one with [NewOpenAI]; set the fields before the first request.
+// The zero value is not usable: every request is answered 500 with a
+// message saying so. Create one with [NewOpenAI]; set the fields before the first request.
 // It is an [http.Handler], safe for concurrent use; it records what it saw
 // in its [Counter], tokens as the admitted units.
 type OpenAI struct {
@@ -65,6 +66,9 @@ func NewOpenAI(rpm, tpm int) *OpenAI {
 	return &OpenAI{RPM: rpm, TPM: tpm}
 }
 
+// maxAsk bounds the tokens one request can ask for, far past any TPM.
+const maxAsk = 1 << 40
+
 // completionRequest is the part of a chat-completion request the server reads.
 type completionRequest struct {
 	MaxTokens           int `json:"max_tokens"`
@@ -73,11 +77,16 @@ type completionRequest struct {
 
 // ServeHTTP admits r or refuses it, as the type's rule says.
 func (s *OpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if misconfigured(w, s.RPM <= 0 || s.TPM <= 0, "OpenAI needs a positive RPM and TPM: make it with NewOpenAI") {
+		return
+	}
 	var req completionRequest
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 	json.Unmarshal(body, &req) // a body that is not JSON asks for no completion
-	completion := max(req.MaxCompletionTokens, req.MaxTokens, 0)
-	cost := float64(max(s.PromptTokens, 0) + completion)
+	// Bounded so that no body can make the cost overflow (or go negative
+	// and refill the bucket).
+	completion := min(max(req.MaxCompletionTokens, req.MaxTokens, 0), maxAsk)
+	cost := float64(min(max(s.PromptTokens, 0), maxAsk) + completion)
 
 	s.mu.Lock()
 	t := now(s.Now)

@@ -21,7 +21,8 @@ import (
 // smoothed: after a full window, the next admits only what the previous
 // one's weight has left.
 //
-// Create one with [NewSlidingWindow]; set the fields before the first
+// The zero value is not usable: every request is answered 500 with a
+// message saying so. Create one with [NewSlidingWindow]; set the fields before the first
 // request. It is an [http.Handler], safe for concurrent use; it records
 // what it saw in its [Counter].
 type SlidingWindow struct {
@@ -52,6 +53,9 @@ func NewSlidingWindow(limit int, window time.Duration) *SlidingWindow {
 
 // ServeHTTP admits r or refuses it, as the type's rule says.
 func (s *SlidingWindow) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if misconfigured(w, s.Limit <= 0 || s.Window <= 0, "SlidingWindow needs a positive Limit and Window: make it with NewSlidingWindow") {
+		return
+	}
 	drain(r)
 	s.mu.Lock()
 	t := now(s.Now)
