@@ -38,6 +38,12 @@ type Counter struct {
 func (c *Counter) record(now time.Time, worker string, ok bool, units int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.recordLocked(now, worker, ok, units)
+}
+
+// recordLocked is record with c.mu held, for a caller that reads the time
+// under it so that admissions stay in time order.
+func (c *Counter) recordLocked(now time.Time, worker string, ok bool, units int64) {
 	c.stats.Arrivals++
 	if !ok {
 		c.stats.Rejected++

@@ -36,6 +36,9 @@
 //     and reported back in a usage body.
 //   - [InFlight]: a cap on concurrent requests, each served for a hold
 //     time; a bare 429, or one with Retry-After.
+//   - [Chain]: several limits at once, layered as middleware (a
+//     per-second bucket in front of an hourly budget); the first refusal
+//     answers, the headers of every layer passed are sent.
 //
 // Each is made by its constructor, which takes the limit; the other
 // fields are options, set before the first request. Every server is an

@@ -363,3 +363,52 @@ func TestSlidingWindowResetDelta(t *testing.T) {
 		}
 	})
 }
+
+// TestChain checks layered limits: the first refusal answers, the headers
+// of every layer passed are sent, and each layer counts what reached it.
+func TestChain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		per := throttletest.NewTokenBucket(10, 3)
+		per.RetryAfter = true
+		budget := throttletest.NewGitHub(4, time.Hour)
+		c := throttletest.NewChain(per, budget)
+		var codes []int
+		for range 4 {
+			a := send(t, c, "")
+			codes = append(codes, a.status)
+			if a.status == 200 && a.header.Get("X-Ratelimit-Limit") != "4" {
+				t.Errorf("admitted without the budget's headers: %v", a.header)
+			}
+			if a.status == 429 && (a.header.Get("Retry-After") != "1" || a.header.Get("X-Ratelimit-Limit") != "") {
+				t.Errorf("refused by the first layer: %v; want its Retry-After only", a.header)
+			}
+		}
+		time.Sleep(time.Second)
+		for range 2 {
+			codes = append(codes, send(t, c, "").status)
+		}
+		if fmt.Sprint(codes) != "[200 200 200 429 200 403]" {
+			t.Errorf("statuses %v; want the bucket's burst of 3, its refusal, then the budget's 4th and its refusal", codes)
+		}
+		if st := per.Stats(); st.Arrivals != 6 || st.Admitted != 5 {
+			t.Errorf("first layer %+v; want 6 arrivals, 5 admitted", st)
+		}
+		if st := budget.Stats(); st.Arrivals != 5 || st.Admitted != 4 {
+			t.Errorf("second layer %+v; want 5 arrivals, 4 admitted", st)
+		}
+		if st := c.Stats(); st.Arrivals != 6 || st.Admitted != 4 || st.Rejected != 2 {
+			t.Errorf("chain %+v; want 6 arrivals, 4 admitted, 2 rejected", st)
+		}
+		q := parseQuota(send(t, throttletest.NewChain(throttletest.NewFixedWindow(5, time.Second), throttletest.NewGitHub(10, time.Hour)), "").header, time.Now())
+		if len(q.Policies) != 2 {
+			t.Errorf("two layers' headers parse to %+v; want 2 policies", q.Policies)
+		}
+		// Both OpenAI layers read the body's max_tokens.
+		o1, o2 := throttletest.NewOpenAI(60, 1000), throttletest.NewOpenAI(60, 1000)
+		send(t, throttletest.NewChain(o1, o2), `{"max_tokens":300}`)
+		if o1.Stats().Units != 300 || o2.Stats().Units != 300 {
+			t.Errorf("tokens charged %d and %d; want 300 by each layer", o1.Stats().Units, o2.Stats().Units)
+		}
+	})
+}
