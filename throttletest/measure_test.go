@@ -100,7 +100,7 @@ func TestScenarios(t *testing.T) {
 }
 
 // row fills the common columns from what the server and client saw.
-func row(name string, st throttletest.Stats, res measure.Result, capacity float64, goal string) measure.Row {
+func row(name string, st throttletest.Stats, res measure.Result, capacity float64, goal string, ev *measure.Events) measure.Row {
 	r := measure.Row{Name: name, Wall: res.Wall, P99: res.Quantile(0.99), Goal: goal,
 		Sent: res.Sent, OK: res.OK, Admitted: st.Admitted, Rejected: st.Rejected}
 	if capacity > 0 {
@@ -112,6 +112,7 @@ func row(name string, st throttletest.Stats, res measure.Result, capacity float6
 	if res.Sent > 0 {
 		r.GiveUps = float64(res.GaveUp) / float64(res.Sent)
 	}
+	r.Events = ev.String()
 	return r
 }
 
@@ -139,12 +140,13 @@ func tokenBucketRow(jitter time.Duration) func(t *testing.T, seed int) measure.R
 		return bubble(t, func(t *testing.T) measure.Row {
 			s := throttletest.NewTokenBucket(100, 10)
 			s.RetryAfter = true
-			c := &http.Client{Transport: &throttle.Transport{
+			ev := new(measure.Events)
+			c := &http.Client{Transport: &throttle.Transport{OnEvent: ev.Record,
 				Base:   direct(s, time.Millisecond, jitter, seed),
 				Waiter: &throttle.Limiter{Limit: 100, Burst: 10},
 			}}
 			res := measure.Run(t.Context(), measure.Load{Client: c, URL: url, Workers: 16, Requests: 2000})
-			return row(fmt.Sprintf("token bucket 100/s burst 10 + Retry-After, limit told, jitter %v", jitter), s.Stats(), res, 10+100*res.Wall.Seconds(), "0 429s, ≥ 0.99")
+			return row(fmt.Sprintf("token bucket 100/s burst 10 + Retry-After, limit told, jitter %v", jitter), s.Stats(), res, 10+100*res.Wall.Seconds(), "0 429s, ≥ 0.99", ev)
 		})
 	}
 }
@@ -162,12 +164,13 @@ func leakySynctestRow(t *testing.T, seed int) measure.Row {
 		time.Sleep(time.Duration(seed) * 317 * time.Microsecond) // a phase against the server's whole ms
 		s := throttletest.NewLeakyBucket(50)
 		s.Status = http.StatusTooManyRequests
-		c := &http.Client{Transport: &throttle.Transport{
+		ev := new(measure.Events)
+		c := &http.Client{Transport: &throttle.Transport{OnEvent: ev.Record,
 			Base:   direct(s, time.Millisecond, time.Millisecond, seed),
 			Waiter: &throttle.Limiter{Limit: 50, Burst: 1},
 		}}
 		res := measure.Run(t.Context(), measure.Load{Client: c, URL: url, Workers: 8, Requests: 1000})
-		return row("strict leaky bucket 50/s, 429 bare, limit told (synctest, ≤1 ms jitter)", s.Stats(), res, leakyCapacity(50, res.Wall), leakyGoal)
+		return row("strict leaky bucket 50/s, 429 bare, limit told (synctest, ≤1 ms jitter)", s.Stats(), res, leakyCapacity(50, res.Wall), leakyGoal, ev)
 	})
 }
 
@@ -179,12 +182,13 @@ func leakyRealRow(t *testing.T, seed int) measure.Row {
 	ts := httptest.NewServer(s)
 	defer ts.Close()
 	defer ts.Client().CloseIdleConnections()
-	c := &http.Client{Transport: &throttle.Transport{
+	ev := new(measure.Events)
+	c := &http.Client{Transport: &throttle.Transport{OnEvent: ev.Record,
 		Base:   ts.Client().Transport,
 		Waiter: &throttle.Limiter{Limit: 50, Burst: 1},
 	}}
 	res := measure.Run(t.Context(), measure.Load{Client: c, URL: ts.URL, Workers: 8, Requests: 300})
-	return row("strict leaky bucket 50/s, 429 bare, limit told (real clock)", s.Stats(), res, leakyCapacity(50, res.Wall), leakyGoal)
+	return row("strict leaky bucket 50/s, 429 bare, limit told (real clock)", s.Stats(), res, leakyCapacity(50, res.Wall), leakyGoal, ev)
 }
 
 // slidingWindowRow: httprate's counter of 50 per 1 s with X-RateLimit-*
@@ -193,10 +197,11 @@ func slidingWindowRow(t *testing.T, seed int) measure.Row {
 	return bubble(t, func(t *testing.T) measure.Row {
 		time.Sleep(time.Duration(seed) * 131 * time.Millisecond)
 		s := throttletest.NewSlidingWindow(50, time.Second)
-		c := &http.Client{Transport: &throttle.Transport{Base: direct(s, time.Millisecond, time.Millisecond, seed)}}
+		ev := new(measure.Events)
+		c := &http.Client{Transport: &throttle.Transport{OnEvent: ev.Record, Base: direct(s, time.Millisecond, time.Millisecond, seed)}}
 		res := measure.Run(t.Context(), measure.Load{Client: c, URL: url, Workers: 16, Requests: 1000})
 		return row("sliding window 50 per 1 s (httprate), told nothing", s.Stats(), res, 50*res.Wall.Seconds(),
-			"every request succeeds, ≤ 1% 429s, ≥ 0.95")
+			"every request succeeds, ≤ 1% 429s, ≥ 0.95", ev)
 	})
 }
 
@@ -207,12 +212,13 @@ func fixedWindowRow(t *testing.T, seed int) measure.Row {
 		time.Sleep(time.Duration(seed) * 131 * time.Millisecond)
 		s := throttletest.NewFixedWindow(50, time.Second)
 		s.DateSkew = 1500 * time.Millisecond
-		c := &http.Client{Transport: &throttle.Transport{Base: direct(s, time.Millisecond, time.Millisecond, seed)}}
+		ev := new(measure.Events)
+		c := &http.Client{Transport: &throttle.Transport{OnEvent: ev.Record, Base: direct(s, time.Millisecond, time.Millisecond, seed)}}
 		start := time.Now()
 		res := measure.Run(t.Context(), measure.Load{Client: c, URL: url, Workers: 16, Requests: 1000})
 		windows := start.Add(res.Wall).Truncate(time.Second).Sub(start.Truncate(time.Second))/time.Second + 1
 		return row("fixed window 50 per 1 s, IETF fields, t rounded up, Date +1.5 s, told nothing", s.Stats(), res, 50*float64(windows),
-			"≤ 1% 429s, ≥ 0.95")
+			"≤ 1% 429s, ≥ 0.95", ev)
 	})
 }
 
@@ -226,14 +232,15 @@ func budgetCapacity(q int, w, d time.Duration) float64 {
 func rollingRow(t *testing.T, seed int) measure.Row {
 	return bubble(t, func(t *testing.T) measure.Row {
 		s := throttletest.NewSlidingLog(20, time.Second)
-		c := &http.Client{Transport: &throttle.Transport{
+		ev := new(measure.Events)
+		c := &http.Client{Transport: &throttle.Transport{OnEvent: ev.Record,
 			Base:   direct(s, time.Millisecond, time.Millisecond, seed),
 			Waiter: &throttle.Limiter{Limit: 100, Burst: 10},
 		}}
 		const n = 400
 		res := measure.Run(t.Context(), measure.Load{Client: c, URL: url, Workers: 8, Requests: n})
 		r := row("rolling budget 20 per 1 s, 429 + Retry-After, told 100/s (1 process)", s.Stats(), res, budgetCapacity(20, time.Second, res.Wall),
-			"≤ 2% 429s per success, within 5% of the budget's time")
+			"≤ 2% 429s per success, within 5% of the budget's time", ev)
 		r.Extra = fmt.Sprintf("wall ÷ budget's time %.2f", res.Wall.Seconds()/((n-20)/20.0))
 		return r
 	})
@@ -253,6 +260,7 @@ func fleetRow(t *testing.T, seed int) measure.Row {
 		mu  sync.Mutex
 		all measure.Result
 	)
+	ev := new(measure.Events) // all four processes' events
 	start := time.Now()
 	for p := range procs {
 		client := redis.NewClient(&redis.Options{Addr: rs.Addr()})
@@ -260,7 +268,7 @@ func fleetRow(t *testing.T, seed int) measure.Row {
 		q := distributed.New(client, "fleet-"+strconv.Itoa(seed), 100, 10)
 		q.Workers = procs
 		defer q.Close()
-		c := &http.Client{Transport: &throttle.Transport{Base: ts.Client().Transport, Waiter: q}}
+		c := &http.Client{Transport: &throttle.Transport{OnEvent: ev.Record, Base: ts.Client().Transport, Waiter: q}}
 		wg.Go(func() {
 			res := measure.Run(t.Context(), measure.Load{Client: c, URL: ts.URL, Workers: workers, Requests: workers * each, Worker: strconv.Itoa(p)})
 			mu.Lock()
@@ -276,7 +284,7 @@ func fleetRow(t *testing.T, seed int) measure.Row {
 	sortDurations(all.Latencies)
 	const n = procs * workers * each
 	r := row("rolling budget 20 per 1 s, 429 + Retry-After, told 100/s (fleet of 4, distributed.Quota, real clock)", s.Stats(), all, budgetCapacity(20, time.Second, all.Wall),
-		"≤ 2% 429s per success, within 5% of the budget's time")
+		"≤ 2% 429s per success, within 5% of the budget's time", ev)
 	r.Extra = fmt.Sprintf("wall ÷ budget's time %.2f; per process %v", all.Wall.Seconds()/((n-20)/20.0), s.PerWorker())
 	return r
 }
@@ -287,7 +295,8 @@ func gitHubRow(t *testing.T, seed int) measure.Row {
 	return bubble(t, func(t *testing.T) measure.Row {
 		s := throttletest.NewGitHub(5000, time.Hour)
 		s.Used, s.ResetIn = 4550, 50*time.Minute
-		c := &http.Client{Transport: &throttle.Transport{Base: direct(s, 50*time.Millisecond, 10*time.Millisecond, seed)}}
+		ev := new(measure.Events)
+		c := &http.Client{Transport: &throttle.Transport{OnEvent: ev.Record, Base: direct(s, 50*time.Millisecond, 10*time.Millisecond, seed)}}
 		start := time.Now()
 		res := measure.Run(t.Context(), measure.Load{Client: c, URL: url, Workers: 4, For: 50 * time.Minute})
 		reset := start.Add(50 * time.Minute)
@@ -303,7 +312,7 @@ func gitHubRow(t *testing.T, seed int) measure.Row {
 			}
 		}
 		most, _ := s.MaxIn(time.Minute)
-		r := row("GitHub: 450 of 5,000 left, reset in 50 min, told nothing", s.Stats(), res, 450, "the 450 spread over the 50 min (≈ 9 a minute)")
+		r := row("GitHub: 450 of 5,000 left, reset in 50 min, told nothing", s.Stats(), res, 450, "the 450 spread over the 50 min (≈ 9 a minute)", ev)
 		r.Capacity = float64(before) / 450
 		r.Extra = fmt.Sprintf("in the first 4 s: %d; last of the 450 at %v; most in a minute: %d", first4s, last.Round(time.Second), most)
 		return r
@@ -319,7 +328,8 @@ func openAIRow(maxTokens int, told bool) func(t *testing.T, seed int) measure.Ro
 			s := throttletest.NewOpenAI(60, 6000)
 			s.PromptTokens = 2
 			cost := maxTokens + 2
-			tr := &throttle.Transport{Base: direct(s, 100*time.Millisecond, 10*time.Millisecond, seed)}
+			ev := new(measure.Events)
+			tr := &throttle.Transport{OnEvent: ev.Record, Base: direct(s, 100*time.Millisecond, 10*time.Millisecond, seed)}
 			client := "told nothing"
 			if told {
 				tr.CostUnit = "tokens"
@@ -336,7 +346,7 @@ func openAIRow(maxTokens int, told bool) func(t *testing.T, seed int) measure.Ro
 				binding = "tokens"
 			}
 			r := row(fmt.Sprintf("OpenAI 60 RPM / 6,000 TPM, %d tokens a request (%s bind), %s", cost, binding, client), s.Stats(), res, capacity,
-				"≥ 0.95 of the binding limit, ≤ 1% 429s, p99 ≤ the wait the limits imply")
+				"≥ 0.95 of the binding limit, ≤ 1% 429s, p99 ≤ the wait the limits imply", ev)
 			most, _ := s.MaxIn(10 * time.Second)
 			r.Extra = fmt.Sprintf("successes %d; most in 10 s: %d", res.OK, most)
 			return r

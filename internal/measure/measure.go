@@ -135,6 +135,7 @@ type Row struct {
 	P99          time.Duration // of the requests' latencies
 	Wall         time.Duration
 	Extra        string // what the row's goal needs beyond the columns
+	Events       string // the Transport's events by kind, give-ups by reason (see Events)
 	Goal         string
 
 	Sent, OK           int // requests the client started, and ended in a 2xx
@@ -142,7 +143,7 @@ type Row struct {
 }
 
 // Median returns, column by column, the median of rows (of the same
-// scenario run several times); Name, Goal and Extra come from the median
+// scenario run several times); Name, Goal, Extra and Events come from the median
 // run by capacity.
 func Median(rows []Row) Row {
 	if len(rows) == 0 {
@@ -178,11 +179,11 @@ func Median(rows []Row) Row {
 // Table formats rows as a Markdown table.
 func Table(rows []Row) string {
 	var b strings.Builder
-	b.WriteString("| server, client | capacity used | 429s per success | give-ups | p99 | wall | also | goal |\n")
-	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("| server, client | capacity used | 429s per success | give-ups | p99 | wall | also | events | goal |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %.2f | %.3f | %.1f%% | %v | %v | %s | %s |\n",
-			r.Name, r.Capacity, r.RejectsPerOK, 100*r.GiveUps, r.P99.Round(time.Millisecond), r.Wall.Round(10*time.Millisecond), r.Extra, r.Goal)
+		fmt.Fprintf(&b, "| %s | %.2f | %.3f | %.1f%% | %v | %v | %s | %s | %s |\n",
+			r.Name, r.Capacity, r.RejectsPerOK, 100*r.GiveUps, r.P99.Round(time.Millisecond), r.Wall.Round(10*time.Millisecond), r.Extra, r.Events, r.Goal)
 	}
 	return b.String()
 }
