@@ -63,7 +63,8 @@ func scenarios() []scenario {
 		{"strict leaky bucket (synctest)", false, leakySynctestRow},
 		{"strict leaky bucket (real clock)", true, leakyRealRow},
 		{"sliding window", false, slidingWindowRow},
-		{"fixed window IETF", false, fixedWindowRow},
+		{"fixed window IETF", false, fixedWindowRow(16)},
+		{"fixed window IETF, 1 worker", false, fixedWindowRow(1)},
 		{"rolling budget, 1 process", false, rollingRow},
 		{"rolling budget, fleet of 4", true, fleetRow},
 		{"GitHub long window", false, gitHubRow},
@@ -207,19 +208,21 @@ func slidingWindowRow(t *testing.T, seed int) measure.Row {
 
 // fixedWindowRow: IETF RateLimit/RateLimit-Policy, 50 per 1 s windows, t
 // rounded up, Date 1.5 s ahead; the client told nothing.
-func fixedWindowRow(t *testing.T, seed int) measure.Row {
-	return bubble(t, func(t *testing.T) measure.Row {
-		time.Sleep(time.Duration(seed) * 131 * time.Millisecond)
-		s := throttletest.NewFixedWindow(50, time.Second)
-		s.DateSkew = 1500 * time.Millisecond
-		ev := new(measure.Events)
-		c := &http.Client{Transport: &throttle.Transport{OnEvent: ev.Record, Base: direct(s, time.Millisecond, time.Millisecond, seed)}}
-		start := time.Now()
-		res := measure.Run(t.Context(), measure.Load{Client: c, URL: url, Workers: 16, Requests: 1000})
-		windows := start.Add(res.Wall).Truncate(time.Second).Sub(start.Truncate(time.Second))/time.Second + 1
-		return row("fixed window 50 per 1 s, IETF fields, t rounded up, Date +1.5 s, told nothing", s.Stats(), res, 50*float64(windows),
-			"≤ 1% 429s, ≥ 0.95", ev)
-	})
+func fixedWindowRow(workers int) func(t *testing.T, seed int) measure.Row {
+	return func(t *testing.T, seed int) measure.Row {
+		return bubble(t, func(t *testing.T) measure.Row {
+			time.Sleep(time.Duration(seed) * 131 * time.Millisecond)
+			s := throttletest.NewFixedWindow(50, time.Second)
+			s.DateSkew = 1500 * time.Millisecond
+			ev := new(measure.Events)
+			c := &http.Client{Transport: &throttle.Transport{OnEvent: ev.Record, Base: direct(s, time.Millisecond, time.Millisecond, seed)}}
+			start := time.Now()
+			res := measure.Run(t.Context(), measure.Load{Client: c, URL: url, Workers: workers, Requests: 1000})
+			windows := start.Add(res.Wall).Truncate(time.Second).Sub(start.Truncate(time.Second))/time.Second + 1
+			return row(fmt.Sprintf("fixed window 50 per 1 s, IETF fields, t rounded up, Date +1.5 s, told nothing, %d workers", workers),
+				s.Stats(), res, 50*float64(windows), "≤ 1% 429s, ≥ 0.95", ev)
+		})
+	}
 }
 
 // budgetCapacity is what a sliding log of q per w admits in d.
