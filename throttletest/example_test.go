@@ -34,6 +34,6 @@ func Example() {
 
 	st := srv.Stats()
 	most, _ := srv.MaxIn(time.Second)
-	fmt.Printf("admitted %d, refused %d, most in any second %d\n", st.Admitted, st.Rejected, most)
-	// Output: admitted 10, refused 0, most in any second 10
+	fmt.Printf("admitted %d, refused %d, within 25 in any second: %v\n", st.Admitted, st.Rejected, most <= 25)
+	// Output: admitted 10, refused 0, within 25 in any second: true
 }
