@@ -76,7 +76,8 @@
 //	token bucket 100/s b10 + Retry-After, limit told      1.00      0             0         160ms    0 429s, ≥ 0.99
 //	  same, ≤ 1 ms dispatch jitter                        0.39      0.017         0         2.1s     0 429s, ≥ 0.99
 //	strict leaky bucket 50/s (nginx), limit told, ≤ 1 ms  0.73      0.014         0         584ms    ≤ 1% 429s, ≥ 0.97
-//	  same, real clock                                    0.77      0.013         0         525ms    ≤ 1% 429s, ≥ 0.97
+//	  same, refusing with nginx's default 503             0.73      0.014         0         618ms    ≤ 1% 429s, ≥ 0.97
+//	  same (429), real clock                              0.77      0.013         0         525ms    ≤ 1% 429s, ≥ 0.97
 //	sliding window 50/1 s (httprate), told nothing        0.64      0.46          16%       1.0s     all succeed, ≤ 1%, ≥ 0.95
 //	fixed window 50/1 s, IETF, t rounded up, Date +1.5 s  1.00      0.015         0         1.0s     ≤ 1% 429s, ≥ 0.95
 //	  same, 1 worker                                      0.91      0             0         1.0s     ≤ 1% 429s, ≥ 0.95
@@ -87,7 +88,9 @@
 //	  same, CostUnit "tokens" with the exact Cost         0.85      0             0         61s      ≥ 0.95, ≤ 1% 429s
 //	OpenAI, 22 tokens (requests bind), told nothing       0.76      0             0         65s      ≥ 0.95, ≤ 1% 429s
 //
-// What the Transport's events say (the table's events column): with 1 ms
+// What the Transport's events say (the table's events column): each of
+// the strict bucket's 14 refusals costs about half a second (the first
+// backoff interval) of the 20 s the limit implies; with 1 ms
 // of jitter each of the token bucket's 34 429s (Retry-After: 1, for a
 // token 1 ms away) pauses the key a whole second; the sliding window's
 // give-ups are all "retry budget spent" (416 pauses of 1 s); a fixed

@@ -60,7 +60,8 @@ func scenarios() []scenario {
 	return []scenario{
 		{"token bucket", false, tokenBucketRow(0)},
 		{"token bucket with jitter", false, tokenBucketRow(time.Millisecond)},
-		{"strict leaky bucket (synctest)", false, leakySynctestRow},
+		{"strict leaky bucket (synctest)", false, leakySynctestRow(http.StatusTooManyRequests)},
+		{"strict leaky bucket, 503 (synctest)", false, leakySynctestRow(http.StatusServiceUnavailable)},
 		{"strict leaky bucket (real clock)", true, leakyRealRow},
 		{"sliding window", false, slidingWindowRow},
 		{"fixed window IETF", false, fixedWindowRow(16)},
@@ -158,21 +159,24 @@ func leakyCapacity(r float64, d time.Duration) float64 { return 1 + math.Floor(d
 
 const leakyGoal = "≤ 1% 429s, ≥ 0.97"
 
-// leakySynctestRow: nginx limit_req 50 r/s without burst, the client told
-// 50/s, dispatch jitter modelled as up to 1 ms on the way in.
-func leakySynctestRow(t *testing.T, seed int) measure.Row {
-	return bubble(t, func(t *testing.T) measure.Row {
-		time.Sleep(time.Duration(seed) * 317 * time.Microsecond) // a phase against the server's whole ms
-		s := throttletest.NewLeakyBucket(50)
-		s.Status = http.StatusTooManyRequests
-		ev := new(measure.Events)
-		c := &http.Client{Transport: &throttle.Transport{OnEvent: ev.Record,
-			Base:   direct(s, time.Millisecond, time.Millisecond, seed),
-			Waiter: &throttle.Limiter{Limit: 50, Burst: 1},
-		}}
-		res := measure.Run(t.Context(), measure.Load{Client: c, URL: url, Workers: 8, Requests: 1000})
-		return row("strict leaky bucket 50/s, 429 bare, limit told (synctest, ≤1 ms jitter)", s.Stats(), res, leakyCapacity(50, res.Wall), leakyGoal, ev)
-	})
+// leakySynctestRow: nginx limit_req 50 r/s without burst, refusing with
+// status, the client told 50/s, dispatch jitter modelled as up to 1 ms on
+// the way in.
+func leakySynctestRow(status int) func(t *testing.T, seed int) measure.Row {
+	return func(t *testing.T, seed int) measure.Row {
+		return bubble(t, func(t *testing.T) measure.Row {
+			time.Sleep(time.Duration(seed) * 317 * time.Microsecond) // a phase against the server's whole ms
+			s := throttletest.NewLeakyBucket(50)
+			s.Status = status
+			ev := new(measure.Events)
+			c := &http.Client{Transport: &throttle.Transport{OnEvent: ev.Record,
+				Base:   direct(s, time.Millisecond, time.Millisecond, seed),
+				Waiter: &throttle.Limiter{Limit: 50, Burst: 1},
+			}}
+			res := measure.Run(t.Context(), measure.Load{Client: c, URL: url, Workers: 8, Requests: 1000})
+			return row(fmt.Sprintf("strict leaky bucket 50/s, %d bare, limit told (synctest, ≤1 ms jitter)", status), s.Stats(), res, leakyCapacity(50, res.Wall), leakyGoal, ev)
+		})
+	}
 }
 
 // leakyRealRow is the same on the real clock, through a real server: the
