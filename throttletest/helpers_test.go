@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/throttle-go/throttle"
+	"github.com/throttle-go/throttle/ratelimit"
 	"github.com/throttle-go/throttle/throttletest"
 )
 
 // parseQuota is the root package's header parser, in one place: a rename of
 // it is a one-line change here.
-func parseQuota(h http.Header, received time.Time) throttle.Quota {
-	return throttle.ParseQuota(h, received)
+func parseQuota(h http.Header, received time.Time) ratelimit.Reading {
+	return ratelimit.Parse(h, received)
 }
 
 // answer is one response as a test looks at it.
@@ -70,7 +70,7 @@ func sleepUntil(start time.Time, d time.Duration) {
 
 // onlyPolicy returns q's single policy, failing the test when there is not
 // exactly one.
-func onlyPolicy(t *testing.T, q throttle.Quota) throttle.Policy {
+func onlyPolicy(t *testing.T, q ratelimit.Reading) ratelimit.Policy {
 	t.Helper()
 	if len(q.Policies) != 1 {
 		t.Fatalf("ParseQuota found %d policies (%+v); want 1", len(q.Policies), q.Policies)
