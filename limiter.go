@@ -287,7 +287,7 @@ func (b *bucket) sleep(ctx context.Context, qi int, e, n int64, turn float64) er
 		// Since Go 1.23 a Reset timer delivers no stale tick.
 		b.mu.Lock()
 		now = b.l.now()
-		b.advanceLocked(now, qi, e, n)
+		b.s.advance(now, b.pacing)
 		if e <= b.s.q[qi].rel {
 			return nil
 		}
@@ -307,24 +307,6 @@ func (b *bucket) sleep(ctx context.Context, qi int, e, n int64, turn float64) er
 			b.giveBack(qi, e, n)
 			return err
 		}
-	}
-}
-
-// advanceLocked advances the key's state at now for the caller whose
-// ticket is (qi, e) of n units, and wakes the other sleepers if units
-// other than the caller's went: their waits return now, not at the turns
-// they computed before (a turn may come earlier than computed, e.g. when a
-// window resets). It requires b.mu.
-func (b *bucket) advanceLocked(now float64, qi int, e, n int64) {
-	r0, r1 := b.s.q[queueRetry].rel, b.s.q[queueFirst].rel
-	b.s.advance(now, b.pacing)
-	if b.sleepers <= 1 {
-		return
-	}
-	was, is := [2]int64{r0, r1}, [2]int64{b.s.q[queueRetry].rel, b.s.q[queueFirst].rel}
-	// Units of the other queue, past the caller's ticket, or before it.
-	if o := 1 - qi; is[o] > was[o] || is[qi] > max(was[qi], e) || (is[qi] > was[qi] && was[qi] < e-n) {
-		b.notifyLocked()
 	}
 }
 

@@ -295,7 +295,7 @@ func (w *window) turn(p, probe, sec float64) float64 {
 		}
 		return math.Inf(-1)
 	}
-	return w.probeAt + math.Floor((w.probed+p-w.left-1)/probe)*probeWait*sec
+	return w.probeAt + math.Floor(max(w.probed+p-w.left-1, 0)/probe)*probeWait*sec
 }
 
 // spend takes k units that went at now.
@@ -346,14 +346,16 @@ func (w *window) update(now, left, reset, size, length, inFlight, sec float64) {
 		same = min(same, length/2)
 	}
 	told := left
-	left = max(left-inFlight, 0)
+	// Whole units: a count of units in flight is a weighted estimate (see
+	// sent), and a part of a unit is no unit to send.
+	left = math.Floor(max(left-inFlight, 0))
 	switch {
 	case w.valid && w.probed == 0 && math.Abs(at-w.reset) < same:
 		// The same window: the local count has spent the units in flight
 		// already, so take the server's count as it is, if lower (as
 		// told: max(left-inFlight, 0)+inFlight is inFlight, not the
 		// server's count, when more are in flight than it says remain).
-		w.left = min(w.left, told)
+		w.left = min(w.left, math.Floor(told))
 		if w.probeAt == w.reset {
 			w.probeAt = min(w.reset, at)
 		}
@@ -566,8 +568,7 @@ func (s *schedule) advance(now float64, c pacing) {
 // gathered them) when the pace in force changed since the last advance: at
 // a faster pace, or a deeper bucket, the same time would be worth more
 // units than were ever owed, and a debt (tat past now) fewer. The units
-// are kept exactly, up to the new depth (a bucket never holds more than
-// its burst once the pace changed).
+// are kept exactly, up to the new depth or the head ticket's size.
 //
 // The window's turns are arrivals too (the chains of tatAfter start at
 // them): the last speed-up is kept (spAt, spK, spRho) so that an arrival
@@ -580,9 +581,11 @@ func (s *schedule) rescale(now float64, c pacing) {
 		s.spAt, s.spRho = now, interval/s.credInt
 		s.spK = now + tau - s.credTau*s.spRho
 		// The bucket: the same map, its debt (tat past now) included, and
-		// no more units than the new depth holds. Units a pause that
-		// ended held arrived at its end (GCRA's max(tat, arrival)).
-		s.tat = max(now, s.spK-(now-max(s.tat, min(s.hold, now)))*s.spRho)
+		// no more units than the new depth holds or the head's ticket
+		// needs (settle). Units a pause that ended held arrived at its
+		// end (GCRA's max(tat, arrival)).
+		s.tat = s.spK - (now-max(s.tat, min(s.hold, now)))*s.spRho
+		s.settle(now, c)
 	}
 	s.credInt, s.credTau = interval, tau
 }
@@ -691,7 +694,7 @@ func (s *schedule) tatAfterAt(now float64, c pacing, p, interval, tau float64) f
 	// the largest is the first period's or p's own (which one depends on
 	// whether a period's units take longer at the bucket's pace than the
 	// period lasts): both, and tatAfter grows with p.
-	b := math.Floor((w.probed + p - w.left - 1) / probe) // p's probe period
+	b := math.Floor(max(w.probed+p-w.left-1, 0) / probe) // p's probe period
 	chain(w.left + b*probe - w.probed + 1)
 	chain(w.left - w.probed + 1)
 	return t

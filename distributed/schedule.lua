@@ -303,7 +303,7 @@ local function windowTurn(p, probe)
 		end
 		return -INF
 	end
-	return w.probeAt + math.floor((w.probed + p - w.left - 1) / probe) * PROBE_WAIT * SEC
+	return w.probeAt + math.floor(math.max(w.probed + p - w.left - 1, 0) / probe) * PROBE_WAIT * SEC
 end
 local function spend(k)
 	if not w.valid then
@@ -326,9 +326,9 @@ local function update(left, reset, size, length, inFlight)
 		same = math.min(same, length / 2)
 	end
 	local told = left
-	left = math.max(left - inFlight, 0)
+	left = math.floor(math.max(left - inFlight, 0)) -- whole units
 	if w.valid and w.probed == 0 and math.abs(at - w.reset) < same then
-		w.left = math.min(w.left, told)
+		w.left = math.min(w.left, math.floor(told))
 		if w.probeAt == w.reset then
 			w.probeAt = math.min(w.reset, at)
 		end
@@ -447,6 +447,16 @@ local function arrival(e)
 	end
 	return math.max(e, s.spK - (s.spAt - e) * s.spRho)
 end
+-- settle: GCRA's max(tat, arrival) at now (see settle in schedule.go).
+local function settle()
+	local interval, tau = pace(now)
+	local floor = now
+	if interval > 0 and queued() > 0 then
+		local lo, hi = ticketAt(1)
+		floor = now - math.max(0, (hi - lo + 1) * interval - tau)
+	end
+	s.tat = math.max(s.tat, floor)
+end
 -- rescale: the units the bucket holds are kept when the pace changed
 -- since the last advance, never more (see rescale in schedule.go).
 local function rescale()
@@ -454,7 +464,8 @@ local function rescale()
 	if interval > 0 and s.credInt > 0 and (s.credInt ~= interval or s.credTau ~= tau) then
 		s.spAt, s.spRho = now, interval / s.credInt
 		s.spK = now + tau - s.credTau * s.spRho
-		s.tat = math.max(now, s.spK - (now - math.max(s.tat, math.min(s.hold, now))) * s.spRho)
+		s.tat = s.spK - (now - math.max(s.tat, math.min(s.hold, now))) * s.spRho
+		settle()
 	end
 	s.credInt, s.credTau = interval, tau
 end
@@ -485,7 +496,7 @@ local function tatAfter(p)
 	if p <= w.left then
 		return t
 	end
-	local b = math.floor((w.probed + p - w.left - 1) / pr)
+	local b = math.floor(math.max(w.probed + p - w.left - 1, 0) / pr)
 	chain(w.left + b * pr - w.probed + 1)
 	chain(w.left - w.probed + 1)
 	return t
@@ -559,12 +570,7 @@ local function advance()
 			count(gone)
 		end
 	end
-	local floor = now
-	if interval > 0 and queued() > 0 then
-		local lo, hi = ticketAt(1)
-		floor = now - math.max(0, (hi - lo + 1) * interval - tau)
-	end
-	s.tat = math.max(s.tat, floor)
+	settle()
 end
 local function position(qi, e)
 	local p = ahead(s.q[qi], e)
