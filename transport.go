@@ -94,8 +94,13 @@ type Transport struct {
 	// OnEvent, if not nil, is called for each wait on quota that blocked,
 	// each pause and each retry, and for each request that failed and is
 	// not retried: the place for logs ([LogEvents]) and metrics. It is
-	// called synchronously from RoundTrip, from many goroutines at once,
-	// and must not block.
+	// also told of the decisions the key's waiter takes by itself from
+	// this Transport's responses (slow-downs, shifts, windows, declared
+	// limits, and a waiter's store failures), which the Transport passes
+	// it in the context of each waiter call ([WithEvents]), and of the
+	// end of a slow-down of a key it last adapted (EventRecovered, from a
+	// timer's goroutine). It is called synchronously from RoundTrip, from
+	// many goroutines at once, and must not block.
 	OnEvent func(Event)
 
 	// DryRun: the Transport computes and reports every delay it would
@@ -221,7 +226,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				return nil, t.giveUp(ev, reasonRewindFailed, err)
 			}
 		}
-		if reason, err := t.wait(ctx, rs, w, key, n, attempt); err != nil {
+		// The waiter's own decisions during this attempt's calls reach
+		// OnEvent through ectx (see WithEvents).
+		ectx := t.withAttemptEvents(ctx, req, attempt)
+		if reason, err := t.wait(ectx, rs, w, key, n, attempt); err != nil {
 			closeBody(r)
 			if last != nil && reason != "" {
 				// The retry could not start in time: the last response
@@ -258,10 +266,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		slowed := false // the key's waiter slowed down for a bare rejection
 		if resp != nil {
 			t.rtt.observe(received, received.Sub(sent))
-			d, slowed = t.observe(ctx, &o, fb, key, n, sent, received)
+			d, slowed = t.observe(ectx, &o, fb, key, n, sent, received)
 		} else {
 			if a, ok := fb.(Adapter); ok {
-				a.Adapt(ctx, Feedback{Cost: n, Age: received.Sub(sent)}) // answered, with nothing said
+				a.Adapt(ectx, Feedback{Cost: n, Age: received.Sub(sent)}) // answered, with nothing said
 			}
 			d = t.Retry.classify(o)
 		}
