@@ -22,7 +22,9 @@ import (
 //     turn is past ctx's deadline, or so close to it that less time is
 //     left than the fastest recent round trip took), nothing is sent and
 //     nothing reserved, the request body is closed and the wait's error
-//     is returned.
+//     is returned. A turn that comes with less time left than a round
+//     trip measured while it waited is not sent either (its units are
+//     spent): the request could only time out in flight.
 //  3. Send through Base. The caller's request is never modified.
 //  4. Read the response's headers ([ParseQuota]), and decide what follows
 //     ([RetryPolicy].Classify). If the server says the quota is spent (a
@@ -353,6 +355,14 @@ func (t *Transport) wait(ctx context.Context, rs *retries, w Waiter, key string,
 	if err == nil && !bound.IsZero() && end.After(bound) {
 		err = &DeadlineError{Key: key, Delay: end.Sub(start)} // a waiter that slept past the bound
 	}
+	if err == nil && t.tooLateToSend(ctx, end) {
+		// A wait that began before a round trip was measured (requests
+		// that arrived together) or when round trips were faster: its
+		// turn came with less time left than a round trip now takes. Its
+		// units are spent, as a request sent to time out would have
+		// spent them, but nothing is sent.
+		err, reason = &DeadlineError{Key: key, Delay: end.Sub(start)}, reasonDeadline
+	}
 	if err != nil {
 		if ctx.Err() == nil && (wctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)) {
 			if !errors.Is(err, ErrWouldExceedDeadline) {
@@ -368,6 +378,17 @@ func (t *Transport) wait(ctx context.Context, rs *retries, w Waiter, key string,
 		}
 	}
 	return "", nil
+}
+
+// tooLateToSend reports whether an attempt sent at now would leave less
+// time before ctx's deadline than the fastest recent round trip took.
+func (t *Transport) tooLateToSend(ctx context.Context, now time.Time) bool {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return false
+	}
+	est := t.rtt.estimate(now)
+	return est > 0 && !now.Before(dl.Add(-est))
 }
 
 // observe reads resp's rate-limit headers into o, classifies o, and tells
