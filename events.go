@@ -51,7 +51,9 @@ const (
 	// queued one's): a pause, a window or a slow-down that lengthened
 	// the queue; or, with nothing queued, a lone bare rejection under a
 	// known limit that moved the next turn later without a slow-down.
-	// Moves under a millisecond are not reported.
+	// Delay is the move the key's schedule foresees at the decision; under
+	// a slow-down, whose pace regrows step by step, the turns may come
+	// later still. Moves under a millisecond are not reported.
 	EventShift
 	// EventWindow: a server's window was learned for Key: Remaining units
 	// until Delay from now (the units still in flight, which the server

@@ -23,23 +23,18 @@ type watch struct {
 	dBurst float64
 }
 
-// decided holds the events of one call, to emit after the lock.
-type decided struct {
-	ev [4]Event
-	n  int
-}
+// decided holds the events of one call, to emit after the lock; nil (no
+// allocation) when the call decided nothing.
+type decided []Event
 
 func (d *decided) add(e Event) {
-	if d.n < len(d.ev) {
-		d.ev[d.n] = e
-		d.n++
-	}
+	*d = append(*d, e)
 }
 
 // emit reports the events to the Limiter's OnEvent and to the call's
 // sink. It must be called without b.mu.
-func (d *decided) emit(onEvent func(Event), sink *eventSink) {
-	for _, e := range d.ev[:d.n] {
+func (d decided) emit(onEvent func(Event), sink *eventSink) {
+	for _, e := range d {
 		if sink != nil {
 			e = sink.fill(e)
 		}
@@ -53,14 +48,16 @@ func (d *decided) emit(onEvent func(Event), sink *eventSink) {
 }
 
 // watchLocked returns the schedule's state at now that decisions are read
-// against. It requires b.mu, after advance.
-func (b *bucket) watchLocked(now float64) watch {
+// against; the turn of a wait arriving now only if rejected (a lone
+// rejection may move it), else -Inf. It requires b.mu, after advance.
+func (b *bucket) watchLocked(now float64, rejected bool) watch {
 	s := &b.s
-	w := watch{queued: s.queued(), last: math.Inf(-1), cut: s.cut, win: s.win, dInt: s.dInt, dBurst: s.dBurst}
+	w := watch{queued: s.queued(), last: math.Inf(-1), next: math.Inf(-1), cut: s.cut, win: s.win, dInt: s.dInt, dBurst: s.dBurst}
 	if w.queued > 0 {
 		w.last = s.turnAt(now, b.pacing, float64(w.queued))
+	} else if rejected {
+		w.next = s.turnAt(now, b.pacing, 1)
 	}
-	w.next = s.turnAt(now, b.pacing, float64(w.queued+1))
 	return w
 }
 
@@ -95,7 +92,7 @@ func (b *bucket) decideLocked(now float64, w watch, sink *eventSink) decided {
 	switch {
 	case w.queued > 0:
 		moved = s.turnAt(now, b.pacing, float64(w.queued)) - w.last
-	case lone:
+	case lone && w.next > math.Inf(-1):
 		moved = s.turnAt(now, b.pacing, 1) - w.next
 	}
 	if delay := duration(moved); delay >= minReportedWait {

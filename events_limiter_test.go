@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // timeline records events with the time each came, since start.
@@ -261,4 +263,80 @@ func TestWithEvents(t *testing.T) {
 		EventsFrom(ctx)(Event{Kind: EventStoreError, Request: req})
 		mine.expect(t, "through EventsFrom", "0s store-error ")
 	})
+}
+
+// TestEventShiftTruthful checks that a shift's Delay is what the last
+// queued wait then takes longer, for each cause that lengthens a queue:
+// a spent window, a declared pace slower than the queue's, a lone
+// rejection; and at least that for a slow-down.
+func TestEventShiftTruthful(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		limit  float64
+		before *Feedback // told a second before the waits queue
+		f      Feedback
+		kinds  string // the kinds reported, in order
+	}{
+		{"spent window", 10, nil, Feedback{HasWindow: true, Remaining: 0, Reset: 5 * time.Second}, "window shift"},
+		{"declared", 0, &Feedback{HasDeclared: true, Limit: 10, Burst: 1}, Feedback{HasDeclared: true, Limit: 2, Burst: 1}, "declared shift"},
+		{"lone rejection", 10, nil, Feedback{Throttled: true}, "shift"},
+		{"slow-down", 10, &Feedback{Throttled: true}, Feedback{Throttled: true}, "slow-down shift"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var mu sync.Mutex
+				var got []Event
+				l := &Limiter{Limit: rate.Limit(tt.limit), Burst: 1, OnEvent: func(e Event) {
+					mu.Lock()
+					got = append(got, e)
+					mu.Unlock()
+				}}
+				ctx := context.Background()
+				if tt.before != nil {
+					adapt(l, "k", *tt.before)
+					time.Sleep(time.Second)
+					got = nil
+				}
+				var wg sync.WaitGroup
+				start := time.Now()
+				var last time.Duration
+				for i := range 3 { // turns at 0, 100 and 200 ms
+					wg.Go(func() {
+						l.For("k").WaitN(ctx, 1)
+						if i == 2 {
+							last = time.Since(start)
+						}
+					})
+					synctest.Wait()
+				}
+				adapt(l, "k", tt.f)
+				wg.Wait()
+				var kinds []string
+				var shift time.Duration
+				for _, e := range got {
+					kinds = append(kinds, e.Kind.String())
+					if e.Kind == EventShift {
+						shift = e.Delay
+					}
+				}
+				if strings.Join(kinds, " ") != tt.kinds {
+					t.Errorf("events %v; want %s", kinds, tt.kinds)
+				}
+				want := 200*time.Millisecond + shift
+				switch {
+				case tt.name == "slow-down":
+					// Under a cut the turns are derived anew at each
+					// step of its regrowth, and a unit gone under it
+					// leaves the bucket at GCRA's max(tat, now) plus the
+					// cut's interval (schedule.advance): the shift is
+					// what the schedule foresaw, a lower bound.
+					if last < want {
+						t.Errorf("last wait done at %v; want at least %v, 200ms and the shift's %v", last, want, shift)
+					}
+				case last != want:
+					t.Errorf("last wait done at %v; want %v, 200ms and the shift's %v", last, want, shift)
+				}
+			})
+		})
+	}
 }

@@ -377,7 +377,7 @@ func (b *bucket) Pause(ctx context.Context, d time.Duration) error {
 	var w watch
 	listen := b.listening(sink)
 	if listen {
-		w = b.watchLocked(now)
+		w = b.watchLocked(now, false)
 	}
 	var ev decided
 	if b.s.pause(now + float64(d)) {
@@ -406,7 +406,7 @@ func (b *bucket) Adapt(ctx context.Context, f Feedback) error {
 	var w watch
 	listen := b.listening(sink)
 	if listen {
-		w = b.watchLocked(now)
+		w = b.watchLocked(now, f.Throttled)
 	}
 	s.answered(float64(max(f.Cost, 1)))
 	moved := false
