@@ -49,6 +49,12 @@ type Rate struct {
 // rate.Limiter, because a rate.Limiter's Reservation.Cancel restores the
 // wrong count when other reservations follow (golang/go#56924, #69419).
 //
+// What a key's waiter decides by itself from what servers say (a
+// slow-down and its end, queued turns moved later, a window learned, a
+// declared pace adopted) is reported to OnEvent, and to the function of
+// the call's context ([WithEvents]), which is a [Transport]'s OnEvent for
+// the calls a Transport makes.
+//
 // The zero Limiter has no limit: it only honours pauses and what servers
 // say. Set the fields before the first wait and do not change them after;
 // a Limiter is safe for concurrent use.
