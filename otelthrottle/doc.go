@@ -85,5 +85,9 @@
 // "throttle." + Kind.String() ("throttle.wait", "throttle.pause",
 // "throttle.retry", "throttle.give-up", …), with throttle.delay (seconds,
 // a double), throttle.attempt, and throttle.key, throttle.reason,
-// http.response.status_code and error.type when they apply.
+// http.response.status_code and error.type when they apply; a waiter's
+// decisions add throttle.rate (units a second: a slow-down's or a declared
+// pace's), throttle.burst (a declared pace's) and throttle.remaining (a
+// window's units left). An EventRecovered, which no request caused, is on
+// no span.
 package otelthrottle

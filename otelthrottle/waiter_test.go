@@ -100,13 +100,18 @@ func TestWaiterDecisions(t *testing.T) {
 		// recovery, which no request caused, is on none.
 		var evs []string
 		for _, s := range spans.Ended() {
-			for _, e := range s.Events() {
-				evs = append(evs, s.Name()+" "+e.Name)
+			for _, e := range spanEvents(s) {
+				evs = append(evs, s.Name()+" "+e)
 			}
 		}
-		for _, w := range []string{"/bare throttle.shift", "/bare throttle.slow-down", "/declared throttle.declared", "/declared throttle.window"} {
+		for _, w := range []string{
+			"/bare throttle.shift attempt=1 delay=0.2 key=/bare",
+			"/bare throttle.slow-down attempt=2 delay=0.0 key=/bare rate=7",
+			"/declared throttle.declared attempt=1 burst=100 delay=0.0 key=/declared rate=10",
+			"/declared throttle.window attempt=1 delay=5.0 key=/declared remaining=60",
+		} {
 			if !slices.Contains(evs, w) {
-				t.Errorf("span events %q; want %q among them", evs, w)
+				t.Errorf("span events\n\t%s\nwant %q among them", strings.Join(evs, "\n\t"), w)
 			}
 		}
 		if slices.ContainsFunc(evs, func(s string) bool { return strings.HasSuffix(s, "recovered") }) {
