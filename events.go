@@ -131,7 +131,8 @@ func (k EventKind) String() string {
 	return "unknown"
 }
 
-// Event is what [Transport.OnEvent] is told. It is a [slog.LogValuer]:
+// Event is what [Transport.OnEvent] and [Limiter.OnEvent] are told (see
+// the kinds for who reports what). It is a [slog.LogValuer]:
 // slog.Any("event", e) logs its fields as a group, and [LogEvents] makes
 // log records of a Transport's events.
 type Event struct {

@@ -42,7 +42,9 @@ func (s *eventSink) fill(e Event) Event {
 // job's events to that job's logger. A nil fn returns ctx.
 //
 // fn is called after the waiter's locks are released, from the calling
-// goroutine; it must not block.
+// goroutine; and for the end of a slow-down (EventRecovered) of a key
+// whose waiter such a call last adapted, from a timer's goroutine. It
+// must not block.
 func WithEvents(ctx context.Context, fn func(Event)) context.Context {
 	if fn == nil {
 		return ctx

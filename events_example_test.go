@@ -2,11 +2,13 @@ package throttle_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"time"
 
 	"github.com/throttle-go/throttle"
+	"golang.org/x/time/rate"
 )
 
 // A queue worker that uses a Limiter without a Transport hears the
@@ -39,4 +41,25 @@ func ExampleLimiter_onEvent() {
 	// Output:
 	// level=DEBUG msg="throttle: shift" kind=shift key=api.example.com delay=200ms
 	// level=DEBUG msg="throttle: window" kind=window key=api.example.com delay=30s remaining=50
+}
+
+// A queue worker sends one job's events to that job's own log: the
+// decisions the Limiter takes during the job's calls come to the function
+// in the call's context, with nothing set on the Limiter.
+func ExampleWithEvents() {
+	lim := &throttle.Limiter{} // no limit of its own: it adopts what servers declare
+	for _, job := range []string{"job-1", "job-2"} {
+		ctx := throttle.WithEvents(context.Background(), func(e throttle.Event) {
+			fmt.Printf("%s: %s %s rate=%g burst=%d\n", job, e.Kind, e.Key, e.Rate, e.Burst)
+		})
+		key := lim.For("api.example.com")
+		if err := key.WaitN(ctx, 1); err != nil {
+			return
+		}
+		// The API's response declared 100 requests a minute; the second
+		// job's response declares the same, adopted already: nothing new.
+		key.(throttle.Adapter).Adapt(ctx, throttle.Feedback{HasDeclared: true, Limit: rate.Every(time.Minute / 100), Burst: 100})
+	}
+	// Output:
+	// job-1: declared api.example.com rate=1.6666666666666667 burst=100
 }
