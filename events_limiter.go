@@ -80,7 +80,9 @@ func (b *bucket) decideLocked(now float64, w watch, sink *eventSink) decided {
 	if s.dInt > 0 && (s.dInt != w.dInt || s.dBurst != w.dBurst) {
 		d.add(Event{Kind: EventDeclared, Key: b.key, Rate: sec / s.dInt, Burst: int(max(s.dBurst, 1))})
 	}
-	if win := &s.win; win.valid && (!w.win.valid || w.win.probed > 0 || win.reset > w.win.reset) {
+	// A new window: none before, or one past its reset (probing), or a
+	// later reset (window.update's cases that replace it).
+	if win := &s.win; win.valid && *win != w.win && (!w.win.valid || w.win.probed > 0 || win.reset > w.win.reset) {
 		d.add(Event{Kind: EventWindow, Key: b.key, Remaining: win.left, Delay: duration(win.reset - now)})
 	}
 	// A lone rejection under a known limit shifts the schedule without
@@ -101,8 +103,8 @@ func (b *bucket) decideLocked(now float64, w watch, sink *eventSink) decided {
 	return d
 }
 
-// listening returns the call's sink and whether anyone listens to the
-// key's decisions.
+// listening reports whether anyone listens to the key's decisions: the
+// call's sink or the Limiter's OnEvent.
 func (b *bucket) listening(sink *eventSink) bool {
 	return sink != nil || b.l.OnEvent != nil
 }

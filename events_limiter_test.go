@@ -340,3 +340,24 @@ func TestEventShiftTruthful(t *testing.T) {
 		})
 	}
 }
+
+// TestEventWindowProbing checks that a key whose window is past its reset
+// (probing for the next) reports no window for a pause, only for the
+// next window a response tells.
+func TestEventWindowProbing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tl := newTimeline()
+		l := &Limiter{OnEvent: tl.add}
+		ctx := context.Background()
+		adapt(l, "k", Feedback{HasWindow: true, Remaining: 0, Reset: time.Second})
+		tl.expect(t, "a spent window", "0s window k remaining=0 delay=1s")
+		time.Sleep(2 * time.Second)
+		if err := l.For("k").WaitN(ctx, 1); err != nil { // a probe
+			t.Fatal(err)
+		}
+		adapt(l, "k", Feedback{Pause: time.Second})
+		tl.expect(t, "a pause while probing", "")
+		adapt(l, "k", Feedback{HasWindow: true, Remaining: 10, Reset: time.Minute})
+		tl.expect(t, "the next window", "2s window k remaining=10 delay=1m0s")
+	})
+}
