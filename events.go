@@ -34,22 +34,35 @@ const (
 // distributed.Quota): a slow-down, a window or a declared limit it
 // adopted, and the shared store's failures and the fallback they caused.
 // Request is nil and Attempt 0 unless the decision came from a response
-// the Transport read. Their values leave room after EventGiveUp.
+// the Transport read. They reach the waiter's own OnEvent
+// ([Limiter.OnEvent]) and the function of the call's context
+// ([WithEvents]), which is a Transport's OnEvent for the calls a
+// Transport makes. Their values leave room after EventGiveUp.
 const (
 	// EventSlowDown: a bare rejection (a 429 or 503 without a delay) cut
-	// Key's pace to Rate units per second.
+	// Key's pace to Rate units per second. The pace regrows by itself;
+	// an EventRecovered says when it is back.
 	EventSlowDown EventKind = iota + 32
 	// EventRecovered: Key's pace is back to Rate units per second after
-	// a slow-down.
+	// a slow-down (0: the key has no limit, and runs unpaced again). It
+	// comes when the slow-down ends, from no request.
 	EventRecovered
-	// EventShift: Key's queued turns moved later by Delay (a pause or a
-	// window that lengthened the queue).
+	// EventShift: Key's queued turns moved later by Delay (the last
+	// queued one's): a pause, a window or a slow-down that lengthened
+	// the queue; or, with nothing queued, a lone bare rejection under a
+	// known limit that moved the next turn later without a slow-down.
+	// Delay is the move the key's schedule foresees at the decision; under
+	// a slow-down, whose pace regrows step by step, the turns may come
+	// later still. Moves under a millisecond are not reported.
 	EventShift
 	// EventWindow: a server's window was learned for Key: Remaining units
-	// until Delay from now.
+	// until Delay from now (the units still in flight, which the server
+	// has not counted yet, taken off). Reported when a window is first
+	// seen, not at each response counting it down.
 	EventWindow
-	// EventDeclared: Key adopted the pace a server declared: Rate units
-	// per second, Burst.
+	// EventDeclared: Key adopted the pace a server declared, Rate units
+	// per second, Burst at once: when first declared and when it
+	// changes. A key with a configured limit adopts none.
 	EventDeclared
 	// EventStoreError: a call to the shared store failed; Err is the
 	// store's error (the real cause, not the deadline of the wait that
@@ -78,7 +91,10 @@ const (
 )
 
 // String returns the kind's name as logs show it: "wait", "pause",
-// "retry", "give-up", "would-wait", "would-retry".
+// "retry", "give-up", "would-wait", "would-retry", "slow-down",
+// "recovered", "shift", "window", "declared", "store-error",
+// "breaker-open", "breaker-close", "fallback"; "unknown" for a value that
+// is no kind.
 func (k EventKind) String() string {
 	switch k {
 	case EventWait:
@@ -115,7 +131,8 @@ func (k EventKind) String() string {
 	return "unknown"
 }
 
-// Event is what [Transport.OnEvent] is told. It is a [slog.LogValuer]:
+// Event is what [Transport.OnEvent] and [Limiter.OnEvent] are told (see
+// the kinds for who reports what). It is a [slog.LogValuer]:
 // slog.Any("event", e) logs its fields as a group, and [LogEvents] makes
 // log records of a Transport's events.
 type Event struct {
@@ -147,9 +164,12 @@ type Event struct {
 	Reason string
 }
 
-// LogValue returns the event's non-zero fields as a group: kind, key,
-// method, url (without its query, which may hold credentials), attempt,
-// delay, status, err and reason.
+// LogValue returns the event's fields as a group: kind, key, method, url
+// (without its query, which may hold credentials), attempt, delay, rate,
+// burst, remaining, status, err and reason; each only where set, or where
+// the kind has it (delay for the kinds that report one, rate for
+// slow-downs, recoveries and declared paces, burst for a declared pace,
+// remaining for a window).
 func (e Event) LogValue() slog.Value {
 	attrs := make([]slog.Attr, 0, 9)
 	attrs = append(attrs, slog.String("kind", e.Kind.String()), slog.String("key", e.Key))

@@ -32,6 +32,28 @@ func TestLogEvents(t *testing.T) {
 			`level=INFO msg="throttle: would-wait" kind=would-wait key=k attempt=1 delay=3s`},
 		{"would-retry", Event{Kind: EventWouldRetry, Key: "k", Attempt: 1, Delay: 0, StatusCode: 429},
 			`level=INFO msg="throttle: would-retry" kind=would-retry key=k attempt=1 delay=0s status=429`},
+		{"slow-down", Event{Kind: EventSlowDown, Request: req, Key: "k", Attempt: 2, Rate: 7},
+			`level=INFO msg="throttle: slow-down" kind=slow-down key=k method=GET url=https://api.example.com/v1/x attempt=2 rate=7`},
+		{"recovered", Event{Kind: EventRecovered, Key: "k", Rate: 10},
+			`level=INFO msg="throttle: recovered" kind=recovered key=k rate=10`},
+		{"recovered, no limit", Event{Kind: EventRecovered, Key: "k"},
+			`level=INFO msg="throttle: recovered" kind=recovered key=k rate=0`},
+		{"shift", Event{Kind: EventShift, Key: "k", Delay: 900 * time.Millisecond},
+			`level=DEBUG msg="throttle: shift" kind=shift key=k delay=900ms`},
+		{"window", Event{Kind: EventWindow, Key: "k", Attempt: 1, Remaining: 60, Delay: 5 * time.Second},
+			`level=DEBUG msg="throttle: window" kind=window key=k attempt=1 delay=5s remaining=60`},
+		{"window spent", Event{Kind: EventWindow, Key: "k", Delay: time.Minute},
+			`level=DEBUG msg="throttle: window" kind=window key=k delay=1m0s remaining=0`},
+		{"declared", Event{Kind: EventDeclared, Key: "k", Rate: 2.5, Burst: 100},
+			`level=INFO msg="throttle: declared" kind=declared key=k rate=2.5 burst=100`},
+		{"store-error", Event{Kind: EventStoreError, Key: "k", Err: errors.New("dial tcp: connection refused")},
+			`level=WARN msg="throttle: store-error" kind=store-error key=k err="dial tcp: connection refused"`},
+		{"breaker-open", Event{Kind: EventBreakerOpen, Key: "k", Delay: time.Second},
+			`level=WARN msg="throttle: breaker-open" kind=breaker-open key=k delay=1s`},
+		{"breaker-close", Event{Kind: EventBreakerClose, Key: "k"},
+			`level=INFO msg="throttle: breaker-close" kind=breaker-close key=k`},
+		{"fallback", Event{Kind: EventFallback, Key: "k", Reason: "paced locally"},
+			`level=DEBUG msg="throttle: fallback" kind=fallback key=k reason="paced locally"`},
 		{"unknown kind", Event{Kind: 99, Key: "k"},
 			`level=INFO msg="throttle: unknown" kind=unknown key=k`},
 	}
@@ -90,5 +112,25 @@ func TestEventLogValue(t *testing.T) {
 	want := `level=INFO msg=done event.kind=give-up event.key=k event.attempt=3 event.status=429 event.reason="MaxAttempts reached"` + "\n"
 	if buf.String() != want {
 		t.Errorf("logged\n%s\nwant\n%s", buf.String(), want)
+	}
+}
+
+// TestEventKindNames checks that every kind has its own name, so that no
+// two kinds log alike.
+func TestEventKindNames(t *testing.T) {
+	kinds := []EventKind{EventWait, EventPause, EventRetry, EventGiveUp,
+		EventSlowDown, EventRecovered, EventShift, EventWindow, EventDeclared,
+		EventStoreError, EventBreakerOpen, EventBreakerClose, EventFallback,
+		EventWouldWait, EventWouldRetry}
+	seen := map[string]EventKind{}
+	for _, k := range kinds {
+		name := k.String()
+		if name == "unknown" {
+			t.Errorf("kind %d has no name", k)
+		}
+		if o, ok := seen[name]; ok {
+			t.Errorf("kinds %d and %d are both %q", o, k, name)
+		}
+		seen[name] = k
 	}
 }

@@ -311,7 +311,14 @@ func ExampleLogEvents() {
 			return a
 		},
 	}))
-	client := &http.Client{Transport: &throttle.Transport{Base: api, OnEvent: throttle.LogEvents(logger)}}
+	client := &http.Client{Transport: &throttle.Transport{
+		Base:    api,
+		OnEvent: throttle.LogEvents(logger),
+		// Bare rejections slow the key down, and a slow-down is logged
+		// too ("throttle: slow-down" with its rate, which depends on the
+		// pace the key was sent at); for a stable output, not here.
+		DisableAdaptive: true,
+	}}
 
 	resp, err := client.Get("https://api.example.com/v1/models?key=secret")
 	if err != nil {

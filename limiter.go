@@ -49,6 +49,12 @@ type Rate struct {
 // rate.Limiter, because a rate.Limiter's Reservation.Cancel restores the
 // wrong count when other reservations follow (golang/go#56924, #69419).
 //
+// What a key's waiter decides by itself from what servers say (a
+// slow-down and its end, queued turns moved later, a window learned, a
+// declared pace adopted) is reported to OnEvent, and to the function of
+// the call's context ([WithEvents]), which is a [Transport]'s OnEvent for
+// the calls a Transport makes.
+//
 // The zero Limiter has no limit: it only honours pauses and what servers
 // say. Set the fields before the first wait and do not change them after;
 // a Limiter is safe for concurrent use.
@@ -68,6 +74,24 @@ type Limiter struct {
 
 	// MaxKeys bounds how many keys are remembered at once. Zero means 1<<20.
 	MaxKeys int
+
+	// OnEvent, if not nil, is told of every decision a key's waiter takes
+	// by itself from what servers said (see [Adapter]): a slow-down
+	// (EventSlowDown) and its end (EventRecovered), queued turns moved
+	// later (EventShift), a window learned (EventWindow), a declared pace
+	// adopted (EventDeclared). It is for programs that use the Limiter
+	// without a [Transport] (queue workers); a Transport's OnEvent gets
+	// the decisions its responses caused without it (see [WithEvents]):
+	// set one or the other to a function, not both, or each event comes
+	// twice.
+	//
+	// It is called after the key's lock is released, so it may call the
+	// Limiter (Len, For, Pause, Adapt; not a wait, which would block the
+	// caller): synchronously from the Adapt or Pause that decided, and,
+	// for EventRecovered, from a timer's goroutine when the slow-down
+	// ends (armed only when someone listens; it keeps the Limiter until
+	// then, a few seconds). It must not block.
+	OnEvent func(Event)
 
 	once     sync.Once
 	epoch    time.Time       // time zero of the schedules; monotonic
@@ -92,6 +116,10 @@ type bucket struct {
 	changed  chan struct{} // closed when turns may have moved; nil if no one sleeps
 	sleepers int           // waits sleeping on s
 	dead     bool          // forgotten by l: new waits re-resolve through l
+
+	// The slow-down in force, for EventRecovered (see events_limiter.go).
+	recovery  *time.Timer // reports the cut's end; nil if none armed
+	recoverTo func(Event) // the last Transport's OnEvent to tell, if any
 }
 
 func (l *Limiter) init() {
@@ -349,12 +377,23 @@ func (b *bucket) Pause(ctx context.Context, d time.Duration) error {
 		b.mu.Unlock()
 		return b.l.bucket(b.key).Pause(ctx, d)
 	}
-	defer b.mu.Unlock()
 	now := b.l.now()
 	b.s.advance(now, b.pacing)
+	sink := sinkFrom(ctx)
+	var w watch
+	listen := b.listening(sink)
+	if listen {
+		w = b.watchLocked(now, false)
+	}
+	var ev decided
 	if b.s.pause(now + float64(d)) {
+		if listen {
+			ev = b.decideLocked(now, w, sink)
+		}
 		b.notifyLocked()
 	}
+	b.mu.Unlock()
+	ev.emit(b.l.OnEvent, sink)
 	return nil
 }
 
@@ -366,10 +405,15 @@ func (b *bucket) Adapt(ctx context.Context, f Feedback) error {
 		b.mu.Unlock()
 		return b.l.bucket(b.key).Adapt(ctx, f)
 	}
-	defer b.mu.Unlock()
 	now := b.l.now()
 	s := &b.s
 	s.advance(now, b.pacing)
+	sink := sinkFrom(ctx)
+	var w watch
+	listen := b.listening(sink)
+	if listen {
+		w = b.watchLocked(now, f.Throttled)
+	}
 	s.answered(float64(max(f.Cost, 1)))
 	moved := false
 	if f.Pause > 0 {
@@ -386,9 +430,15 @@ func (b *bucket) Adapt(ctx context.Context, f Feedback) error {
 	if f.Throttled && s.reject(now, now-float64(max(f.Age, 0)), float64(max(f.Cost, 1)), b.pacing) {
 		moved = true
 	}
+	var ev decided
 	if moved {
+		if listen {
+			ev = b.decideLocked(now, w, sink)
+		}
 		b.notifyLocked()
 	}
+	b.mu.Unlock()
+	ev.emit(b.l.OnEvent, sink)
 	return nil
 }
 

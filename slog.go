@@ -5,15 +5,20 @@ import (
 	"log/slog"
 )
 
-// LogEvents returns a function for [Transport.OnEvent] that writes each
+// LogEvents returns a function for [Transport.OnEvent] (or
+// [Limiter.OnEvent], or [WithEvents]) that writes each
 // event to l as a record with the message "throttle: " and the kind
 // ("throttle: retry"), and the event's fields as attributes (see
 // [Event.LogValue]). The record's context is the request's, so a handler
-// can add its trace. Levels:
-//   - Debug: EventWait, the everyday cost of pacing;
-//   - Info: EventPause, EventRetry, and the dry run's EventWouldWait and
-//     EventWouldRetry, what an operator watches a new limit by;
-//   - Warn: EventGiveUp, a request that failed;
+// can add its trace; a decision that came from no request (EventRecovered)
+// is logged with [context.Background]. Levels:
+//   - Debug: EventWait, EventShift, EventWindow, EventFallback, the
+//     everyday cost of pacing and its causes;
+//   - Info: EventPause, EventRetry, EventSlowDown, EventRecovered,
+//     EventDeclared, EventBreakerClose, and the dry run's EventWouldWait
+//     and EventWouldRetry, what an operator watches a limit by;
+//   - Warn: EventGiveUp, a request that failed; EventStoreError and
+//     EventBreakerOpen, a shared store that failed;
 //   - Info for kinds this version does not know.
 //
 // A nil l means [slog.Default] at each event.
@@ -37,9 +42,9 @@ func LogEvents(l *slog.Logger) func(Event) {
 
 func (k EventKind) level() slog.Level {
 	switch k {
-	case EventWait:
+	case EventWait, EventShift, EventWindow, EventFallback:
 		return slog.LevelDebug
-	case EventGiveUp:
+	case EventGiveUp, EventStoreError, EventBreakerOpen:
 		return slog.LevelWarn
 	}
 	return slog.LevelInfo

@@ -24,7 +24,9 @@ import (
 //     turn is past ctx's deadline, or so close to it that less time is
 //     left than the fastest recent round trip took), nothing is sent and
 //     nothing reserved, the request body is closed and the wait's error
-//     is returned.
+//     is returned. A turn that comes with less time left than a round
+//     trip measured while it waited is not sent either (its units are
+//     spent): the request could only time out in flight.
 //  3. Send through Base. The caller's request is never modified.
 //  4. Read the response's headers ([ratelimit.Parse]), and decide what follows
 //     ([RetryPolicy].Classify). If the server says the quota is spent (a
@@ -96,8 +98,13 @@ type Transport struct {
 	// OnEvent, if not nil, is called for each wait on quota that blocked,
 	// each pause and each retry, and for each request that failed and is
 	// not retried: the place for logs ([LogEvents]) and metrics. It is
-	// called synchronously from RoundTrip, from many goroutines at once,
-	// and must not block.
+	// also told of the decisions the key's waiter takes by itself from
+	// this Transport's responses (slow-downs, shifts, windows, declared
+	// limits, and a waiter's store failures), which the Transport passes
+	// it in the context of each waiter call ([WithEvents]), and of the
+	// end of a slow-down of a key it last adapted (EventRecovered, from a
+	// timer's goroutine). It is called synchronously from RoundTrip, from
+	// many goroutines at once, and must not block.
 	OnEvent func(Event)
 
 	// DryRun: the Transport computes and reports every delay it would
@@ -223,7 +230,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				return nil, t.giveUp(ev, reasonRewindFailed, err)
 			}
 		}
-		if bound, err := t.wait(ctx, rs, w, key, n, attempt); err != nil {
+		// The waiter's own decisions during this attempt's calls reach
+		// OnEvent through ectx (see WithEvents).
+		ectx := t.withAttemptEvents(ctx, req, attempt)
+		if bound, err := t.wait(ectx, rs, w, key, n, attempt); err != nil {
 			closeBody(r)
 			answer, reason := rs.waitFailed(attempt, bound, last != nil)
 			if answer {
@@ -253,10 +263,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		slowed := false // the key's waiter slowed down for a bare rejection
 		if resp != nil {
 			t.rtt.observe(received, received.Sub(sent))
-			d, slowed = t.observe(ctx, &o, fb, key, n, sent, received)
+			d, slowed = t.observe(ectx, &o, fb, key, n, sent, received)
 		} else {
 			if a, ok := fb.(Adapter); ok {
-				a.Adapt(ctx, Feedback{Cost: n, Age: received.Sub(sent)}) // answered, with nothing said
+				a.Adapt(ectx, Feedback{Cost: n, Age: received.Sub(sent)}) // answered, with nothing said
 			}
 			d = t.Retry.classify(o)
 		}
@@ -340,6 +350,14 @@ func (t *Transport) wait(ctx context.Context, rs *retries, w Waiter, key string,
 	if err == nil && !bound.IsZero() && end.After(bound) {
 		err = &DeadlineError{Key: key, Delay: end.Sub(start)} // a waiter that slept past the bound
 	}
+	if err == nil && t.tooLateToSend(ctx, end) {
+		// A wait that began before a round trip was measured (requests
+		// that arrived together) or when round trips were faster: its
+		// turn came with less time left than a round trip now takes. Its
+		// units are spent, as a request sent to time out would have
+		// spent them, but nothing is sent.
+		err, reason = &DeadlineError{Key: key, Delay: end.Sub(start)}, reasonDeadline
+	}
 	if err != nil {
 		if ctx.Err() == nil && (wctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)) {
 			if !errors.Is(err, ErrWouldExceedDeadline) {
@@ -355,6 +373,17 @@ func (t *Transport) wait(ctx context.Context, rs *retries, w Waiter, key string,
 		}
 	}
 	return "", nil
+}
+
+// tooLateToSend reports whether an attempt sent at now would leave less
+// time before ctx's deadline than the fastest recent round trip took.
+func (t *Transport) tooLateToSend(ctx context.Context, now time.Time) bool {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return false
+	}
+	est := t.rtt.estimate(now)
+	return est > 0 && !now.Before(dl.Add(-est))
 }
 
 // observe reads resp's rate-limit headers into o, classifies o, and tells

@@ -26,8 +26,11 @@ const (
 
 // Span event attributes only: they would be unbounded on a metric.
 const (
-	delayKey   = attribute.Key("throttle.delay") // seconds
-	attemptKey = attribute.Key("throttle.attempt")
+	delayKey     = attribute.Key("throttle.delay") // seconds
+	attemptKey   = attribute.Key("throttle.attempt")
+	rateKey      = attribute.Key("throttle.rate") // units a second: a slow-down's, a recovery's, a declared pace's
+	burstKey     = attribute.Key("throttle.burst")
+	remainingKey = attribute.Key("throttle.remaining") // a window's units left
 )
 
 // other is the value of an attribute past its bound, as the semantic

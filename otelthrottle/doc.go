@@ -1,5 +1,6 @@
-// Package otelthrottle records what a [throttle.Transport] decides — waits
-// for quota, pauses, retries, give-ups and any event kind added later — as
+// Package otelthrottle records what a [throttle.Transport] and its waiter
+// decide — waits for quota, pauses, retries, give-ups, slow-downs, shifts,
+// windows and declared limits, and any event kind added later — as
 // OpenTelemetry metrics, and as span events on each request's span.
 //
 // It is a module of its own, so that programs using throttle without
@@ -17,6 +18,13 @@
 //		OnEvent: rec.OnEvent,
 //	}
 //	client := &http.Client{Transport: rec.Wrap(t)}
+//
+// The decisions the Transport's waiter takes by itself (slow-downs and
+// their end, shifts of queued turns, windows learned, declared limits
+// adopted) reach the Transport's OnEvent too. A queue worker that uses a
+// [throttle.Limiter] without a Transport sets the Limiter's OnEvent:
+//
+//	lim := &throttle.Limiter{Limit: 10, Burst: 10, OnEvent: rec.OnEvent}
 //
 // To keep an OnEvent of your own (a logger), call both:
 //
@@ -40,6 +48,11 @@
 //	                                                 "ok" and "error" (only through Wrap)
 //	throttle.quota.remaining  gauge      {unit}     units left as a final response says, the least of
 //	                                                 its policies of each unit (only through Wrap)
+//	throttle.slowdowns        counter    {slowdown} EventSlowDown: a bare rejection cut a key's pace
+//	throttle.pace             gauge      {unit}/s   the pace a key's waiter adopted by itself: the cut's
+//	                                                 (EventSlowDown), the server's declared one
+//	                                                 (EventDeclared), the one it is back to
+//	                                                 (EventRecovered; 0: no pace of its own)
 //	throttle.events           counter    {event}    every event, by throttle.event (its Kind.String())
 //	throttle.event.delay      histogram  s          the Delay of event kinds without an instrument
 //	                                                 of their own, by throttle.event
@@ -72,5 +85,9 @@
 // "throttle." + Kind.String() ("throttle.wait", "throttle.pause",
 // "throttle.retry", "throttle.give-up", …), with throttle.delay (seconds,
 // a double), throttle.attempt, and throttle.key, throttle.reason,
-// http.response.status_code and error.type when they apply.
+// http.response.status_code and error.type when they apply; a waiter's
+// decisions add throttle.rate (units a second: a slow-down's or a declared
+// pace's), throttle.burst (a declared pace's) and throttle.remaining (a
+// window's units left). An EventRecovered, which no request caused, is on
+// no span.
 package otelthrottle

@@ -16,7 +16,8 @@ import (
 
 // A Transport paced at 10 requests a second, whose server rejects the
 // first request with a 429 and "Retry-After: 0": the Recorder counts the
-// requests, the retry and the waits. A program would pass its own
+// requests, the retry and the waits, and the shift of the key's schedule
+// the Limiter took for a rejection within its limit (two intervals). A program would pass its own
 // MeterProvider (with an OTLP or Prometheus exporter), or none for the
 // global one; the example reads the metrics back with a ManualReader.
 func Example() {
@@ -73,4 +74,6 @@ func Example() {
 	// throttle.requests{http.response.status_code=200 throttle.outcome=ok} 3
 	// throttle.events{throttle.event=retry} 1
 	// throttle.events{throttle.event=wait} 3
+	// throttle.events{throttle.event=shift} 1
+	// throttle.event.delay{throttle.event=shift} count 1
 }

@@ -37,6 +37,10 @@ func collect(t *testing.T, reader *sdkmetric.ManualReader) []point {
 				for _, dp := range d.DataPoints {
 					ps = append(ps, point{metric: m.Name, unit: m.Unit, attrs: attrString(dp.Attributes), kind: "counter", value: float64(dp.Value)})
 				}
+			case metricdata.Gauge[float64]:
+				for _, dp := range d.DataPoints {
+					ps = append(ps, point{metric: m.Name, unit: m.Unit, attrs: attrString(dp.Attributes), kind: "gauge", value: dp.Value})
+				}
 			case metricdata.Gauge[int64]:
 				for _, dp := range d.DataPoints {
 					ps = append(ps, point{metric: m.Name, unit: m.Unit, attrs: attrString(dp.Attributes), kind: "gauge", value: float64(dp.Value)})

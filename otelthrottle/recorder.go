@@ -70,6 +70,8 @@ type instruments struct {
 	quotaRemaining metric.Int64Gauge
 	events         metric.Int64Counter
 	eventDelay     metric.Float64Histogram
+	slowdowns      metric.Int64Counter
+	pace           metric.Float64Gauge
 }
 
 func (r *Recorder) init() {
@@ -84,7 +86,7 @@ func (r *Recorder) init() {
 		r.unit.max = maxUnits
 		// The API returns a usable instrument with any error; the errors
 		// say a name or unit is invalid, which these constants are not.
-		var errs [9]error
+		var errs [11]error
 		in := &r.inst
 		in.waitDuration, errs[0] = m.Float64Histogram("throttle.wait.duration",
 			metric.WithUnit("s"),
@@ -117,6 +119,12 @@ func (r *Recorder) init() {
 			metric.WithUnit("s"),
 			metric.WithDescription("The delay of event kinds without an instrument of their own."),
 			metric.WithExplicitBucketBoundaries(durationBuckets...))
+		in.slowdowns, errs[9] = m.Int64Counter("throttle.slowdowns",
+			metric.WithUnit("{slowdown}"),
+			metric.WithDescription("Bare rejections that made a key's waiter cut its pace."))
+		in.pace, errs[10] = m.Float64Gauge("throttle.pace",
+			metric.WithUnit("{unit}/s"),
+			metric.WithDescription("The pace a key's waiter adopted by itself: cut, declared by the server, or back after a cut; 0 is no pace of its own."))
 		for _, err := range errs {
 			if err != nil {
 				otel.Handle(err)
@@ -125,7 +133,10 @@ func (r *Recorder) init() {
 	})
 }
 
-// OnEvent records e; it is meant for [throttle.Transport.OnEvent]. Known
+// OnEvent records e; it is meant for [throttle.Transport.OnEvent], which
+// also hears the decisions of the Transport's waiter, or for
+// [throttle.Limiter.OnEvent] where a Limiter is used without a Transport
+// (set one of the two, or each waiter decision is counted twice). Known
 // kinds go to their own instruments, every kind to throttle.events, and
 // each event to the span of e.Request's context when that span records.
 func (r *Recorder) OnEvent(e throttle.Event) {
@@ -166,6 +177,11 @@ func (r *Recorder) OnEvent(e throttle.Event) {
 			st.gaveUp.Store(true) // Wrap counts no other outcome for it
 		}
 		in.requests.Add(ctx, 1, metric.WithAttributes(r.resultAttrs(append(attrs, outcomeGaveUp), e)...))
+	case throttle.EventSlowDown:
+		in.slowdowns.Add(ctx, 1, metric.WithAttributes(attrs...))
+		in.pace.Record(ctx, e.Rate, metric.WithAttributes(attrs...))
+	case throttle.EventDeclared, throttle.EventRecovered:
+		in.pace.Record(ctx, e.Rate, metric.WithAttributes(attrs...))
 	default:
 		if e.Delay > 0 {
 			in.eventDelay.Record(ctx, secs, metric.WithAttributes(append(attrs, eventKey.String(kind))...))

@@ -19,6 +19,14 @@ func (r *Recorder) addSpanEvent(ctx context.Context, e throttle.Event, kind stri
 	if hasKey {
 		attrs = append(attrs, key)
 	}
+	switch e.Kind {
+	case throttle.EventSlowDown, throttle.EventRecovered:
+		attrs = append(attrs, rateKey.Float64(e.Rate))
+	case throttle.EventDeclared:
+		attrs = append(attrs, rateKey.Float64(e.Rate), burstKey.Int(e.Burst))
+	case throttle.EventWindow:
+		attrs = append(attrs, remainingKey.Float64(e.Remaining))
+	}
 	attrs = r.resultAttrs(attrs, e)
 	span.AddEvent("throttle."+kind, trace.WithAttributes(attrs...))
 }
