@@ -26,7 +26,9 @@ import (
 // where interval is the pace in force (the slower of the configured or
 // declared pace and the adaptive cut), τ is the bucket's depth in time
 // (burst·interval of the configured or declared pace, so that a cut never
-// lets more through at once than the bucket holds), and window(p) is when
+// lets more through at once than the bucket holds, and at least one
+// interval, so that a cut's units are spaced by its interval), and
+// window(p) is when
 // the server's window admits the ticket's last unit: at once while units
 // are left, one by one spread to the reset while few are, and one probe
 // per probeWait after the reset until a response tells the next window.
@@ -473,9 +475,9 @@ func (s *schedule) pace(now float64, c pacing) (interval, tau float64) {
 	tau = burst * interval
 	if r := s.cut.rate(now, c.sec); r > 0 && c.sec/r > interval {
 		ci := c.sec / r
-		if interval == 0 {
-			tau = ci // a unit at once
-		}
+		// At least a unit at once: a bucket shallower than one interval
+		// would space units by more than the interval (2·ci − τ).
+		tau = max(tau, ci)
 		interval = ci
 	}
 	return interval, tau

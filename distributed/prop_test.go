@@ -24,7 +24,8 @@ import (
 // cores) and the timer's lateness, and the checker's ideal schedule starts
 // from the calls. The sequences run at 20/s (50ms a unit), so a violation
 // of a whole unit, early or late, is still twice the tolerance. The ops are
-// spaced at least 20ms apart so that their order is the order Redis sees,
+// spaced at least 30ms apart so that their order is the order Redis sees
+// (and more than the tolerance, which the checker orders calls by),
 // and the script is loaded before each sequence (a first call's NOSCRIPT
 // and EVAL would shift every turn after it).
 //
@@ -49,7 +50,7 @@ func TestPropRedis(t *testing.T) {
 	}
 	t.Logf("seeds %d to %d per suite (THROTTLE_PROP_BASE=%d)", base, base+n-1, base)
 	spaced := schedtest.Options{Ops: 12, Horizon: time.Second, Step: 10 * time.Millisecond,
-		MinGap: 20 * time.Millisecond, GiveUp: 20 * time.Second, Deadlines: true, Cancels: true}
+		MinGap: 30 * time.Millisecond, GiveUp: 20 * time.Second, Deadlines: true, Cancels: true}
 	with := func(f func(*schedtest.Options)) schedtest.Options {
 		o := spaced
 		f(&o)

@@ -378,9 +378,7 @@ local function pace(at)
 	local r = cutRate(at)
 	if r > 0 and SEC / r > interval then
 		local ci = SEC / r
-		if interval == 0 then
-			tau = ci
-		end
+		tau = math.max(tau, ci) -- at least a unit at once (see pace in schedule.go)
 		interval = ci
 	end
 	return interval, tau
