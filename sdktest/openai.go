@@ -29,6 +29,11 @@ type OpenAILimits struct {
 	// request are counted against it, never enforced). Zero means 2000000.
 	Tokens int
 
+	// Spent: every request is answered with a 429 rate_limit_exceeded
+	// and the time to the window's end, as when other clients of the key
+	// keep spending each window first.
+	Spent bool
+
 	// InsufficientQuota: every request is answered with the permanent
 	// 429 of a spent account (insufficient_quota, x-should-retry: false).
 	InsufficientQuota bool
@@ -90,7 +95,7 @@ func (o *OpenAI) serve(w http.ResponseWriter, r *http.Request) {
 	case o.lim.InsufficientQuota:
 		status = http.StatusTooManyRequests
 		o.rejected++
-	case o.used >= o.lim.Requests:
+	case o.lim.Spent, o.used >= o.lim.Requests:
 		status = http.StatusTooManyRequests
 		o.rejected++
 	default:

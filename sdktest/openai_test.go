@@ -103,3 +103,100 @@ func TestOpenAIRateLimited(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenAIAttemptsMultiply measures attempts per call against a limit
+// that stays spent (429, retry-after-ms: the 50 ms to the window's end):
+// the layers multiply when both retry. Each call's attempts are bounded
+// by the one layer that retries when the other is turned off.
+func TestOpenAIAttemptsMultiply(t *testing.T) {
+	want := map[string]int{ // attempts per call when one layer retries
+		"bare SDK (2 retries)":                  3,
+		"SDK retries + Transport retries":       15, // 3 × 5: both layers
+		"SDK retries + Transport MaxAttempts 1": 3,
+		"WithMaxRetries(0) + Transport retries": 5,
+	}
+	for _, s := range openaiSetups {
+		t.Run(s.name, func(t *testing.T) {
+			fake := sdktest.NewOpenAI(sdktest.OpenAILimits{Spent: true, Window: 50 * time.Millisecond})
+			defer fake.Close()
+			c, rec := s.client(fake)
+			res := runCalls(4, 4, 15*time.Second, chat(c), openaiKind)
+			mean, maxN := attemptStats(fake.Attempts())
+			t.Logf("%s: %v; attempts per call mean %.2f max %d", s.name, res, mean, maxN)
+			if rec != nil {
+				t.Logf("events: %v", rec.counts())
+			}
+			if res.ok != 0 {
+				t.Errorf("%d calls succeeded against a spent limit", res.ok)
+			}
+			if a := fake.Attempts(); len(a) != 4 || a[0] != want[s.name] || a[3] != want[s.name] {
+				t.Errorf("attempts per call %v; want %d each", a, want[s.name])
+			}
+		})
+	}
+}
+
+// TestOpenAIPermanent429 sends 10 calls, one after another, to an
+// account whose quota is spent (429 insufficient_quota, x-should-retry:
+// false): no layer may retry them or slow the next call down. Each must
+// reach the caller after one attempt, in less than 250 ms: the shortest
+// retry delay either layer takes (the Transport's InitialInterval less
+// its jitter, the SDK's 0.5 s less 25%) — a local round trip takes a few
+// ms. A Transport reports an EventGiveUp with the reason for each.
+func TestOpenAIPermanent429(t *testing.T) {
+	for _, s := range openaiSetups {
+		t.Run(s.name, func(t *testing.T) {
+			fake := sdktest.NewOpenAI(sdktest.OpenAILimits{InsufficientQuota: true})
+			defer fake.Close()
+			c, rec := s.client(fake)
+			res := runCalls(10, 1, 15*time.Second, chat(c), openaiKind)
+			t.Logf("%s: %v; attempts %v", s.name, res, fake.Attempts())
+			if res.errs["429 insufficient_quota"] != 10 {
+				t.Errorf("errors %v; want 10 × 429 insufficient_quota", res.errs)
+			}
+			if a := fake.Attempts(); len(a) != 10 || a[9] != 1 {
+				t.Errorf("attempts per call %v; want 1 each", a)
+			}
+			if slowest := res.times[len(res.times)-1]; slowest >= 250*time.Millisecond {
+				t.Errorf("slowest call took %v; want < 250ms (no retry, no wait)", slowest)
+			}
+			if rec != nil {
+				ev := rec.counts()
+				t.Logf("events: %v", ev)
+				if n := ev["give-up: server said x-should-retry: false"]; n != 10 {
+					t.Errorf("%d give-ups for x-should-retry: false; want 10", n)
+				}
+			}
+		})
+	}
+}
+
+// TestOpenAIRetryAfterMS checks that a 429 with retry-after: 1 and
+// retry-after-ms below a second is retried after the milliseconds, as the
+// SDK itself does. Against 1 request per 300 ms, another client spends
+// the window (so the setup under test has not seen remaining 0), then
+// one call through the setup gets a 429 with retry-after: 1 and
+// retry-after-ms ≤ 300; it must be back within 900 ms (honouring the
+// rounded retry-after would take 1 s or more).
+func TestOpenAIRetryAfterMS(t *testing.T) {
+	for _, s := range openaiSetups {
+		t.Run(s.name, func(t *testing.T) {
+			fake := sdktest.NewOpenAI(sdktest.OpenAILimits{Requests: 1, Window: 300 * time.Millisecond})
+			defer fake.Close()
+			other := openaiClient(fake, &http.Client{}, option.WithMaxRetries(0))
+			if err := chat(other)(t.Context(), -1); err != nil {
+				t.Fatal(err)
+			}
+			c, _ := s.client(fake)
+			res := runCalls(1, 1, 15*time.Second, chat(c), openaiKind)
+			ok, rejected := fake.Counts()
+			t.Logf("%s: %v; server %d ok, %d 429", s.name, res, ok, rejected)
+			if res.ok != 1 || rejected != 1 {
+				t.Errorf("%d of 1 call succeeded, %d 429s; want 1 and 1", res.ok, rejected)
+			}
+			if d := res.times[0]; d >= 900*time.Millisecond {
+				t.Errorf("the rate-limited call took %v; want < 900ms", d)
+			}
+		})
+	}
+}
