@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -132,7 +133,9 @@ func (g *GitHub) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case status == http.StatusOK:
 		w.WriteHeader(status)
-		fmt.Fprintf(w, `{"id":1,"name":"repo","full_name":"octo%s"}`, r.URL.Path)
+		full := strings.TrimPrefix(r.URL.Path, "/repos/")
+		_, name, _ := strings.Cut(full, "/")
+		fmt.Fprintf(w, `{"id":1,"name":%q,"full_name":%q}`, name, full)
 	case retryAfter > 0:
 		h.Set("Retry-After", strconv.Itoa(retryAfter))
 		w.WriteHeader(status)
