@@ -176,3 +176,46 @@ func TestGitHubPrimaryLongReset(t *testing.T) {
 		})
 	}
 }
+
+// TestGitHubPrimary429 checks a primary limit answered 429 (GitHub
+// documents 403 or 429) to a client that has not seen remaining 0:
+// another client spent the window (5 per 2 s). go-github reports a 429 as
+// a plain *github.ErrorResponse, not a *RateLimitError; the recommended
+// setup waits for the reset and succeeds, in at most the window plus the
+// second its whole-second reset rounds up (3 s), plus 500 ms for a loaded
+// machine.
+func TestGitHubPrimary429(t *testing.T) {
+	for _, s := range githubSetups {
+		if s.sleep {
+			continue
+		}
+		t.Run(s.name, func(t *testing.T) {
+			fake := sdktest.NewGitHub(sdktest.GitHubLimits{Primary: 5, Window: 2 * time.Second, PrimaryStatus: http.StatusTooManyRequests})
+			defer fake.Close()
+			for i := range 5 { // the other client
+				resp, err := http.Get(fmt.Sprintf("%s/repos/other/r%d", fake.URL, i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+			}
+			rec := &recorder{}
+			res := runCalls(1, 1, 10*time.Second, s.call(fake, rec), func(err error) string {
+				var er *github.ErrorResponse
+				if errors.As(err, &er) {
+					return fmt.Sprintf("ErrorResponse(%d)", er.Response.StatusCode)
+				}
+				return githubKind(err)
+			})
+			t.Logf("%s: %v; events %v", s.name, res, rec.counts())
+			switch {
+			case s.transport:
+				if res.ok != 1 || res.times[0] > 3500*time.Millisecond {
+					t.Errorf("%v; want the call through after the reset, within 3.5 s", res)
+				}
+			case res.errs["ErrorResponse(429)"] != 1:
+				t.Errorf("errors %v; want go-github's *ErrorResponse for the 429 (has go-github changed? update the README)", res.errs)
+			}
+		})
+	}
+}
