@@ -206,3 +206,34 @@ func TestOpenAIRetryAfterMS(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenAIDeadline runs 30 concurrent calls with 1.5 s each against 5
+// requests per second: most cannot be served in time. With the
+// recommended setup a call that cannot get through before its deadline
+// fails with throttle.ErrWouldExceedDeadline (no turn came in time;
+// nothing sent) or returns the last 429 (the retry could not start in
+// time): never a request sent and then cut by the deadline, which would
+// have spent quota for nothing.
+func TestOpenAIDeadline(t *testing.T) {
+	for _, s := range openaiSetups {
+		t.Run(s.name, func(t *testing.T) {
+			fake := sdktest.NewOpenAI(sdktest.OpenAILimits{Requests: 5, Window: time.Second})
+			defer fake.Close()
+			c, rec := s.client(fake)
+			res := runCalls(30, 30, 1500*time.Millisecond, chat(c), openaiKind)
+			ok, rejected := fake.Counts()
+			t.Logf("%s: %v; server: %d ok, %d 429", s.name, res, ok, rejected)
+			if rec != nil {
+				t.Logf("events: %v", rec.counts())
+			}
+			if s.name != recommendedOpenAI {
+				return
+			}
+			for kind, n := range res.errs {
+				if kind != "ErrWouldExceedDeadline" && kind != "429 rate_limit_exceeded" {
+					t.Errorf("%d calls failed with %s; want only ErrWouldExceedDeadline or the last 429", n, kind)
+				}
+			}
+		})
+	}
+}
