@@ -71,7 +71,11 @@ type RetryPolicy struct {
 
 	// Budget is the fraction of recent requests (the last 10 seconds) that
 	// may be retries, so that a failing upstream gets no retry storm; on
-	// top, 10 retries per 10 seconds are always allowed. Zero means 0.2;
+	// top, 10 retries per 10 seconds are always allowed. A retry that
+	// waits a delay the server asked for (a Decision with HasDelay and a
+	// positive Delay: a Retry-After, a spent quota's reset) is not held
+	// to it: the server paces those, and a client library retrying them
+	// itself would not stop at a budget either. Zero means 0.2;
 	// negative means no budget.
 	Budget float64
 
@@ -368,7 +372,7 @@ func (r *retries) next(o Outcome, d Decision, now time.Time, slowed bool) (retry
 		return false, 0, reasonMaxElapsed
 	case r.tooLate(at, now):
 		return false, 0, reasonDeadline
-	case !r.t.budget.retry(now, p.budget()):
+	case !(d.HasDelay && d.Delay > 0) && !r.t.budget.retry(now, p.budget()):
 		return false, 0, reasonBudget
 	}
 	return true, delay, ""

@@ -20,6 +20,9 @@ go test -race -count=1 -p 1 ./...
 # The OpenTelemetry module (otelthrottle/) has a go.mod of its own, so
 # that the core keeps its few dependencies; ./... above does not reach it.
 (cd otelthrottle && go vet ./... && go test -race -count=1 ./...)
+# The client-library tests (sdktest/: go-github and the OpenAI SDK against
+# local fakes of their APIs) are a module of their own for the same reason.
+(cd sdktest && go vet ./... && go test -race -count=1 ./...)
 
 # Every fuzz target, briefly (FUZZTIME, default 20000 inputs each; a count,
 # not a time, because of golang/go#75804): the seed corpus

@@ -1,0 +1,221 @@
+package sdktest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-github/v75/github"
+	"github.com/throttle-go/throttle"
+	"github.com/throttle-go/throttle/sdktest"
+)
+
+// githubClient returns a go-github client of fake over hc.
+func githubClient(fake *sdktest.GitHub, hc *http.Client) *github.Client {
+	c := github.NewClient(hc)
+	u, _ := url.Parse(fake.URL + "/")
+	c.BaseURL = u
+	return c
+}
+
+// githubKind names an error go-github returned; "local" marks the errors
+// of its pre-checks, which send nothing.
+func githubKind(err error) string {
+	var rle *github.RateLimitError
+	var abuse *github.AbuseRateLimitError
+	switch {
+	case errors.Is(err, throttle.ErrWouldExceedDeadline):
+		return "ErrWouldExceedDeadline"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "DeadlineExceeded"
+	case errors.As(err, &rle):
+		if strings.Contains(rle.Message, "not making remote request") {
+			return "RateLimitError(local)"
+		}
+		return "RateLimitError"
+	case errors.As(err, &abuse):
+		if strings.Contains(abuse.Message, "not making remote request") {
+			return "AbuseRateLimitError(local)"
+		}
+		return "AbuseRateLimitError"
+	}
+	return err.Error()
+}
+
+// githubSetup is one way of combining go-github's own rate-limit handling
+// with the Transport.
+type githubSetup struct {
+	name string
+	// sleep sets go-github's SleepUntilPrimaryRateLimitResetWhenRateLimited
+	// on each call's context.
+	sleep     bool
+	transport bool
+	disable   bool // go-github's DisableRateLimitCheck
+}
+
+var githubSetups = []githubSetup{
+	{name: "bare go-github"},
+	{name: "bare go-github, SleepUntilPrimaryRateLimitReset", sleep: true},
+	{name: "go-github defaults + Transport", transport: true},
+	{name: "go-github SleepUntilPrimaryRateLimitReset + Transport", sleep: true, transport: true},
+	{name: "go-github DisableRateLimitCheck + Transport", transport: true, disable: true},
+}
+
+// call returns the setup's call i against fake: GET /repos/octo/r{i}, so
+// the fake counts each call's attempts by its path.
+func (s githubSetup) call(fake *sdktest.GitHub, rec *recorder) func(ctx context.Context, i int) error {
+	hc := &http.Client{}
+	if s.transport {
+		hc.Transport = &throttle.Transport{OnEvent: rec.on}
+	}
+	c := githubClient(fake, hc)
+	c.DisableRateLimitCheck = s.disable
+	return func(ctx context.Context, i int) error {
+		if s.sleep {
+			ctx = context.WithValue(ctx, github.SleepUntilPrimaryRateLimitResetWhenRateLimited, true)
+		}
+		_, _, err := c.Repositories.Get(ctx, "octo", fmt.Sprintf("r%d", i))
+		return err
+	}
+}
+
+// TestGitHubPrimary runs 15 calls, 3 at a time, against a primary limit
+// of 5 requests per 2 s window (reset at a whole epoch second), with 10 s
+// per call. go-github's pre-check fails calls locally once a response said
+// remaining 0, also with the Transport installed; with it turned off, the
+// Transport holds the calls until the reset and every call succeeds.
+func TestGitHubPrimary(t *testing.T) {
+	for _, s := range githubSetups {
+		t.Run(s.name, func(t *testing.T) {
+			fake := sdktest.NewGitHub(sdktest.GitHubLimits{Primary: 5, Window: 2 * time.Second})
+			defer fake.Close()
+			rec := &recorder{}
+			res := runCalls(15, 3, 10*time.Second, s.call(fake, rec), githubKind)
+			ok, primary, secondary := fake.Counts()
+			mean, maxN := attemptStats(fake.Attempts())
+			t.Logf("%s: %v; server: %d ok, %d primary 403, %d secondary 403; attempts per call sent mean %.2f max %d; events %v",
+				s.name, res, ok, primary, secondary, mean, maxN, rec.counts())
+			if ok != res.ok {
+				t.Errorf("the server counted %d successes, the callers %d", ok, res.ok)
+			}
+			switch {
+			case s.transport && s.disable:
+				if res.ok != 15 || primary != 0 {
+					t.Errorf("%d of 15 calls succeeded, %d primary 403s; want 15 and 0: the Transport holds the calls until the reset", res.ok, primary)
+				}
+			case !s.sleep:
+				// What the README tells: go-github's pre-check fails
+				// calls locally, with or without the Transport.
+				if res.errs["RateLimitError(local)"] == 0 {
+					t.Errorf("errors %v; want go-github's local RateLimitError (has go-github changed? update the README)", res.errs)
+				}
+			}
+		})
+	}
+}
+
+// TestGitHubSecondary runs 12 calls, 4 at a time, against a secondary
+// limit of 3 requests a second (then 403 with retry-after: 1 and the
+// documented message), with 10 s per call. The Transport pauses and
+// retries the 403s; go-github alone returns *AbuseRateLimitError and then
+// fails calls locally until the retry-after passes.
+func TestGitHubSecondary(t *testing.T) {
+	for _, s := range githubSetups {
+		t.Run(s.name, func(t *testing.T) {
+			fake := sdktest.NewGitHub(sdktest.GitHubLimits{Secondary: 3, SecondaryRetryAfter: 1})
+			defer fake.Close()
+			rec := &recorder{}
+			res := runCalls(12, 4, 10*time.Second, s.call(fake, rec), githubKind)
+			ok, primary, secondary := fake.Counts()
+			mean, maxN := attemptStats(fake.Attempts())
+			t.Logf("%s: %v; server: %d ok, %d primary 403, %d secondary 403; attempts per call sent mean %.2f max %d; events %v",
+				s.name, res, ok, primary, secondary, mean, maxN, rec.counts())
+			if ok != res.ok {
+				t.Errorf("the server counted %d successes, the callers %d", ok, res.ok)
+			}
+			if s.transport && res.ok != 12 {
+				t.Errorf("%d of 12 calls succeeded; want all, the Transport pausing and retrying the 403s", res.ok)
+			}
+		})
+	}
+}
+
+// TestGitHubPrimaryLongReset runs 8 calls one after another against a
+// primary limit of 5 an hour, 2 s per call: what a caller gets once the
+// reset is beyond what the Transport waits (MaxRetryAfter, 1 minute) and
+// beyond the call's deadline. Every call must reach its caller fast (a
+// local round trip, under 250 ms: nothing waits for the reset), and none
+// after the 5th may succeed.
+func TestGitHubPrimaryLongReset(t *testing.T) {
+	for _, s := range githubSetups {
+		if s.sleep {
+			continue // sleeps until the reset, an hour: the deadline ends it
+		}
+		t.Run(s.name, func(t *testing.T) {
+			fake := sdktest.NewGitHub(sdktest.GitHubLimits{Primary: 5})
+			defer fake.Close()
+			rec := &recorder{}
+			res := runCalls(8, 1, 2*time.Second, s.call(fake, rec), githubKind)
+			ok, primary, _ := fake.Counts()
+			t.Logf("%s: %v; server: %d ok, %d primary 403; events %v", s.name, res, ok, primary, rec.counts())
+			want := "RateLimitError(local)"
+			if s.disable {
+				want = "ErrWouldExceedDeadline" // the key is paused past the deadline
+			}
+			if res.ok != 5 || res.errs[want] != 3 {
+				t.Errorf("%d calls succeeded, errors %v; want 5 and 3 × %s", res.ok, res.errs, want)
+			}
+			if slowest := res.times[len(res.times)-1]; slowest >= 250*time.Millisecond {
+				t.Errorf("slowest call took %v; want < 250ms", slowest)
+			}
+		})
+	}
+}
+
+// TestGitHubPrimary429 checks a primary limit answered 429 (GitHub
+// documents 403 or 429) to a client that has not seen remaining 0:
+// another client spent the window (5 per 2 s). go-github reports a 429 as
+// a plain *github.ErrorResponse, not a *RateLimitError; the recommended
+// setup waits for the reset and succeeds, in at most the window plus the
+// second its whole-second reset rounds up (3 s), plus 500 ms for a loaded
+// machine.
+func TestGitHubPrimary429(t *testing.T) {
+	for _, s := range githubSetups {
+		if s.sleep {
+			continue
+		}
+		t.Run(s.name, func(t *testing.T) {
+			fake := sdktest.NewGitHub(sdktest.GitHubLimits{Primary: 5, Window: 2 * time.Second, PrimaryStatus: http.StatusTooManyRequests})
+			defer fake.Close()
+			for i := range 5 { // the other client
+				resp, err := http.Get(fmt.Sprintf("%s/repos/other/r%d", fake.URL, i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+			}
+			rec := &recorder{}
+			res := runCalls(1, 1, 10*time.Second, s.call(fake, rec), func(err error) string {
+				var er *github.ErrorResponse
+				if errors.As(err, &er) {
+					return fmt.Sprintf("ErrorResponse(%d)", er.Response.StatusCode)
+				}
+				return githubKind(err)
+			})
+			t.Logf("%s: %v; events %v", s.name, res, rec.counts())
+			switch {
+			case s.transport:
+				if res.ok != 1 || res.times[0] > 3500*time.Millisecond {
+					t.Errorf("%v; want the call through after the reset, within 3.5 s", res)
+				}
+			case res.errs["ErrorResponse(429)"] != 1:
+				t.Errorf("errors %v; want go-github's *ErrorResponse for the 429 (has go-github changed? update the README)", res.errs)
+			}
+		})
+	}
+}

@@ -1,0 +1,24 @@
+module github.com/throttle-go/throttle/sdktest
+
+go 1.26.0
+
+require (
+	github.com/google/go-github/v75 v75.0.0
+	github.com/openai/openai-go/v3 v3.98.0
+	github.com/throttle-go/throttle v0.0.0-00010101000000-000000000000
+	go.uber.org/goleak v1.3.0
+)
+
+require (
+	github.com/cenkalti/backoff/v4 v4.3.0 // indirect
+	github.com/coder/websocket v1.8.15 // indirect
+	github.com/dunglas/httpsfv v1.1.2 // indirect
+	github.com/google/go-querystring v1.1.0 // indirect
+	github.com/tidwall/gjson v1.20.0 // indirect
+	github.com/tidwall/match v1.1.1 // indirect
+	github.com/tidwall/pretty v1.2.1 // indirect
+	github.com/tidwall/sjson v1.2.5 // indirect
+	golang.org/x/time v0.16.0 // indirect
+)
+
+replace github.com/throttle-go/throttle => ../
