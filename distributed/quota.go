@@ -3,7 +3,6 @@ package distributed
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -118,6 +117,18 @@ type Quota struct {
 	// "throttle:". Quotas with different prefixes never share state.
 	Prefix string
 
+	// OnEvent, if not nil, is told of the decisions the Quota takes on
+	// its own about the store: a failed call (EventStoreError, Err the
+	// real cause), the breaker opening (EventBreakerOpen, Delay the time
+	// between probes) and closing (EventBreakerClose), and waits answered
+	// by the FailMode (EventFallback, Reason says which mode answered and
+	// how; the first of an outage at once, then at most one a second,
+	// counting the waits answered so meanwhile). A store error is
+	// reported per failed call, not per wait: while the breaker is open,
+	// only its probes reach the store. OnEvent is called synchronously,
+	// possibly from several goroutines at once; it must not block.
+	OnEvent func(throttle.Event)
+
 	client redis.UniversalClient
 	name   string
 	limit  rate.Limit
@@ -128,8 +139,9 @@ type Quota struct {
 	// Redis and never part of a shared decision. nil means time.Now.
 	now func() time.Time
 
-	refunds sync.WaitGroup // refunds of cancelled waits in flight; Close waits for them
+	refunds sync.WaitGroup // store calls and refunds in flight; Close waits for them
 	br      breaker
+	health  health // the store's last failure, fallbacks reported
 	local   localBuckets
 	memo    memos  // what this process knows of each key, across outages
 	pushes  pushes // moves of queued turns, pushed to sleeping waits
@@ -140,8 +152,9 @@ type Quota struct {
 
 // Close ends this process's subscription to the quota's pushed moves now
 // rather than a second after the last sleeping wait (see "Pauses" in the
-// package doc), and waits for the refunds of cancelled waits still in
-// flight (each bounded by Timeout). A Quota needs no Close: it is for programs and tests that
+// package doc), and waits for the refunds of cancelled waits and the
+// store calls still in flight (a call a wait stopped waiting for is left
+// up to 2s to finish, so that a ticket it took is given back). A Quota needs no Close: it is for programs and tests that
 // check no goroutine is left. Waits after Close still work; their
 // subscription ends with the last of them.
 func (q *Quota) Close() error {
@@ -286,43 +299,4 @@ func (q *Quota) check(n int) error {
 		return fmt.Errorf("%w: cost %d, burst %d for quota %q", throttle.ErrCostExceedsBurst, n, q.burst, q.name)
 	}
 	return nil
-}
-
-// call runs script on key with a Timeout-bounded context through the
-// breaker. The error is the store's failure, or errBreakerOpen, or the
-// caller's ctx.Err() (not a store failure) when ctx ended first.
-func (q *Quota) call(ctx context.Context, s *redis.Script, keys []string, args ...any) (*redis.Cmd, error) {
-	ok, probe := q.br.allow(q.clock())
-	if !ok {
-		return nil, errBreakerOpen
-	}
-	cctx, cancel := ctx, context.CancelFunc(nil)
-	if d, ok := ctx.Deadline(); !ok || time.Until(d) > q.timeout() {
-		// The caller's own deadline, when sooner, bounds the call already.
-		cctx, cancel = context.WithTimeout(ctx, q.timeout())
-	}
-	cmd := s.Run(cctx, q.client, keys, args...)
-	if cancel != nil {
-		cancel()
-	}
-	err := cmd.Err()
-	switch {
-	case err == nil:
-		if q.br.done(q.clock(), probe, succeeded) {
-			// The next outage starts from fresh local shares, not from
-			// buckets that refilled to the full burst meanwhile.
-			q.local.reset()
-		}
-	case ctx.Err() != nil:
-		q.br.done(q.clock(), probe, abandoned)
-		return nil, ctx.Err()
-	default:
-		q.br.done(q.clock(), probe, failed)
-	}
-	return cmd, err
-}
-
-// errCaller tells the caller's own context ending apart from a store failure.
-func errCaller(ctx context.Context, err error) bool {
-	return ctx.Err() != nil && errors.Is(err, ctx.Err())
 }
