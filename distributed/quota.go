@@ -84,9 +84,14 @@ func luaConstants() string {
 // belongs to the Quota: on a Cluster with one master down, every key of
 // the Quota fails over, not only those in the lost slots.
 //
-// Timeout bounds a call only if the client honours context deadlines
-// ([redis.Options].ContextTimeoutEnabled); otherwise the client's own read
-// and dial timeouts do. It covers connecting too: a cold client on a busy
+// Timeout bounds every call whatever the client's options (a go-redis
+// client ignores context deadlines while it reads a reply unless
+// [redis.Options].ContextTimeoutEnabled is set): the wait stops waiting
+// at Timeout and the call finishes in the background, so that its
+// outcome is still learned: the real cause of the failure, which the
+// errors and events that follow carry (a refused connection, not
+// "context deadline exceeded"), and a ticket a late call took, which is
+// given back. It covers connecting too: a cold client on a busy
 // machine can need more than 50ms for its first calls, so long-running
 // workers connect at start (a PING per expected concurrent caller) or
 // raise Timeout.
@@ -226,9 +231,11 @@ func (q *Quota) Adapt(ctx context.Context, f throttle.Feedback) error {
 //     tickets behind move up,
 //     so the units go to the next wait in line, never to two. The refund is
 //     best effort: if Redis fails it, the units are lost, which errs on
-//     the side of the API's limit. Likewise, if ctx ends while the
-//     reserving call itself is in flight, whether it took a ticket is
-//     unknown and nothing is given back.
+//     the side of the API's limit. Likewise, if ctx ends (or Timeout
+//     passes) while the reserving call itself is in flight, WaitN returns
+//     at once and the call is left to finish in the background (up to
+//     3s): a ticket it took is given back then, unless its turn had
+//     already come (those units are spent).
 //   - If Redis cannot answer, FailMode decides (see [FailMode]).
 //
 // WaitRetryN is WaitN with the ticket in the queue of retries, ahead of

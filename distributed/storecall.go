@@ -17,7 +17,7 @@ import (
 // so that its outcome is still learned: a real cause for the errors that
 // follow, or a ticket to give back. A client that ignores context
 // deadlines bounds it with its own read timeout instead.
-const lateBound = 2 * time.Second
+const lateBound = 3 * time.Second
 
 // The hand-off of one call's result between the goroutine that makes it
 // and the wait that asked for it: whichever moves the state away from
@@ -59,7 +59,7 @@ func (q *Quota) call(ctx context.Context, key string, s *redis.Script, keys []st
 	timeout := q.timeout()
 	c := &storeCall{done: make(chan *redis.Cmd, 1)}
 	q.refunds.Add(1)
-	go q.runCall(ctx, c, s, keys, args)
+	go q.runCall(ctx, key, c, s, keys, args)
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	var cmd *redis.Cmd
@@ -67,8 +67,10 @@ func (q *Quota) call(ctx context.Context, key string, s *redis.Script, keys []st
 	case cmd = <-c.done:
 	case <-t.C:
 		if c.state.CompareAndSwap(callPending, callTimedOut) {
+			// The store error is reported when the call ends, with its
+			// real outcome (see runCall).
 			err := &timeoutError{timeout: timeout, last: q.health.last()}
-			q.failed(key, probe, err)
+			q.breakerFailed(key, probe, err)
 			return nil, err
 		}
 		cmd = <-c.done
@@ -95,8 +97,9 @@ func (q *Quota) call(ctx context.Context, key string, s *redis.Script, keys []st
 
 // runCall makes the call of c and hands its result over, or handles it
 // itself if the wait has gone.
-func (q *Quota) runCall(ctx context.Context, c *storeCall, s *redis.Script, keys []string, args []any) {
+func (q *Quota) runCall(ctx context.Context, key string, c *storeCall, s *redis.Script, keys []string, args []any) {
 	defer q.refunds.Done()
+	start := time.Now()
 	// Values (traces) are kept; the caller's cancellation is not: the
 	// outcome must be learned even if the caller has gone.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lateBound)
@@ -106,11 +109,16 @@ func (q *Quota) runCall(ctx context.Context, c *storeCall, s *redis.Script, keys
 		c.done <- cmd
 		return
 	}
+	timedOut := c.state.Load() == callTimedOut
 	if err := cmd.Err(); err != nil {
-		if c.state.Load() == callTimedOut {
+		if timedOut {
 			q.health.set(err) // the cause the next errors carry
+			q.emit(throttle.Event{Kind: throttle.EventStoreError, Key: key, Err: err})
 		}
 		return
+	}
+	if timedOut {
+		q.emit(throttle.Event{Kind: throttle.EventStoreError, Key: key, Err: fmt.Errorf("redis answered after %v, beyond Quota.Timeout %v (raise it if Redis is far or busy)", time.Since(start).Round(time.Millisecond), q.timeout())})
 	}
 	q.giveBack(rctx, s, keys, args, cmd)
 }
@@ -162,6 +170,11 @@ func (q *Quota) recover() {
 // failed records a store failure.
 func (q *Quota) failed(key string, probe bool, err error) {
 	q.emit(throttle.Event{Kind: throttle.EventStoreError, Key: key, Err: err})
+	q.breakerFailed(key, probe, err)
+}
+
+// breakerFailed counts a failure in the breaker.
+func (q *Quota) breakerFailed(key string, probe bool, err error) {
 	if q.br.done(q.clock(), probe, failed) == opened {
 		q.emit(throttle.Event{Kind: throttle.EventBreakerOpen, Key: key, Delay: breakerCooldown, Err: err})
 	}
