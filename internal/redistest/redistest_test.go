@@ -1,8 +1,11 @@
 package redistest
 
 import (
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -31,5 +34,22 @@ func TestStartCluster(t *testing.T) {
 		if err != nil || !strings.Contains(got, "cluster_state:ok") {
 			t.Fatalf("CLUSTER INFO on %s = %q, %v; want cluster_state:ok", n.Addr(), got, err)
 		}
+	}
+}
+
+func TestStartSentinel(t *testing.T) {
+	st := StartSentinel(t)
+	if m := st.Master(); m != st.Nodes[0] {
+		t.Fatalf("Master() = %v; want the first node %s", m, st.Nodes[0].Addr())
+	}
+	out, err := exec.Command("redis-cli", "-p", strconv.Itoa(st.Sentinels[0].Port()), "SENTINEL", "FAILOVER", SentinelMaster).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "OK") {
+		t.Fatalf("SENTINEL FAILOVER = %q, %v", out, err)
+	}
+	if !st.WaitMaster(st.Nodes[1], 10*time.Second) {
+		t.Fatalf("the replica %s was not master within 10s of SENTINEL FAILOVER", st.Nodes[1].Addr())
+	}
+	if !st.MakeReplica(st.Nodes[0], st.Nodes[1], 10*time.Second) {
+		t.Fatalf("the old master %s did not become a replica of the new one within 10s", st.Nodes[0].Addr())
 	}
 }
