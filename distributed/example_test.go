@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -17,10 +18,7 @@ import (
 // Fifty pods share one API key allowed 100 requests a second. Each pod
 // makes the same Quota; Redis keeps the one bucket they all spend.
 func Example() {
-	client := redis.NewClient(&redis.Options{
-		Addr:                  "localhost:6379",
-		ContextTimeoutEnabled: true, // so Quota.Timeout bounds each call
-	})
+	client := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
 	defer client.Close()
 
 	q := distributed.New(client, "github-api", 100, 10)
@@ -78,6 +76,24 @@ func ExampleFailMode() {
 	search := distributed.New(client, "search", rate.Limit(1000), 100)
 	search.FailMode = distributed.FailOpen // never block on Redis
 	_ = search.WaitN(context.Background(), 1)
+}
+
+// At start, a program checks that its Redis keeps quota state (no
+// eviction policy that may drop it) and logs what the Quota decides on
+// its own while Redis is away.
+func ExampleQuota_Check() {
+	client := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+	defer client.Close()
+	q := distributed.New(client, "github-api", 100, 10)
+	q.OnEvent = func(e throttle.Event) {
+		// store-error (Err: the real cause), breaker-open (Delay: time
+		// between probes), breaker-close, fallback (Reason: what the
+		// FailMode did).
+		slog.Warn("quota", "event", e)
+	}
+	if err := q.Check(context.Background()); errors.Is(err, distributed.ErrEvictable) {
+		log.Printf("quota state may be evicted: %v", err)
+	}
 }
 
 func ExampleFailMode_String() {
