@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -84,14 +85,20 @@ func luaConstants() string {
 // belongs to the Quota: on a Cluster with one master down, every key of
 // the Quota fails over, not only those in the lost slots.
 //
-// Timeout bounds every call whatever the client's options (a go-redis
+// Timeout bounds every call whatever the client's options. A go-redis
 // client ignores context deadlines while it reads a reply unless
-// [redis.Options].ContextTimeoutEnabled is set): the wait stops waiting
-// at Timeout and the call finishes in the background, so that its
-// outcome is still learned: the real cause of the failure, which the
-// errors and events that follow carry (a refused connection, not
-// "context deadline exceeded"), and a ticket a late call took, which is
-// given back. It covers connecting too: a cold client on a busy
+// [redis.Options].ContextTimeoutEnabled is set; through such a client
+// each call runs in a goroutine of its own, the wait stops waiting at
+// Timeout, and the call finishes in the background (up to 3s), so that
+// its outcome is still learned: a ticket a late call took is given back.
+// A client with ContextTimeoutEnabled (cheaper: no goroutine per call;
+// BenchmarkWaitRatioDefaultClient measures the difference) ends the call
+// itself at Timeout and drops its reply, so a ticket that call took
+// stays spent, erring on the side of the API's limit. Either way the
+// errors and events that follow a failure carry its real cause (a
+// refused connection, not "context deadline exceeded"), learned from the
+// late call or from one PING in the background. It covers connecting
+// too: a cold client on a busy
 // machine can need more than 50ms for its first calls, so long-running
 // workers connect at start (a PING per expected concurrent caller) or
 // raise Timeout.
@@ -147,9 +154,13 @@ type Quota struct {
 	refunds sync.WaitGroup // store calls and refunds in flight; Close waits for them
 	br      breaker
 	health  health // the store's last failure, fallbacks reported
-	local   localBuckets
-	memo    memos  // what this process knows of each key, across outages
-	pushes  pushes // moves of queued turns, pushed to sleeping waits
+
+	honoursOnce sync.Once   // computes honours
+	honours     bool        // the client ends calls at their context's deadline
+	diagnosing  atomic.Bool // a diagnose PING is in flight
+	local       localBuckets
+	memo        memos  // what this process knows of each key, across outages
+	pushes      pushes // moves of queued turns, pushed to sleeping waits
 
 	once sync.Once // computes def
 	def  *keyWaiter
@@ -233,9 +244,11 @@ func (q *Quota) Adapt(ctx context.Context, f throttle.Feedback) error {
 //     best effort: if Redis fails it, the units are lost, which errs on
 //     the side of the API's limit. Likewise, if ctx ends (or Timeout
 //     passes) while the reserving call itself is in flight, WaitN returns
-//     at once and the call is left to finish in the background (up to
-//     3s): a ticket it took is given back then, unless its turn had
-//     already come (those units are spent).
+//     at once; through a client without ContextTimeoutEnabled the call is
+//     left to finish in the background (up to 3s) and a ticket it took is
+//     given back then, unless its turn had already come; through one
+//     with it, the client drops the reply and a ticket the call took
+//     stays spent.
 //   - If Redis cannot answer, FailMode decides (see [FailMode]).
 //
 // WaitRetryN is WaitN with the ticket in the queue of retries, ahead of

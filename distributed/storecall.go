@@ -56,6 +56,9 @@ func (q *Quota) call(ctx context.Context, key string, s *redis.Script, keys []st
 	if !ok {
 		return nil, q.openError()
 	}
+	if q.honoursDeadlines() {
+		return q.callInline(ctx, key, probe, s, keys, args)
+	}
 	timeout := q.timeout()
 	c := &storeCall{done: make(chan *redis.Cmd, 1)}
 	q.refunds.Add(1)
@@ -93,6 +96,85 @@ func (q *Quota) call(ctx context.Context, key string, s *redis.Script, keys []st
 	q.health.set(err)
 	q.failed(key, probe, err)
 	return cmd, err
+}
+
+// honoursDeadlines reports whether the client ends a call at its
+// context's deadline: a go-redis client, failover client, Cluster or Ring
+// with ContextTimeoutEnabled. Such a call needs no goroutine of its own,
+// which costs a scheduling hand-off per call on a busy machine.
+func (q *Quota) honoursDeadlines() bool {
+	q.honoursOnce.Do(func() {
+		switch c := q.client.(type) {
+		case *redis.Client:
+			q.honours = c.Options().ContextTimeoutEnabled
+		case *redis.ClusterClient:
+			q.honours = c.Options().ContextTimeoutEnabled
+		case *redis.Ring:
+			q.honours = c.Options().ContextTimeoutEnabled
+		}
+	})
+	return q.honours
+}
+
+// callInline is call for a client that honours deadlines: the call runs
+// on the caller's goroutine with a context that ends at Timeout. The
+// client then hides the cause behind "context deadline exceeded" (it was
+// still retrying a dial, say), and closes the connection, so the reply of
+// a call that reached Redis is lost (its ticket too: see giveBack); a
+// timeout starts one PING in the background, bounded by lateBound, whose
+// outcome is the cause the next errors carry and the store-error event
+// reports.
+func (q *Quota) callInline(ctx context.Context, key string, probe bool, s *redis.Script, keys []string, args []any) (*redis.Cmd, error) {
+	timeout := q.timeout()
+	cctx, cancel := ctx, context.CancelFunc(nil)
+	if d, ok := ctx.Deadline(); !ok || time.Until(d) > timeout {
+		// The caller's own deadline, when sooner, bounds the call already.
+		cctx, cancel = context.WithTimeout(ctx, timeout)
+	}
+	cmd := s.Run(cctx, q.client, keys, args...)
+	if cancel != nil {
+		cancel()
+	}
+	err := cmd.Err()
+	switch {
+	case err == nil:
+		q.succeeded(key, probe)
+		return cmd, nil
+	case ctx.Err() != nil:
+		q.br.done(q.clock(), probe, abandoned)
+		return nil, ctx.Err()
+	case errors.Is(err, context.DeadlineExceeded):
+		terr := &timeoutError{timeout: timeout, last: q.health.last()}
+		q.breakerFailed(key, probe, terr)
+		q.diagnose(ctx, key, timeout)
+		return nil, terr
+	}
+	q.health.set(err)
+	q.failed(key, probe, err)
+	return cmd, err
+}
+
+// diagnose learns why Redis did not answer in time: one PING at a time,
+// in the background, bounded by lateBound. Its error is the cause the
+// next errors carry; the store-error event reports it (or that Redis
+// answered, late).
+func (q *Quota) diagnose(ctx context.Context, key string, timeout time.Duration) {
+	if !q.diagnosing.CompareAndSwap(false, true) {
+		return
+	}
+	q.refunds.Go(func() {
+		defer q.diagnosing.Store(false)
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lateBound)
+		defer cancel()
+		start := time.Now()
+		err := q.client.Ping(dctx).Err()
+		if err != nil {
+			q.health.set(err)
+		} else {
+			err = fmt.Errorf("redis did not answer within %v (Quota.Timeout; raise it if Redis is far or busy); a PING then took %v", timeout, time.Since(start).Round(time.Millisecond))
+		}
+		q.emit(throttle.Event{Kind: throttle.EventStoreError, Key: key, Err: err})
+	})
 }
 
 // runCall makes the call of c and hands its result over, or handles it
