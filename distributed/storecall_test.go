@@ -242,3 +242,43 @@ func testRefusedCause(t *testing.T, contextTimeout bool) {
 		t.Errorf("no store-error event carries the refused dial: %v", log.of(throttle.EventStoreError))
 	}
 }
+
+// TestFallbackEvents: EventFallback says which FailMode answered and how,
+// comes at once for the first fallback of an outage, then at most once
+// per fallbackEvery with the number of waits it stands for, and at once
+// again after Redis answered.
+func TestFallbackEvents(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never called
+	defer c.Close()
+	q := New(c, "fallback", 100, 10)
+	q.now = func() time.Time { return now }
+	q.Workers = 4
+	var log eventLog
+	q.OnEvent = log.add
+	for range 5 {
+		q.fellBack("k", errBreakerOpen)
+	}
+	now = now.Add(fallbackEvery - time.Millisecond)
+	q.fellBack("k", errBreakerOpen)
+	now = now.Add(time.Millisecond)
+	q.fellBack("k", errBreakerOpen)
+	q.FailMode = FailClosed
+	q.recover() // Redis answered
+	q.fellBack("k", errBreakerOpen)
+
+	got := log.of(throttle.EventFallback)
+	want := []string{
+		"FailLocal: paced in this process at 25/s (rate 100/s ÷ Workers 4)",
+		"FailLocal: paced in this process at 25/s (rate 100/s ÷ Workers 4); 6 waits answered so since the last report",
+		"FailClosed: refused",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d fallback events: %v; want %d", len(got), got, len(want))
+	}
+	for i, e := range got {
+		if e.Reason != want[i] || e.Key != "k" || !errors.Is(e.Err, errBreakerOpen) {
+			t.Errorf("event %d = %q, key %q, err %v; want %q, key k, the cause", i, e.Reason, e.Key, e.Err, want[i])
+		}
+	}
+}
