@@ -36,12 +36,14 @@ type storeCall struct {
 }
 
 // call runs script on keys through the breaker and returns by Timeout
-// whatever the client's options: the call itself runs in a goroutine of
-// its own, with a context that Timeout does not cut, because a go-redis
-// client without ContextTimeoutEnabled (its default) ignores a context's
-// deadline while it reads a reply, and one that honours it ends the
-// client's retries with "context deadline exceeded", hiding the real
-// cause (a refused connection). key is the user's key, for events.
+// whatever the client's options. Through a client that honours context
+// deadlines it calls inline (callInline). Otherwise (go-redis's default:
+// the client ignores a context's deadline while it reads a reply) the
+// call runs in a goroutine of its own, with a context that Timeout does
+// not cut, so that its outcome is learned even after the wait stopped
+// waiting: the real cause of a failure (a client that honours deadlines
+// hides it behind "context deadline exceeded" when the deadline cuts its
+// retries), or a ticket to give back. key is the user's key, for events.
 //
 // The error is the store's failure (a *timeoutError if Redis did not
 // answer within Timeout), or an errBreakerOpen while the breaker keeps
