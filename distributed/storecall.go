@@ -75,7 +75,7 @@ func (q *Quota) call(ctx context.Context, key string, s *redis.Script, keys []st
 			// The store error is reported when the call ends, with its
 			// real outcome (see runCall).
 			err := &timeoutError{timeout: timeout, last: q.health.last()}
-			q.breakerFailed(key, probe, err)
+			q.breakerFailed(ctx, key, probe, err)
 			return nil, err
 		}
 		cmd = <-c.done
@@ -89,14 +89,14 @@ func (q *Quota) call(ctx context.Context, key string, s *redis.Script, keys []st
 	err := cmd.Err()
 	switch {
 	case err == nil:
-		q.succeeded(key, probe)
+		q.succeeded(ctx, key, probe)
 		return cmd, nil
 	case ctx.Err() != nil:
 		q.br.done(q.clock(), probe, abandoned)
 		return nil, ctx.Err()
 	}
 	q.health.set(err)
-	q.failed(key, probe, err)
+	q.failed(ctx, key, probe, err)
 	return cmd, err
 }
 
@@ -140,19 +140,19 @@ func (q *Quota) callInline(ctx context.Context, key string, probe bool, s *redis
 	err := cmd.Err()
 	switch {
 	case err == nil:
-		q.succeeded(key, probe)
+		q.succeeded(ctx, key, probe)
 		return cmd, nil
 	case ctx.Err() != nil:
 		q.br.done(q.clock(), probe, abandoned)
 		return nil, ctx.Err()
 	case errors.Is(err, context.DeadlineExceeded):
 		terr := &timeoutError{timeout: timeout, last: q.health.last()}
-		q.breakerFailed(key, probe, terr)
+		q.breakerFailed(ctx, key, probe, terr)
 		q.diagnose(ctx, key, timeout)
 		return nil, terr
 	}
 	q.health.set(err)
-	q.failed(key, probe, err)
+	q.failed(ctx, key, probe, err)
 	return cmd, err
 }
 
@@ -175,7 +175,7 @@ func (q *Quota) diagnose(ctx context.Context, key string, timeout time.Duration)
 		} else {
 			err = fmt.Errorf("redis did not answer within %v (Quota.Timeout; raise it if Redis is far or busy); a PING then took %v", timeout, time.Since(start).Round(time.Millisecond))
 		}
-		q.emit(throttle.Event{Kind: throttle.EventStoreError, Key: key, Err: err})
+		q.emit(ctx, throttle.Event{Kind: throttle.EventStoreError, Key: key, Err: err})
 	})
 }
 
@@ -197,12 +197,12 @@ func (q *Quota) runCall(ctx context.Context, key string, c *storeCall, s *redis.
 	if err := cmd.Err(); err != nil {
 		if timedOut {
 			q.health.set(err) // the cause the next errors carry
-			q.emit(throttle.Event{Kind: throttle.EventStoreError, Key: key, Err: err})
+			q.emit(ctx, throttle.Event{Kind: throttle.EventStoreError, Key: key, Err: err})
 		}
 		return
 	}
 	if timedOut {
-		q.emit(throttle.Event{Kind: throttle.EventStoreError, Key: key, Err: fmt.Errorf("redis answered after %v, beyond Quota.Timeout %v (raise it if Redis is far or busy)", time.Since(start).Round(time.Millisecond), q.timeout())})
+		q.emit(ctx, throttle.Event{Kind: throttle.EventStoreError, Key: key, Err: fmt.Errorf("redis answered after %v, beyond Quota.Timeout %v (raise it if Redis is far or busy)", time.Since(start).Round(time.Millisecond), q.timeout())})
 	}
 	q.giveBack(rctx, s, keys, args, cmd)
 }
@@ -233,11 +233,11 @@ func (q *Quota) giveBack(ctx context.Context, s *redis.Script, keys []string, ar
 }
 
 // succeeded records a call Redis answered.
-func (q *Quota) succeeded(key string, probe bool) {
+func (q *Quota) succeeded(ctx context.Context, key string, probe bool) {
 	switch q.br.done(q.clock(), probe, succeeded) {
 	case closed:
 		q.recover()
-		q.emit(throttle.Event{Kind: throttle.EventBreakerClose, Key: key})
+		q.emit(ctx, throttle.Event{Kind: throttle.EventBreakerClose, Key: key})
 	case recovered:
 		q.recover()
 	}
@@ -252,15 +252,15 @@ func (q *Quota) recover() {
 }
 
 // failed records a store failure.
-func (q *Quota) failed(key string, probe bool, err error) {
-	q.emit(throttle.Event{Kind: throttle.EventStoreError, Key: key, Err: err})
-	q.breakerFailed(key, probe, err)
+func (q *Quota) failed(ctx context.Context, key string, probe bool, err error) {
+	q.emit(ctx, throttle.Event{Kind: throttle.EventStoreError, Key: key, Err: err})
+	q.breakerFailed(ctx, key, probe, err)
 }
 
 // breakerFailed counts a failure in the breaker.
-func (q *Quota) breakerFailed(key string, probe bool, err error) {
+func (q *Quota) breakerFailed(ctx context.Context, key string, probe bool, err error) {
 	if q.br.done(q.clock(), probe, failed) == opened {
-		q.emit(throttle.Event{Kind: throttle.EventBreakerOpen, Key: key, Delay: breakerCooldown, Err: err})
+		q.emit(ctx, throttle.Event{Kind: throttle.EventBreakerOpen, Key: key, Delay: breakerCooldown, Err: err})
 	}
 }
 
@@ -279,7 +279,7 @@ const fallbackEvery = time.Second
 
 // fellBack reports a wait answered by the fail mode (rate-limited: see
 // fallbackEvery).
-func (q *Quota) fellBack(key string, cause error) {
+func (q *Quota) fellBack(ctx context.Context, key string, cause error) {
 	n, report := q.health.fallback(q.clock())
 	if !report {
 		return
@@ -297,11 +297,14 @@ func (q *Quota) fellBack(key string, cause error) {
 	if n > 1 {
 		reason += fmt.Sprintf("; %d waits answered so since the last report", n)
 	}
-	q.emit(throttle.Event{Kind: throttle.EventFallback, Key: key, Err: cause, Reason: reason})
+	q.emit(ctx, throttle.Event{Kind: throttle.EventFallback, Key: key, Err: cause, Reason: reason})
 }
 
-// emit reports e to OnEvent. Every event of a Quota goes through here.
-func (q *Quota) emit(e throttle.Event) {
+// emit reports e to OnEvent. Every event of a Quota goes through here,
+// with the context of the wait or call it came from (a call finished in
+// the background keeps its values, not its cancellation), so that events
+// can also be routed by the context later.
+func (q *Quota) emit(_ context.Context, e throttle.Event) {
 	if f := q.OnEvent; f != nil {
 		f(e)
 	}

@@ -257,15 +257,15 @@ func TestFallbackEvents(t *testing.T) {
 	var log eventLog
 	q.OnEvent = log.add
 	for range 5 {
-		q.fellBack("k", errBreakerOpen)
+		q.fellBack(context.Background(), "k", errBreakerOpen)
 	}
 	now = now.Add(fallbackEvery - time.Millisecond)
-	q.fellBack("k", errBreakerOpen)
+	q.fellBack(context.Background(), "k", errBreakerOpen)
 	now = now.Add(time.Millisecond)
-	q.fellBack("k", errBreakerOpen)
+	q.fellBack(context.Background(), "k", errBreakerOpen)
 	q.FailMode = FailClosed
 	q.recover() // Redis answered
-	q.fellBack("k", errBreakerOpen)
+	q.fellBack(context.Background(), "k", errBreakerOpen)
 
 	got := log.of(throttle.EventFallback)
 	want := []string{

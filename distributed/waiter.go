@@ -247,7 +247,7 @@ func (w *keyWaiter) cancel(ctx context.Context, t ticket) {
 // fail applies the FailMode to a wait the store could not serve.
 func (w *keyWaiter) fail(ctx context.Context, n int, cause error) error {
 	q := w.q
-	q.fellBack(w.key, cause)
+	q.fellBack(ctx, w.key, cause)
 	switch q.FailMode {
 	case FailOpen:
 		return nil
