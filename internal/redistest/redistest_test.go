@@ -53,3 +53,20 @@ func TestStartSentinel(t *testing.T) {
 		t.Fatalf("the old master %s did not become a replica of the new one within 10s", st.Nodes[0].Addr())
 	}
 }
+
+func TestStartWith(t *testing.T) {
+	s := StartWith(t, Options{Args: []string{"--maxmemory-policy", "allkeys-lru"}})
+	got, err := s.Do("CONFIG", "GET", "maxmemory-policy")
+	if err != nil || got != "*2" {
+		t.Fatalf("CONFIG GET = %q, %v", got, err)
+	}
+	out, err := exec.Command("redis-cli", "-p", strconv.Itoa(s.Port()), "CONFIG", "GET", "maxmemory-policy").Output()
+	if err != nil || !strings.Contains(string(out), "allkeys-lru") {
+		t.Fatalf("maxmemory-policy = %q, %v; want allkeys-lru", out, err)
+	}
+	v := StartWith(t, Options{Bin: "valkey-server"})
+	info, err := v.Do("INFO", "server")
+	if err != nil || !strings.Contains(info, "valkey_version:") {
+		t.Fatalf("INFO server of valkey-server = %q, %v; want valkey_version", info, err)
+	}
+}
