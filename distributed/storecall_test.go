@@ -282,3 +282,53 @@ func TestFallbackEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestCancelInFlight: a wait whose context ends while its reserving call
+// is held up (CLIENT PAUSE) returns at once, and the ticket the call
+// takes when Redis resumes is given back (client with default options):
+// at 10/s, each ticket left behind would delay the next wait by 100ms.
+func TestCancelInFlight(t *testing.T) {
+	const (
+		interval = 100 * time.Millisecond // 10/s
+		margin   = 100 * time.Millisecond // scheduling on a loaded machine, as in TestStall
+	)
+	s := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	t.Cleanup(func() { c.Close() })
+	q := New(c, "inflight", 10, 1)
+	q.Timeout = time.Second // the calls below are cut by their contexts, not by Timeout
+	ctx := context.Background()
+	for range 4 {
+		if err := c.Ping(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := q.WaitN(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.Do("CLIENT", "PAUSE", "300", "ALL"); err != nil || r != "+OK" {
+		t.Fatalf("CLIENT PAUSE = %q, %v", r, err)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			cctx, cancel := context.WithCancel(ctx)
+			time.AfterFunc(30*time.Millisecond, cancel)
+			start := time.Now()
+			err := q.WaitN(cctx, 1)
+			if d := time.Since(start); !errors.Is(err, context.Canceled) || d > 30*time.Millisecond+margin {
+				t.Errorf("WaitN cancelled during a held-up call = %v after %v; want context.Canceled at once", err, d)
+			}
+		})
+	}
+	wg.Wait()
+	time.Sleep(300 * time.Millisecond)
+	q.Close() // the late calls, and their refunds, are done
+	start := time.Now()
+	if err := q.WaitN(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > interval+margin {
+		t.Errorf("the wait after the held-up calls took %v; want ≤ %v (each ticket of a late call left behind adds %v)", d, interval+margin, interval)
+	}
+}
