@@ -170,9 +170,13 @@ func (q *Quota) diagnose(ctx context.Context, key string, timeout time.Duration)
 		defer cancel()
 		start := time.Now()
 		err := q.client.Ping(dctx).Err()
-		if err != nil {
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
+			// lateBound cut it: that says no more than the timeout did.
+			err = fmt.Errorf("redis did not answer within %v (Quota.Timeout), nor a PING within %v", timeout, lateBound)
+		case err != nil:
 			q.health.set(err)
-		} else {
+		default:
 			err = fmt.Errorf("redis did not answer within %v (Quota.Timeout; raise it if Redis is far or busy); a PING then took %v", timeout, time.Since(start).Round(time.Millisecond))
 		}
 		q.emit(ctx, throttle.Event{Kind: throttle.EventStoreError, Key: key, Err: err})
