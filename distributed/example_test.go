@@ -18,7 +18,10 @@ import (
 // Fifty pods share one API key allowed 100 requests a second. Each pod
 // makes the same Quota; Redis keeps the one bucket they all spend.
 func Example() {
-	client := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+	client := redis.NewClient(&redis.Options{
+		Addr:                  "localhost:6379",
+		ContextTimeoutEnabled: true, // cheaper calls; Quota.Timeout holds either way
+	})
 	defer client.Close()
 
 	q := distributed.New(client, "github-api", 100, 10)
