@@ -13,6 +13,32 @@ if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/nul
 	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server >/dev/null
 fi
 
+# Valkey, for the distributed tests' server matrix (TestServers): from
+# the release's own packages where it has them (Debian trixie on), else
+# from its backports (bookworm: 8.0), whose list is added for this one
+# install with the mirror the machine already uses (its sources are left
+# as they are).
+if ! command -v valkey-server >/dev/null 2>&1; then
+	echo "test.sh: installing valkey-server (Debian package) for the distributed tests"
+	SUDO=""
+	if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
+	if apt-cache policy valkey-server 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+		DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends valkey-server >/dev/null
+	else
+		. /etc/os-release
+		mirror=$(cat /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null |
+			awk '/^URIs:/ && $2 !~ /security/ {print $2; exit} /^deb / && $2 !~ /security/ {print $2; exit}')
+		bpo=$(mktemp -d)
+		printf 'Types: deb\nURIs: %s\nSuites: %s-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+			"$mirror" "$VERSION_CODENAME" >"$bpo/bpo.sources"
+		mkdir -p "$bpo/lists/partial"
+		apt_bpo=(-o "Dir::Etc::sourcelist=$bpo/bpo.sources" -o "Dir::Etc::sourceparts=-" -o "Dir::State::Lists=$bpo/lists")
+		$SUDO apt-get "${apt_bpo[@]}" update -qq
+		DEBIAN_FRONTEND=noninteractive $SUDO apt-get "${apt_bpo[@]}" install -y -qq --no-install-recommends valkey-server >/dev/null
+		rm -rf "$bpo"
+	fi
+fi
+
 go vet ./...
 # -p 1: packages one at a time, so the real-clock accuracy tests of one
 # package do not share the CPUs with another package's load.

@@ -48,9 +48,20 @@ func (b *breaker) allow(now time.Time) (ok, probe bool) {
 	return true, true
 }
 
-// done records the outcome of a call allow let through. It reports whether
-// the call ended a run of failures: the store is back.
-func (b *breaker) done(now time.Time, probe bool, o outcome) (recovered bool) {
+// change is what a call's outcome did to the breaker.
+type change int
+
+const (
+	unchanged change = iota
+	opened           // the failure that reached breakerThreshold: waits go to the fail mode
+	recovered        // a success after failures that had not opened it
+	closed           // a success (a probe) that closed an open breaker
+)
+
+// done records the outcome of a call allow let through and reports the
+// change it made: a success after failures means the store is back
+// (recovered, or closed if the breaker was open).
+func (b *breaker) done(now time.Time, probe bool, o outcome) change {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if probe {
@@ -58,13 +69,23 @@ func (b *breaker) done(now time.Time, probe bool, o outcome) (recovered bool) {
 	}
 	switch o {
 	case succeeded:
-		recovered = b.failures > 0
+		c := unchanged
+		switch {
+		case b.failures >= breakerThreshold:
+			c = closed
+		case b.failures > 0:
+			c = recovered
+		}
 		b.failures = 0
+		return c
 	case failed:
 		b.failures++
 		if b.failures >= breakerThreshold {
 			b.retryAt = now.Add(breakerCooldown)
 		}
+		if b.failures == breakerThreshold {
+			return opened
+		}
 	}
-	return recovered
+	return unchanged
 }

@@ -75,7 +75,7 @@ func TestBreakerProbeInFlight(t *testing.T) {
 	if ok, _ := b.allow(later); ok {
 		t.Fatalf("allow while the probe is in flight = true; want false")
 	}
-	if !b.done(later, true, succeeded) {
-		t.Errorf("done(succeeded) after failures = false; want recovered")
+	if c := b.done(later, true, succeeded); c != closed {
+		t.Errorf("done(succeeded) after the breaker opened = %v; want closed (%v)", c, closed)
 	}
 }

@@ -109,5 +109,42 @@
 // fields schedule.lua describes: the state's id, the bucket, the two
 // queues' counters, units in flight and per second, and, while any is in
 // force, the window, the cut and the queues' holes in one MessagePack
-// field. It needs Redis 5.0 or later; the tests run 7.0.
+// field.
+//
+// # Redis as operators run it
+//
+// Versions: Redis 5.0 or later, or Valkey. The script reads TIME and then
+// writes, which needs effects replication (the default since Redis 5.0;
+// the script does not call redis.replicate_commands); it uses EVALSHA
+// (EVAL after NOSCRIPT), cmsgpack, HSET with several fields (4.0),
+// PEXPIRE and PUBLISH, and replies in RESP2 types only (no
+// redis.setresp). The tests run Redis 7.0 and Valkey 8.0 (TestServers);
+// Redis 5 and 6 are not packaged for the Debian release the tests run on.
+//
+// Eviction: a state Redis evicts comes back as a full bucket, a burst
+// more for the fleet each time. Keep quotas on a Redis with
+// maxmemory-policy noeviction; allkeys-* evicts any key, and volatile-*
+// evicts these too, since they have a TTL. [Quota.Check] asks the server
+// (where CONFIG is readable) and returns an error matching [ErrEvictable].
+//
+// Timeouts: [Quota.Timeout] holds whatever the client's options, also
+// for go-redis's default ContextTimeoutEnabled false, with which the
+// client ignores a context's deadline while it reads: each call then runs
+// in a goroutine of its own, and a call Redis answers late is finished in
+// the background and a ticket it took given back (see [Quota]). With
+// ContextTimeoutEnabled there is no such goroutine (cheaper), and a late
+// call's reply is dropped. Errors and events carry the real cause
+// of a failure (a refused connection, a READONLY replica), reachable with
+// errors.Is and errors.As; the first calls of an outage may report only
+// that Redis did not answer in time, until the client gives up on them.
+//
+// Events: [Quota].OnEvent is told of store errors, the breaker opening
+// and closing, and waits answered by the FailMode (rate-limited).
+//
+// Sentinel: a failover client ([redis.NewFailoverClient]) follows a
+// failover by itself; waits meanwhile go to the FailMode for as long as
+// the master does not answer. Redis replicates asynchronously, so a
+// promoted replica may hold a state a little older than the last turns
+// the old master gave: up to a burst (plus the tickets then sleeping)
+// more in the second of the failover. TestFailover measures it.
 package distributed

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -19,7 +20,7 @@ import (
 func Example() {
 	client := redis.NewClient(&redis.Options{
 		Addr:                  "localhost:6379",
-		ContextTimeoutEnabled: true, // so Quota.Timeout bounds each call
+		ContextTimeoutEnabled: true, // cheaper calls; Quota.Timeout holds either way
 	})
 	defer client.Close()
 
@@ -78,6 +79,24 @@ func ExampleFailMode() {
 	search := distributed.New(client, "search", rate.Limit(1000), 100)
 	search.FailMode = distributed.FailOpen // never block on Redis
 	_ = search.WaitN(context.Background(), 1)
+}
+
+// At start, a program checks that its Redis keeps quota state (no
+// eviction policy that may drop it) and logs what the Quota decides on
+// its own while Redis is away.
+func ExampleQuota_Check() {
+	client := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+	defer client.Close()
+	q := distributed.New(client, "github-api", 100, 10)
+	q.OnEvent = func(e throttle.Event) {
+		// store-error (Err: the real cause), breaker-open (Delay: time
+		// between probes), breaker-close, fallback (Reason: what the
+		// FailMode did).
+		slog.Warn("quota", "event", e)
+	}
+	if err := q.Check(context.Background()); errors.Is(err, distributed.ErrEvictable) {
+		log.Printf("quota state may be evicted: %v", err)
+	}
 }
 
 func ExampleFailMode_String() {

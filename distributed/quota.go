@@ -3,13 +3,13 @@ package distributed
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -85,9 +85,20 @@ func luaConstants() string {
 // belongs to the Quota: on a Cluster with one master down, every key of
 // the Quota fails over, not only those in the lost slots.
 //
-// Timeout bounds a call only if the client honours context deadlines
-// ([redis.Options].ContextTimeoutEnabled); otherwise the client's own read
-// and dial timeouts do. It covers connecting too: a cold client on a busy
+// Timeout bounds every call whatever the client's options. A go-redis
+// client ignores context deadlines while it reads a reply unless
+// [redis.Options].ContextTimeoutEnabled is set; through such a client
+// each call runs in a goroutine of its own, the wait stops waiting at
+// Timeout, and the call finishes in the background (up to 3s), so that
+// its outcome is still learned: a ticket a late call took is given back.
+// A client with ContextTimeoutEnabled (cheaper: no goroutine per call;
+// BenchmarkWaitRatioDefaultClient measures the difference) ends the call
+// itself at Timeout and drops its reply, so a ticket that call took
+// stays spent, erring on the side of the API's limit. Either way the
+// errors and events that follow a failure carry its real cause (a
+// refused connection, not "context deadline exceeded"), learned from the
+// late call or from one PING in the background. It covers connecting
+// too: a cold client on a busy
 // machine can need more than 50ms for its first calls, so long-running
 // workers connect at start (a PING per expected concurrent caller) or
 // raise Timeout.
@@ -118,6 +129,18 @@ type Quota struct {
 	// "throttle:". Quotas with different prefixes never share state.
 	Prefix string
 
+	// OnEvent, if not nil, is told of the decisions the Quota takes on
+	// its own about the store: a failed call (EventStoreError, Err the
+	// real cause), the breaker opening (EventBreakerOpen, Delay the time
+	// between probes) and closing (EventBreakerClose), and waits answered
+	// by the FailMode (EventFallback, Reason says which mode answered and
+	// how; the first of an outage at once, then at most one a second,
+	// counting the waits answered so meanwhile). A store error is
+	// reported per failed call, not per wait: while the breaker is open,
+	// only its probes reach the store. OnEvent is called synchronously,
+	// possibly from several goroutines at once; it must not block.
+	OnEvent func(throttle.Event)
+
 	client redis.UniversalClient
 	name   string
 	limit  rate.Limit
@@ -128,11 +151,16 @@ type Quota struct {
 	// Redis and never part of a shared decision. nil means time.Now.
 	now func() time.Time
 
-	refunds sync.WaitGroup // refunds of cancelled waits in flight; Close waits for them
+	refunds sync.WaitGroup // store calls and refunds in flight; Close waits for them
 	br      breaker
-	local   localBuckets
-	memo    memos  // what this process knows of each key, across outages
-	pushes  pushes // moves of queued turns, pushed to sleeping waits
+	health  health // the store's last failure, fallbacks reported
+
+	honoursOnce sync.Once   // computes honours
+	honours     bool        // the client ends calls at their context's deadline
+	diagnosing  atomic.Bool // a diagnose PING is in flight
+	local       localBuckets
+	memo        memos  // what this process knows of each key, across outages
+	pushes      pushes // moves of queued turns, pushed to sleeping waits
 
 	once sync.Once // computes def
 	def  *keyWaiter
@@ -140,8 +168,9 @@ type Quota struct {
 
 // Close ends this process's subscription to the quota's pushed moves now
 // rather than a second after the last sleeping wait (see "Pauses" in the
-// package doc), and waits for the refunds of cancelled waits still in
-// flight (each bounded by Timeout). A Quota needs no Close: it is for programs and tests that
+// package doc), and waits for the refunds of cancelled waits and the
+// store calls still in flight (a call a wait stopped waiting for is left
+// up to 2s to finish, so that a ticket it took is given back). A Quota needs no Close: it is for programs and tests that
 // check no goroutine is left. Waits after Close still work; their
 // subscription ends with the last of them.
 func (q *Quota) Close() error {
@@ -213,9 +242,13 @@ func (q *Quota) Adapt(ctx context.Context, f throttle.Feedback) error {
 //     tickets behind move up,
 //     so the units go to the next wait in line, never to two. The refund is
 //     best effort: if Redis fails it, the units are lost, which errs on
-//     the side of the API's limit. Likewise, if ctx ends while the
-//     reserving call itself is in flight, whether it took a ticket is
-//     unknown and nothing is given back.
+//     the side of the API's limit. Likewise, if ctx ends (or Timeout
+//     passes) while the reserving call itself is in flight, WaitN returns
+//     at once; through a client without ContextTimeoutEnabled the call is
+//     left to finish in the background (up to 3s) and a ticket it took is
+//     given back then, unless its turn had already come; through one
+//     with it, the client drops the reply and a ticket the call took
+//     stays spent.
 //   - If Redis cannot answer, FailMode decides (see [FailMode]).
 //
 // WaitRetryN is WaitN with the ticket in the queue of retries, ahead of
@@ -286,43 +319,4 @@ func (q *Quota) check(n int) error {
 		return fmt.Errorf("%w: cost %d, burst %d for quota %q", throttle.ErrCostExceedsBurst, n, q.burst, q.name)
 	}
 	return nil
-}
-
-// call runs script on key with a Timeout-bounded context through the
-// breaker. The error is the store's failure, or errBreakerOpen, or the
-// caller's ctx.Err() (not a store failure) when ctx ended first.
-func (q *Quota) call(ctx context.Context, s *redis.Script, keys []string, args ...any) (*redis.Cmd, error) {
-	ok, probe := q.br.allow(q.clock())
-	if !ok {
-		return nil, errBreakerOpen
-	}
-	cctx, cancel := ctx, context.CancelFunc(nil)
-	if d, ok := ctx.Deadline(); !ok || time.Until(d) > q.timeout() {
-		// The caller's own deadline, when sooner, bounds the call already.
-		cctx, cancel = context.WithTimeout(ctx, q.timeout())
-	}
-	cmd := s.Run(cctx, q.client, keys, args...)
-	if cancel != nil {
-		cancel()
-	}
-	err := cmd.Err()
-	switch {
-	case err == nil:
-		if q.br.done(q.clock(), probe, succeeded) {
-			// The next outage starts from fresh local shares, not from
-			// buckets that refilled to the full burst meanwhile.
-			q.local.reset()
-		}
-	case ctx.Err() != nil:
-		q.br.done(q.clock(), probe, abandoned)
-		return nil, ctx.Err()
-	default:
-		q.br.done(q.clock(), probe, failed)
-	}
-	return cmd, err
-}
-
-// errCaller tells the caller's own context ending apart from a store failure.
-func errCaller(ctx context.Context, err error) bool {
-	return ctx.Err() != nil && errors.Is(err, ctx.Err())
 }

@@ -35,7 +35,7 @@ func newKeyWaiter(q *Quota, key string) *keyWaiter {
 // run calls the schedule script's op with its own arguments.
 func (w *keyWaiter) run(ctx context.Context, op string, args ...any) ([]int64, error) {
 	all := append([]any{op, w.interval, w.burst, w.channel}, args...)
-	cmd, err := w.q.call(ctx, scheduleScript, w.keys, all...)
+	cmd, err := w.q.call(ctx, w.key, scheduleScript, w.keys, all...)
 	if err != nil {
 		return nil, err
 	}
@@ -247,6 +247,7 @@ func (w *keyWaiter) cancel(ctx context.Context, t ticket) {
 // fail applies the FailMode to a wait the store could not serve.
 func (w *keyWaiter) fail(ctx context.Context, n int, cause error) error {
 	q := w.q
+	q.fellBack(ctx, w.key, cause)
 	switch q.FailMode {
 	case FailOpen:
 		return nil

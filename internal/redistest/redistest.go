@@ -33,7 +33,12 @@ type Server struct {
 	tb   testing.TB
 	dir  string
 	port int
-	args []string // extra redis-server arguments
+	bin  string // the server binary: redis-server, valkey-server
+	conf string // a config file, passed first; "" for none
+	// sentinel runs the server as a Sentinel (conf is then required):
+	// no persistence options.
+	sentinel bool
+	args     []string // extra server arguments
 
 	mu  sync.Mutex // protects cmd
 	cmd *exec.Cmd  // nil while stopped
@@ -52,6 +57,32 @@ func Start(tb testing.TB) *Server {
 	tb.Helper()
 	requireRedis(tb)
 	s := newServer(tb, tb.TempDir())
+	s.start()
+	tb.Cleanup(s.Stop)
+	return s
+}
+
+// Options are what StartWith may change.
+type Options struct {
+	// Bin is the server binary: "" means redis-server; "valkey-server"
+	// runs Valkey (its CLI is not needed).
+	Bin string
+	// Args are extra server arguments, e.g. "--maxmemory-policy",
+	// "allkeys-lru".
+	Args []string
+}
+
+// StartWith is Start with another binary or extra arguments. A binary
+// other than redis-server that is missing fails the test when CI is set
+// (./test.sh installs Valkey) and skips it otherwise.
+func StartWith(tb testing.TB, o Options) *Server {
+	tb.Helper()
+	requireRedis(tb)
+	if o.Bin != "" && o.Bin != "redis-server" {
+		requireBin(tb, o.Bin, "valkey-server (Debian bookworm-backports; ./test.sh installs it)")
+	}
+	s := newServer(tb, tb.TempDir(), o.Args...)
+	s.bin = o.Bin
 	s.start()
 	tb.Cleanup(s.Stop)
 	return s
@@ -88,17 +119,29 @@ func (s *Server) start() {
 	s.tb.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	args := []string{
+	var args []string
+	if s.conf != "" {
+		args = append(args, s.conf)
+	}
+	if s.sentinel {
+		args = append(args, "--sentinel")
+	}
+	args = append(args,
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
 		"--dir", s.dir,
-		"--save", "",
-		"--appendonly", "no",
 		"--daemonize", "no",
 		"--logfile", filepath.Join(s.dir, "redis.log"),
+	)
+	if !s.sentinel {
+		args = append(args, "--save", "", "--appendonly", "no")
 	}
 	args = append(args, s.args...)
-	cmd := exec.Command("redis-server", args...)
+	bin := s.bin
+	if bin == "" {
+		bin = "redis-server"
+	}
+	cmd := exec.Command(bin, args...)
 	if err := cmd.Start(); err != nil {
 		s.tb.Fatalf("redistest: starting redis-server: %v", err)
 	}
@@ -161,13 +204,20 @@ func (s *Server) do(args ...string) (string, error) {
 func requireRedis(tb testing.TB) {
 	tb.Helper()
 	for _, bin := range []string{"redis-server", "redis-cli"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			msg := fmt.Sprintf("redistest: %s not found on PATH; install it with `apt-get install -y redis-server` (or run ./test.sh, which does)", bin)
-			if os.Getenv("CI") != "" {
-				tb.Fatal(msg)
-			}
-			tb.Skip(msg)
+		requireBin(tb, bin, "`apt-get install -y redis-server`")
+	}
+}
+
+// requireBin fails (CI set) or skips the test when bin is not on PATH;
+// how says how to install it.
+func requireBin(tb testing.TB, bin, how string) {
+	tb.Helper()
+	if _, err := exec.LookPath(bin); err != nil {
+		msg := fmt.Sprintf("redistest: %s not found on PATH; install it with %s (or run ./test.sh, which does)", bin, how)
+		if os.Getenv("CI") != "" {
+			tb.Fatal(msg)
 		}
+		tb.Skip(msg)
 	}
 }
 

@@ -1,8 +1,11 @@
 package redistest
 
 import (
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -31,5 +34,39 @@ func TestStartCluster(t *testing.T) {
 		if err != nil || !strings.Contains(got, "cluster_state:ok") {
 			t.Fatalf("CLUSTER INFO on %s = %q, %v; want cluster_state:ok", n.Addr(), got, err)
 		}
+	}
+}
+
+func TestStartSentinel(t *testing.T) {
+	st := StartSentinel(t)
+	if m := st.Master(); m != st.Nodes[0] {
+		t.Fatalf("Master() = %v; want the first node %s", m, st.Nodes[0].Addr())
+	}
+	out, err := exec.Command("redis-cli", "-p", strconv.Itoa(st.Sentinels[0].Port()), "SENTINEL", "FAILOVER", SentinelMaster).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "OK") {
+		t.Fatalf("SENTINEL FAILOVER = %q, %v", out, err)
+	}
+	if !st.WaitMaster(st.Nodes[1], 10*time.Second) {
+		t.Fatalf("the replica %s was not master within 10s of SENTINEL FAILOVER", st.Nodes[1].Addr())
+	}
+	if !st.MakeReplica(st.Nodes[0], st.Nodes[1], 10*time.Second) {
+		t.Fatalf("the old master %s did not become a replica of the new one within 10s", st.Nodes[0].Addr())
+	}
+}
+
+func TestStartWith(t *testing.T) {
+	s := StartWith(t, Options{Args: []string{"--maxmemory-policy", "allkeys-lru"}})
+	got, err := s.Do("CONFIG", "GET", "maxmemory-policy")
+	if err != nil || got != "*2" {
+		t.Fatalf("CONFIG GET = %q, %v", got, err)
+	}
+	out, err := exec.Command("redis-cli", "-p", strconv.Itoa(s.Port()), "CONFIG", "GET", "maxmemory-policy").Output()
+	if err != nil || !strings.Contains(string(out), "allkeys-lru") {
+		t.Fatalf("maxmemory-policy = %q, %v; want allkeys-lru", out, err)
+	}
+	v := StartWith(t, Options{Bin: "valkey-server"})
+	info, err := v.Do("INFO", "server")
+	if err != nil || !strings.Contains(info, "valkey_version:") {
+		t.Fatalf("INFO server of valkey-server = %q, %v; want valkey_version", info, err)
 	}
 }
