@@ -126,21 +126,29 @@ func (q *Quota) honoursDeadlines() bool {
 // timeout starts one PING in the background, bounded by lateBound, whose
 // outcome is the cause the next errors carry and the store-error event
 // reports.
+//
+// The caller's context does not cut the call (Timeout does): a call cut
+// as its reply comes loses the reply, and a "wait" that reached Redis
+// took a ticket that nobody would give back. A wait whose context ends
+// during the call returns when Redis answers (within Timeout), and its
+// ticket is given back (see giveBack).
 func (q *Quota) callInline(ctx context.Context, key string, probe bool, s *redis.Script, keys []string, args []any) (*redis.Cmd, error) {
 	timeout := q.timeout()
-	cctx, cancel := ctx, context.CancelFunc(nil)
-	if d, ok := ctx.Deadline(); !ok || time.Until(d) > timeout {
-		// The caller's own deadline, when sooner, bounds the call already.
-		cctx, cancel = context.WithTimeout(ctx, timeout)
-	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	cmd := s.Run(cctx, q.client, keys, args...)
-	if cancel != nil {
-		cancel()
-	}
+	cancel()
 	err := cmd.Err()
 	switch {
 	case err == nil:
 		q.succeeded(ctx, key, probe)
+		if ctx.Err() != nil {
+			q.refunds.Go(func() {
+				gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lateBound)
+				defer cancel()
+				q.giveBack(gctx, s, keys, args, cmd)
+			})
+			return nil, ctx.Err()
+		}
 		return cmd, nil
 	case ctx.Err() != nil:
 		q.br.done(q.clock(), probe, abandoned)

@@ -284,16 +284,24 @@ func TestFallbackEvents(t *testing.T) {
 }
 
 // TestCancelInFlight: a wait whose context ends while its reserving call
-// is held up (CLIENT PAUSE) returns at once, and the ticket the call
-// takes when Redis resumes is given back (client with default options):
-// at 10/s, each ticket left behind would delay the next wait by 100ms.
+// is held up (CLIENT PAUSE) returns (at once with a client of default
+// options; when Redis answers with a client that honours deadlines, whose
+// calls run inline), and the ticket the call takes when Redis resumes is
+// given back: at 10/s, each ticket left behind would delay the next wait
+// by 100ms.
 func TestCancelInFlight(t *testing.T) {
+	t.Run("default", func(t *testing.T) { testCancelInFlight(t, false) })
+	t.Run("ContextTimeoutEnabled", func(t *testing.T) { testCancelInFlight(t, true) })
+}
+
+func testCancelInFlight(t *testing.T, inline bool) {
 	const (
 		interval = 100 * time.Millisecond // 10/s
 		margin   = 100 * time.Millisecond // scheduling on a loaded machine, as in TestStall
+		pause    = 300 * time.Millisecond
 	)
 	s := redistest.Start(t)
-	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), ContextTimeoutEnabled: inline})
 	t.Cleanup(func() { c.Close() })
 	q := New(c, "inflight", 10, 1)
 	q.Timeout = time.Second // the calls below are cut by their contexts, not by Timeout
@@ -306,7 +314,7 @@ func TestCancelInFlight(t *testing.T) {
 	if err := q.WaitN(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := s.Do("CLIENT", "PAUSE", "300", "ALL"); err != nil || r != "+OK" {
+	if r, err := s.Do("CLIENT", "PAUSE", strconv.Itoa(int(pause.Milliseconds())), "ALL"); err != nil || r != "+OK" {
 		t.Fatalf("CLIENT PAUSE = %q, %v", r, err)
 	}
 	var wg sync.WaitGroup
@@ -316,13 +324,17 @@ func TestCancelInFlight(t *testing.T) {
 			time.AfterFunc(30*time.Millisecond, cancel)
 			start := time.Now()
 			err := q.WaitN(cctx, 1)
-			if d := time.Since(start); !errors.Is(err, context.Canceled) || d > 30*time.Millisecond+margin {
-				t.Errorf("WaitN cancelled during a held-up call = %v after %v; want context.Canceled at once", err, d)
+			bound := 30*time.Millisecond + margin
+			if inline {
+				bound = pause + margin // the call ends when Redis answers
+			}
+			if d := time.Since(start); !errors.Is(err, context.Canceled) || d > bound {
+				t.Errorf("WaitN cancelled during a held-up call = %v after %v; want context.Canceled within %v", err, d, bound)
 			}
 		})
 	}
 	wg.Wait()
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(pause)
 	q.Close() // the late calls, and their refunds, are done
 	start := time.Now()
 	if err := q.WaitN(ctx, 1); err != nil {
