@@ -211,3 +211,48 @@ func TestRedisDefect8Refund(t *testing.T) {
 		}
 	}
 }
+
+// TestRedisDefect4SpentWindowsFIFO: seven waits blocked on a spent window
+// (1000/s, burst 10); every response says the next window is spent too,
+// resetting 200ms later, so they go one probe at a time. They go in
+// arrival order (the old scripts let blocked waits poll and race on each
+// reset: the admission order came out shuffled).
+func TestRedisDefect4SpentWindowsFIFO(t *testing.T) {
+	_, c := startRedis(t)
+	q := New(c, "defect4probe", 1000, 10)
+	q.Timeout = time.Second
+	w := q.For("k").(*keyWaiter)
+	ctx := context.Background()
+	spent := throttle.Feedback{HasRemaining: true, Remaining: 0, Reset: 200 * time.Millisecond}
+	if err := w.Adapt(ctx, spent); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		order []int
+		wg    sync.WaitGroup
+	)
+	for i := range 7 {
+		wg.Go(func() {
+			if _, err := w.waitN(ctx, 1); err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			// The probe's response: the next window is spent too.
+			if err := w.Adapt(ctx, spent); err != nil {
+				t.Error(err)
+			}
+		})
+		time.Sleep(20 * time.Millisecond) // it has reached Redis: the next comes after
+	}
+	wg.Wait()
+	t.Logf("admission order: %v", order)
+	for i, a := range order {
+		if a != i {
+			t.Fatalf("admission order %v; want arrival order", order)
+		}
+	}
+}
