@@ -155,9 +155,10 @@ type Quota struct {
 	br      breaker
 	health  health // the store's last failure, fallbacks reported
 
-	honoursOnce sync.Once   // computes honours
-	honours     bool        // the client ends calls at their context's deadline
-	diagnosing  atomic.Bool // a diagnose PING is in flight
+	honoursOnce sync.Once      // computes honours
+	honours     bool           // the client ends calls at their context's deadline
+	inline      redis.Scripter // the client calls run inline through, if honours
+	diagnosing  atomic.Bool    // a diagnose PING is in flight
 	local       localBuckets
 	memo        memos  // what this process knows of each key, across outages
 	pushes      pushes // moves of queued turns, pushed to sleeping waits

@@ -67,17 +67,23 @@ func TestStall(t *testing.T) {
 		margin = 100 * time.Millisecond
 	)
 	for _, tt := range []struct {
-		name string
-		opts redis.Options
+		name   string
+		client func(addr string) redis.UniversalClient
+		inline bool // the calls run inline (see honoursDeadlines)
 	}{
-		{"default-options", redis.Options{}},
-		{"ContextTimeoutEnabled", redis.Options{ContextTimeoutEnabled: true}},
+		{"default-options", func(a string) redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: a}) }, true},
+		{"ContextTimeoutEnabled", func(a string) redis.UniversalClient {
+			return redis.NewClient(&redis.Options{Addr: a, ContextTimeoutEnabled: true})
+		}, true},
+		// A Ring (a Cluster too) with default options has no WithTimeout
+		// copy: its calls run in a goroutine of their own.
+		{"ring-default-options", func(a string) redis.UniversalClient {
+			return redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": a}})
+		}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := redistest.Start(t)
-			opts := tt.opts
-			opts.Addr = s.Addr()
-			c := redis.NewClient(&opts)
+			c := tt.client(s.Addr())
 			t.Cleanup(func() { c.Close() })
 			q := New(c, "stall", limit, burst)
 			q.FailMode = FailClosed
@@ -164,7 +170,7 @@ func TestStall(t *testing.T) {
 			// one diagnosing PING at a time (see callInline), so at least
 			// one.
 			least := breakerThreshold
-			if opts.ContextTimeoutEnabled {
+			if tt.inline {
 				least = 1
 			}
 			if max := breakerThreshold + int(stall/breakerCooldown) + 1; len(storeErrs) < least || len(storeErrs) > max {
@@ -290,18 +296,29 @@ func TestFallbackEvents(t *testing.T) {
 // given back: at 10/s, each ticket left behind would delay the next wait
 // by 100ms.
 func TestCancelInFlight(t *testing.T) {
-	t.Run("default", func(t *testing.T) { testCancelInFlight(t, false) })
-	t.Run("ContextTimeoutEnabled", func(t *testing.T) { testCancelInFlight(t, true) })
+	t.Run("default", func(t *testing.T) {
+		testCancelInFlight(t, true, func(a string) redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: a}) })
+	})
+	t.Run("ContextTimeoutEnabled", func(t *testing.T) {
+		testCancelInFlight(t, true, func(a string) redis.UniversalClient {
+			return redis.NewClient(&redis.Options{Addr: a, ContextTimeoutEnabled: true})
+		})
+	})
+	t.Run("ring-default-options", func(t *testing.T) {
+		testCancelInFlight(t, false, func(a string) redis.UniversalClient {
+			return redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": a}})
+		})
+	})
 }
 
-func testCancelInFlight(t *testing.T, inline bool) {
+func testCancelInFlight(t *testing.T, inline bool, client func(addr string) redis.UniversalClient) {
 	const (
 		interval = 100 * time.Millisecond // 10/s
 		margin   = 100 * time.Millisecond // scheduling on a loaded machine, as in TestStall
 		pause    = 300 * time.Millisecond
 	)
 	s := redistest.Start(t)
-	c := redis.NewClient(&redis.Options{Addr: s.Addr(), ContextTimeoutEnabled: inline})
+	c := client(s.Addr())
 	t.Cleanup(func() { c.Close() })
 	q := New(c, "inflight", 10, 1)
 	q.Timeout = time.Second // the calls below are cut by their contexts, not by Timeout
