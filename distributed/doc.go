@@ -129,11 +129,11 @@
 //
 // Timeouts: [Quota.Timeout] holds whatever the client's options, also
 // for go-redis's default ContextTimeoutEnabled false, with which the
-// client ignores a context's deadline while it reads: each call then runs
-// in a goroutine of its own, and a call Redis answers late is finished in
-// the background and a ticket it took given back (see [Quota]). With
-// ContextTimeoutEnabled there is no such goroutine (cheaper), and a late
-// call's reply is dropped. Errors and events carry the real cause
+// client ignores a context's deadline while it reads: a *redis.Client
+// then calls through its WithTimeout copy (read timeout = Timeout), inline;
+// a Cluster or Ring client runs each call in a goroutine of its own, and a
+// call Redis answers late is finished in the background and a ticket it
+// took given back (see [Quota]). Errors and events carry the real cause
 // of a failure (a refused connection, a READONLY replica), reachable with
 // errors.Is and errors.As; the first calls of an outage may report only
 // that Redis did not answer in time, until the client gives up on them.

@@ -87,14 +87,15 @@ func luaConstants() string {
 //
 // Timeout bounds every call whatever the client's options. A go-redis
 // client ignores context deadlines while it reads a reply unless
-// [redis.Options].ContextTimeoutEnabled is set; through such a client
-// each call runs in a goroutine of its own, the wait stops waiting at
-// Timeout, and the call finishes in the background (up to 3s), so that
-// its outcome is still learned: a ticket a late call took is given back.
-// A client with ContextTimeoutEnabled (cheaper: no goroutine per call;
-// BenchmarkWaitRatioDefaultClient measures the difference) ends the call
-// itself at Timeout and drops its reply, so a ticket that call took
-// stays spent, erring on the side of the API's limit. Either way the
+// [redis.Options].ContextTimeoutEnabled is set; a *redis.Client without
+// it calls through its WithTimeout copy (the same pool and hooks, a read
+// timeout of Timeout), inline like a client with it. A Cluster or Ring
+// client without it runs each call in a goroutine of its own: the wait
+// stops waiting at Timeout, and the call finishes in the background (up
+// to 3s), so that its outcome is still learned: a ticket a late call took
+// is given back. An inline call cut at Timeout drops its reply, so a
+// ticket that call took stays spent, erring on the side of the API's
+// limit. Either way the
 // errors and events that follow a failure carry its real cause (a
 // refused connection, not "context deadline exceeded"), learned from the
 // late call or from one PING in the background. It covers connecting
@@ -244,12 +245,13 @@ func (q *Quota) Adapt(ctx context.Context, f throttle.Feedback) error {
 //     so the units go to the next wait in line, never to two. The refund is
 //     best effort: if Redis fails it, the units are lost, which errs on
 //     the side of the API's limit. Likewise, if ctx ends (or Timeout
-//     passes) while the reserving call itself is in flight, WaitN returns
-//     at once; through a client without ContextTimeoutEnabled the call is
-//     left to finish in the background (up to 3s) and a ticket it took is
-//     given back then, unless its turn had already come; through one
-//     with it, the client drops the reply and a ticket the call took
-//     stays spent.
+//     passes) while the reserving call itself is in flight: an inline
+//     call (see Timeout) is not cut by ctx, WaitN returns when Redis
+//     answers (within Timeout) and gives a ticket the call took back; a
+//     call in a goroutine of its own (Cluster, Ring) returns at once and
+//     is left to finish in the background (up to 3s), and a ticket it
+//     took is given back then. A ticket whose turn had already come is
+//     spent, and so is one of a call cut at Timeout.
 //   - If Redis cannot answer, FailMode decides (see [FailMode]).
 //
 // WaitRetryN is WaitN with the ticket in the queue of retries, ahead of
