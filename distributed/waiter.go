@@ -187,6 +187,12 @@ func (w *keyWaiter) sleep(ctx context.Context, t ticket, wait, recheck time.Dura
 		case <-s.sig:
 			ask = true
 		case <-ctx.Done():
+			if !time.Now().Before(wake) && !verify && w.q.pushes.unchanged(gen, sub) {
+				// The turn came as ctx ended: the script lets the
+				// ticket go at its turn, so it went (as a Limiter's
+				// wait whose turn came returns nil, its ctx ended or not).
+				return turn, nil
+			}
 			// Return at once; the units go back in the background (a
 			// round trip that a cancelled caller need not wait for).
 			w.q.refunds.Go(func() { w.cancel(ctx, t) })
@@ -197,7 +203,12 @@ func (w *keyWaiter) sleep(ctx context.Context, t ticket, wait, recheck time.Dura
 		}
 		gen, sub = w.q.pushes.mark()
 		verify = !sub.up // not listening yet: ask again before going
-		reply, err := w.run(ctx, "turns", t.id, t.qi, t.end)
+		// Not cut by ctx: a ticket whose turn came went, ctx ended or not
+		// (the call is bounded by Timeout).
+		reply, err := w.run(context.WithoutCancel(ctx), "turns", t.id, t.qi, t.end)
+		if err == nil && len(reply) == 3 && reply[0] == -1 {
+			return min(turn, reply[2]), nil // gone: its turn has come
+		}
 		if err != nil || len(reply) != 3 {
 			if ctx.Err() != nil {
 				w.q.refunds.Go(func() { w.cancel(ctx, t) })
@@ -211,9 +222,11 @@ func (w *keyWaiter) sleep(ctx context.Context, t ticket, wait, recheck time.Dura
 			continue
 		}
 		rnow = reply[2]
+		if ctx.Err() != nil {
+			w.q.refunds.Go(func() { w.cancel(ctx, t) })
+			return 0, ctx.Err()
+		}
 		switch reply[0] {
-		case -1: // gone: its turn has come (at turn, or as the state moved it)
-			return min(turn, rnow), nil
 		case -2: // the state it came from is lost: queue again
 			_, err := w.wait(ctx, t.n, t.qi)
 			return rnow, err
