@@ -48,13 +48,35 @@ func BenchmarkWait(b *testing.B) {
 // script, one each per iteration on the same server and client, and reports
 // the ratio of their mean times (wait/evalsha): on a noisy host both see
 // the same noise, so the ratio is what throttle adds to the round trip.
+// Through a client with go-redis's default options (ContextTimeoutEnabled
+// false: calls go through its WithTimeout copy) and one with it.
 func BenchmarkWaitRatio(b *testing.B) {
-	_, c := startRedis(b)
+	s, _ := startRedis(b)
+	for _, tt := range []struct {
+		name string
+		opts redis.Options
+	}{
+		{"default", redis.Options{}},
+		{"ContextTimeoutEnabled", redis.Options{ContextTimeoutEnabled: true}},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			opts := tt.opts
+			opts.Addr = s.Addr()
+			c := redis.NewClient(&opts)
+			defer c.Close()
+			benchWaitRatio(b, c)
+		})
+	}
+}
+
+func benchWaitRatio(b *testing.B, c *redis.Client) {
 	ctx := context.Background()
 	if err := trivialScript.Load(ctx, c).Err(); err != nil {
 		b.Fatal(err)
 	}
-	w := New(c, "bench-ratio", rate.Limit(1e9), 1e6).For("api.example.com")
+	q := New(c, "bench-ratio", rate.Limit(1e9), 1e6)
+	defer q.Close()
+	w := q.For("api.example.com")
 	if err := w.WaitN(ctx, 1); err != nil { // loads the script
 		b.Fatal(err)
 	}
