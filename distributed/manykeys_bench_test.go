@@ -1,0 +1,88 @@
+package distributed
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/time/rate"
+
+	"github.com/throttle-go/throttle/internal/redistest"
+)
+
+// manyKeys is the number of quota keys BenchmarkManyKeys spreads its
+// waits over (issue 10: thousands of keys on one Redis or Cluster).
+const manyKeys = 10000
+
+// BenchmarkManyKeys measures decisions a second over 10,000 keys, from 32
+// goroutines, on one redis-server and on a Cluster of three masters, each
+// against its floor in the same run: a raw EVALSHA of a trivial script on
+// the same keys (so that the Cluster routes it to the same slots). The
+// two sub-benchmarks of a target alternate under -count; decisions/s is
+// b.N over the wall time. The rate is far above the load (no wait
+// sleeps): what is measured is the cost of a decision.
+//
+//	go test -run '^$' -bench BenchmarkManyKeys -count 4 ./distributed
+func BenchmarkManyKeys(b *testing.B) {
+	keys := make([]string, manyKeys)
+	for i := range keys {
+		keys[i] = "tenant-" + strconv.Itoa(i)
+	}
+	targets := []struct {
+		name   string
+		client func(b *testing.B) redis.UniversalClient
+	}{
+		{"single", func(b *testing.B) redis.UniversalClient {
+			s := redistest.Start(b)
+			return redis.NewClient(&redis.Options{Addr: s.Addr(), PoolSize: 32})
+		}},
+		{"cluster3", func(b *testing.B) redis.UniversalClient {
+			cl := redistest.StartCluster(b)
+			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), PoolSize: 32, ContextTimeoutEnabled: true})
+		}},
+	}
+	for _, tg := range targets {
+		b.Run(tg.name, func(b *testing.B) {
+			c := tg.client(b)
+			defer c.Close()
+			ctx := context.Background()
+			q := New(c, "many", rate.Limit(1e9), 1e6)
+			defer q.Close()
+			ws := make([]interface{ WaitN(context.Context, int) error }, len(keys))
+			rkeys := make([][]string, len(keys))
+			for i, k := range keys {
+				ws[i] = q.For(k)
+				rkeys[i] = []string{redisKey("", "many", k)}
+			}
+			if err := ws[0].WaitN(ctx, 1); err != nil { // loads the script
+				b.Fatal(err)
+			}
+			if err := trivialScript.Load(ctx, c).Err(); err != nil {
+				b.Fatal(err)
+			}
+			run := func(b *testing.B, op func(i int) error) {
+				var next atomic.Int64
+				b.SetParallelism(16)
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						i := int(next.Add(1)) % len(keys)
+						if err := op(i); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+			}
+			b.Run("floor=evalsha-return-1", func(b *testing.B) {
+				run(b, func(i int) error { return trivialScript.Run(ctx, c, rkeys[i]).Err() })
+			})
+			b.Run("wait", func(b *testing.B) {
+				run(b, func(i int) error { return ws[i].WaitN(ctx, 1) })
+			})
+		})
+	}
+}
