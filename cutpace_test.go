@@ -16,10 +16,13 @@ func TestCutPaceIsTheCutRate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := &Limiter{Limit: 10, Burst: 1}
 		ctx := context.Background()
-		// A first bare rejection shifts; a second cuts to cutBeta·10/s.
+		// Bare rejections trim the pace to trimMax (see trimStep); the one
+		// past it cuts to cutBeta·10/s.
 		adapt(l, "k", Feedback{Throttled: true})
 		time.Sleep(time.Second)
-		adapt(l, "k", Feedback{Throttled: true})
+		for l.For("k").(*bucket).s.cut.r0 == 0 {
+			adapt(l, "k", Feedback{Throttled: true})
+		}
 		cutAt := time.Now()
 		const n = 12
 		var got [n]time.Duration

@@ -24,6 +24,11 @@ func ExampleLimiter_onEvent() {
 			if a.Key == slog.TimeKey && len(groups) == 0 {
 				return slog.Attr{} // for a stable output
 			}
+			if a.Key == "delay" {
+				// For a stable output: delays on the real clock vary by
+				// the time the calls take.
+				return slog.Duration(a.Key, a.Value.Duration().Round(10*time.Millisecond))
+			}
 			return a
 		},
 	}))
@@ -39,7 +44,8 @@ func ExampleLimiter_onEvent() {
 	// The next said: 50 requests left in the 30 s until the window resets.
 	key.(throttle.Adapter).Adapt(ctx, throttle.Feedback{HasRemaining: true, Remaining: 50, Reset: 30 * time.Second})
 	// Output:
-	// level=DEBUG msg="throttle: shift" kind=shift key=api.example.com delay=200ms
+	// level=INFO msg="throttle: slow-down" kind=slow-down key=api.example.com rate=9.9
+	// level=DEBUG msg="throttle: shift" kind=shift key=api.example.com delay=100ms
 	// level=DEBUG msg="throttle: window" kind=window key=api.example.com delay=30s remaining=50
 }
 

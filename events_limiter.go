@@ -21,6 +21,7 @@ type watch struct {
 	win    window
 	dInt   float64
 	dBurst float64
+	trim   float64
 }
 
 // decided holds the events of one call, to emit after the lock; nil (no
@@ -52,7 +53,7 @@ func (d decided) emit(onEvent func(Event), sink *eventSink) {
 // rejection may move it), else -Inf. It requires b.mu, after advance.
 func (b *bucket) watchLocked(now float64, rejected bool) watch {
 	s := &b.s
-	w := watch{queued: s.queued(), last: math.Inf(-1), next: math.Inf(-1), cut: s.cut, win: s.win, dInt: s.dInt, dBurst: s.dBurst}
+	w := watch{queued: s.queued(), last: math.Inf(-1), next: math.Inf(-1), cut: s.cut, win: s.win, dInt: s.dInt, dBurst: s.dBurst, trim: s.trim}
 	if w.queued > 0 {
 		w.last = s.turnAt(now, b.pacing, float64(w.queued))
 	} else if rejected {
@@ -73,6 +74,12 @@ func (b *bucket) decideLocked(now float64, w watch, sink *eventSink) decided {
 	if s.cut.r0 != 0 && s.cut.at == now && s.cut != w.cut {
 		d.add(Event{Kind: EventSlowDown, Key: b.key, Rate: s.cut.r0})
 		b.armRecoveryLocked(now)
+	}
+	if s.trim > w.trim {
+		// A rejection trimmed the known limit's pace (see trimStep).
+		if iv, _ := s.base(b.pacing); iv > 0 {
+			d.add(Event{Kind: EventSlowDown, Key: b.key, Rate: sec / iv})
+		}
 	}
 	if b.recovery != nil && sink != nil {
 		b.recoverTo = sink.fn // the last Transport that adapted the key
@@ -95,7 +102,9 @@ func (b *bucket) decideLocked(now float64, w watch, sink *eventSink) decided {
 	case w.queued > 0:
 		moved = s.turnAt(now, b.pacing, float64(w.queued)) - w.last
 	case lone && w.next > math.Inf(-1):
-		moved = s.turnAt(now, b.pacing, 1) - w.next
+		// From when a wait arriving now would have gone: now, if the
+		// bucket had room.
+		moved = s.turnAt(now, b.pacing, 1) - max(w.next, now)
 	}
 	if delay := duration(moved); delay >= minReportedWait {
 		d.add(Event{Kind: EventShift, Key: b.key, Delay: delay})

@@ -77,10 +77,16 @@ func TestEventSlowDownRecovered(t *testing.T) {
 		adapt(l, "k", Feedback{}) // a success: nothing decided
 		tl.expect(t, "a success", "")
 		adapt(l, "k", Feedback{Throttled: true})
-		tl.expect(t, "a lone rejection", "0s shift k delay=200ms")
+		tl.expect(t, "a lone rejection", "0s slow-down k rate=9.9\n0s shift k delay=101.010102ms")
 		time.Sleep(time.Second)
+		// Each rejection trims the pace by trimStep of the limit, to
+		// trimMax; the one past it cuts to cutBeta of the limit.
+		for range 9 {
+			adapt(l, "k", Feedback{Throttled: true})
+		}
+		tl.take()
 		adapt(l, "k", Feedback{Throttled: true})
-		tl.expect(t, "a second rejection", "1s slow-down k rate=7")
+		tl.expect(t, "a rejection past the margin", "1s slow-down k rate=7")
 		adapt(l, "k", Feedback{Throttled: true, Age: time.Millisecond}) // sent before the cut
 		time.Sleep(5 * time.Second)
 		tl.expect(t, "the cut's end", "3s recovered k rate=10")
@@ -213,8 +219,15 @@ func TestTransportWaiterEvents(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				tl := newTimeline()
-				s := newScript(status(429), status(429), status(200, "RateLimit-Policy", `"d";q=100;w=10`, "RateLimit", `"d";r=60;t=5`))
-				tr := &Transport{Base: s, Waiter: tt.waiter, OnEvent: func(e Event) {
+				// Eleven bare 429s: ten trim the pace (see trimStep), the
+				// last cuts it; then a window.
+				answers := make([]func(*http.Request) *http.Response, 0, 12)
+				for range 11 {
+					answers = append(answers, status(429))
+				}
+				answers = append(answers, status(200, "RateLimit-Policy", `"d";q=100;w=10`, "RateLimit", `"d";r=60;t=5`))
+				s := newScript(answers...)
+				tr := &Transport{Base: s, Waiter: tt.waiter, Retry: RetryPolicy{MaxAttempts: 12}, OnEvent: func(e Event) {
 					switch e.Kind {
 					case EventWait, EventRetry:
 					default:
@@ -228,12 +241,12 @@ func TestTransportWaiterEvents(t *testing.T) {
 				resp.Body.Close()
 				time.Sleep(10 * time.Second)
 				got := tl.take()
-				for _, want := range []string{"slow-down api.example rate=", "window api.example remaining=60 delay=5s attempt=3", "recovered api.example rate="} {
+				for _, want := range []string{"slow-down api.example rate=", "window api.example remaining=60 delay=5s attempt=12", "recovered api.example rate="} {
 					if !strings.Contains(got, want) {
 						t.Errorf("events\n%s\nhave no %q", got, want)
 					}
 				}
-				if tt.waiter != nil && !strings.Contains(got, "0s shift api.example delay=200ms attempt=1") {
+				if tt.waiter != nil && !strings.Contains(got, "0s shift api.example delay=102.020203ms attempt=1") {
 					t.Errorf("events\n%s\nhave no shift of the first attempt", got)
 				}
 				if strings.Contains(got, "recovered") && strings.Contains(got[strings.Index(got, "recovered"):], "attempt=") {
@@ -279,7 +292,7 @@ func TestEventShiftTruthful(t *testing.T) {
 	}{
 		{"spent window", 10, nil, Feedback{HasRemaining: true, Remaining: 0, Reset: 5 * time.Second}, "window shift"},
 		{"declared", 0, &Feedback{HasDeclared: true, DeclaredRate: 10, DeclaredBurst: 1}, Feedback{HasDeclared: true, DeclaredRate: 2, DeclaredBurst: 1}, "declared shift"},
-		{"lone rejection", 10, nil, Feedback{Throttled: true}, "shift"},
+		{"lone rejection", 10, nil, Feedback{Throttled: true}, "slow-down shift"},
 		{"slow-down", 10, &Feedback{Throttled: true}, Feedback{Throttled: true}, "slow-down shift"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

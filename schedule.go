@@ -90,7 +90,19 @@ const (
 	// strikeWindow cuts.
 	strikeWindow = 10.0
 	// shiftSlots: intervals a lone rejection shifts the schedule by.
-	shiftSlots = 2.0
+	shiftSlots = 1.0
+	// A rejection under a known limit with no cut in force trims the
+	// pace by trimStep of it, up to trimMax, instead of cutting it: a
+	// strict server (no burst, a limit told exactly) rejects what timer
+	// jitter brings early, and the margin it needs is learned. Units that
+	// go give it back, so that it settles where about trimTarget of the
+	// requests are rejected; a key that has had no rejection for trimKeep
+	// forgets it. A rejection past trimMax (an outage, a budget below the
+	// limit) cuts, and the cut, which regrows, replaces the trim.
+	trimStep   = 0.01
+	trimMax    = 0.1
+	trimTarget = 0.01
+	trimKeep   = 60.0
 	// maxSteps bounds the cut's steps a turn walks.
 	maxSteps = 64
 	// pendingIdle: a key idle this long forgets the units it counted as in
@@ -119,6 +131,10 @@ func ScheduleConstants() map[string]float64 {
 		"CUT_PROBE":     cutProbe,
 		"STRIKE_WINDOW": strikeWindow,
 		"SHIFT_SLOTS":   shiftSlots,
+		"TRIM_STEP":     trimStep,
+		"TRIM_MAX":      trimMax,
+		"TRIM_TARGET":   trimTarget,
+		"TRIM_KEEP":     trimKeep,
 		"PENDING_IDLE":  pendingIdle,
 		"MAX_STEPS":     maxSteps,
 		"LOW_SHARE":     lowShare,
@@ -445,6 +461,7 @@ type schedule struct {
 	sentCur   float64 // units gone in second sentSec
 	sentPrev  float64 // units gone in the second before
 	maxCost   float64 // the largest cost of a wait on the key
+	trim      float64 // the share of a known limit the pace is trimmed by
 	credInt   float64 // the interval in force at the last advance
 	credTau   float64 // and the bucket's depth in time then
 	// The last change of the pace (see rescale): when, and the affine
@@ -462,10 +479,14 @@ type pacing struct {
 // base returns the configured pace, or the declared one where none is
 // configured: interval (0 for none) and burst.
 func (s *schedule) base(c pacing) (float64, float64) {
+	interval, burst := c.interval, c.burst
 	if c.interval == 0 && s.dInt > 0 {
-		return s.dInt, max(s.dBurst, 1)
+		interval, burst = s.dInt, max(s.dBurst, 1)
 	}
-	return c.interval, c.burst
+	if interval > 0 && s.trim > 0 {
+		interval /= 1 - s.trim
+	}
+	return interval, burst
 }
 
 // pace returns the interval in force at now and the bucket's depth in
@@ -501,6 +522,9 @@ func (s *schedule) advance(now float64, c pacing) {
 	}
 	if now-s.lastGo > pendingIdle*c.sec {
 		s.pending = 0
+	}
+	if s.trim > 0 && now-s.cut.last > trimKeep*c.sec {
+		s.trim = 0
 	}
 	s.rescale(now, c)
 	live := s.queued()
@@ -554,6 +578,12 @@ func (s *schedule) advance(now float64, c pacing) {
 				}
 			}
 			s.win.spend(n, now)
+			if s.trim > 0 {
+				// Units that went give the margin back: one step per
+				// 1/trimTarget − 1 units, so that a rejection rate of
+				// trimTarget holds it where it is.
+				s.trim = max(0, s.trim-n*trimStep*trimTarget/(1-trimTarget))
+			}
 			s.pending += n
 			if now-s.lastGo > c.sec {
 				s.busySince = now
@@ -708,7 +738,7 @@ func (s *schedule) tatAfterAt(now float64, c pacing, p, interval, tau float64) f
 // search (the common wait of a key that is not held back). It reports
 // whether the units went; if not, nothing changed.
 func (s *schedule) goNow(now float64, c pacing, qi int, n int64) bool {
-	if s.win.valid || s.cut.r0 != 0 || now < s.hold || s.q[queueRetry].rel != s.q[queueRetry].end || s.queued() != 0 {
+	if s.win.valid || s.cut.r0 != 0 || s.trim > 0 || now < s.hold || s.q[queueRetry].rel != s.q[queueRetry].end || s.queued() != 0 {
 		return false
 	}
 	interval, burst := s.base(c)
@@ -846,9 +876,13 @@ func (s *schedule) reject(now, sentAt, cost float64, c pacing) bool {
 	}
 	interval, _ := s.base(c)
 	cur := s.cut.rate(now, c.sec)
-	if interval > 0 && cur == 0 && (!s.cut.moved || now-s.cut.last > strikeWindow*c.sec) {
+	if interval > 0 && cur == 0 && (!s.cut.moved || now-s.cut.last > strikeWindow*c.sec || s.trim+trimStep <= trimMax+1e-9) {
+		// A lone rejection, or one the margin still has room for: shift
+		// and trim (see trimStep).
 		s.tat = max(s.tat, now) + shiftSlots*interval
 		s.cut.last, s.cut.moved = now, true
+		s.trim = min(s.trim+trimStep, trimMax)
+		s.rescale(now, c)
 		return true
 	}
 	// A key with a limit is cut to a fraction of it (of the pace in force,
@@ -859,7 +893,7 @@ func (s *schedule) reject(now, sentAt, cost float64, c pacing) bool {
 	least := cutMinRequests * max(cost, 1)
 	var from, wMax, floor float64
 	if interval > 0 {
-		limit := c.sec / interval
+		limit := c.sec / (interval * (1 - s.trim)) // the limit, untrimmed
 		wMax, from, floor = limit, limit, min(max(least, cutFloor*limit), limit)
 		if cur > 0 {
 			from = cur
@@ -873,6 +907,7 @@ func (s *schedule) reject(now, sentAt, cost float64, c pacing) bool {
 		wMax, floor = from, least
 	}
 	s.cut = cut{r0: max(cutBeta*from, floor), wMax: wMax, floor: floor, at: now, open: interval == 0, last: now, moved: true}
+	s.trim = 0        // the cut, which regrows, replaces it
 	s.rescale(now, c) // the bucket's units at the old pace, from now on at the new
 	return true
 }
@@ -914,7 +949,8 @@ func (s *schedule) answered(n float64) {
 // declares it again.
 func (s *schedule) idle(now float64, c pacing) bool {
 	return s.queued() == 0 && s.tat <= now && s.hold <= now && s.cut.rate(now, c.sec) == 0 &&
-		(!s.cut.moved || now-s.cut.last > strikeWindow*c.sec) && !s.win.valid
+		(!s.cut.moved || now-s.cut.last > strikeWindow*c.sec) && !s.win.valid &&
+		(s.trim == 0 || now-s.cut.last > trimKeep*c.sec)
 }
 
 // recheck returns when a sleeping wait must look at its turn again

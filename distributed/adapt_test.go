@@ -328,16 +328,25 @@ func TestAdaptiveFleet(t *testing.T) {
 		t.Errorf("after a lone rejection, cl = %.0f, %v; want the shift's time ≥ %.0f", cl, ok, shiftAt)
 	}
 
+	// Rejections within 10 s trim the pace (see trimStep in schedule.go)
+	// up to trimMax; the one past it cuts.
 	time.Sleep(200 * time.Millisecond)
-	if err := a.Adapt(ctx, rejected); err != nil {
-		t.Fatalf("second Adapt(throttled) = %v", err)
+	for i := range 10 {
+		if err := a.Adapt(ctx, rejected); err != nil {
+			t.Fatalf("Adapt(throttled) %d = %v", i+2, err)
+		}
+		if i < 9 {
+			if r0, _ := hashFloat(t, c1, a.rkey, "c0"); r0 != 0 {
+				t.Fatalf("rejection %d within the margin cut the pace to %.1f/s; want a trim", i+2, r0)
+			}
+		}
 	}
 	r0, ok0 := hashFloat(t, c1, a.rkey, "c0")
 	wMax, _ := hashFloat(t, c1, a.rkey, "cw")
 	floor, _ := hashFloat(t, c1, a.rkey, "cf")
 	ac, okc := hashFloat(t, c1, a.rkey, "ca")
 	if !ok0 || !okc || r0 == 0 {
-		t.Fatalf("a second rejection within 10 s did not cut (c0 %v, ca %v)", r0, okc)
+		t.Fatalf("the rejection past the margin did not cut (c0 %v, ca %v)", r0, okc)
 	}
 	if r0 != 70 || wMax != 100 || floor != 25 {
 		t.Errorf("cut to %.1f/s regrowing to %.1f/s, floor %.1f; want 70 (0.7 of the limit), 100, 25", r0, wMax, floor)

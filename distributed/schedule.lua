@@ -162,6 +162,7 @@ local s = {
 	maxCost = n0[13], busySince = n0[15],
 	credInt = a[20] or 0, credTau = a[21] or 0,
 	spAt = a[22] or 0, spK = a[23] or 0, spRho = a[24] or 0,
+	trim = a[25] or 0,
 }
 local xe = n0[14] -- when the TTL last set runs out
 local moved = false -- turns may have moved: publish
@@ -370,6 +371,9 @@ end
 
 -- schedule (schedule.go's schedule).
 local function base()
+	if cfgI > 0 and s.trim > 0 then
+		return cfgI / (1 - s.trim), cfgB -- trimmed (see trimStep in schedule.go)
+	end
 	return cfgI, cfgB
 end
 local function pace(at)
@@ -515,6 +519,9 @@ local function advance()
 	if now - s.lastGo > PENDING_IDLE * SEC then
 		s.pending = 0
 	end
+	if s.trim > 0 and now - c.last > TRIM_KEEP * SEC then
+		s.trim = 0
+	end
 	rescale()
 	local lv = queued()
 	if lv == 0 or now < s.hold then
@@ -560,6 +567,10 @@ local function advance()
 				end
 			end
 			spend(gone)
+			if s.trim > 0 then
+				-- Units that went give the margin back (see advance in schedule.go).
+				s.trim = math.max(0, s.trim - gone * TRIM_STEP * TRIM_TARGET / (1 - TRIM_TARGET))
+			end
 			s.pending = s.pending + gone
 			if now - s.lastGo > SEC then
 				s.busySince = now
@@ -606,16 +617,20 @@ local function reject(sentAt, cost)
 	end
 	local interval = base()
 	local cur = cutRate(now)
-	if interval > 0 and cur == 0 and (not c.moved or now - c.last > STRIKE_WINDOW * SEC) then
+	if interval > 0 and cur == 0 and (not c.moved or now - c.last > STRIKE_WINDOW * SEC or s.trim + TRIM_STEP <= TRIM_MAX + 1e-9) then
+		-- A lone rejection, or one the margin still has room for: shift
+		-- and trim (see trimStep in schedule.go).
 		s.tat = math.max(s.tat, now) + SHIFT_SLOTS * interval
 		c.last, c.moved = now, true
+		s.trim = math.min(s.trim + TRIM_STEP, TRIM_MAX)
+		rescale()
 		return true
 	end
 	-- See reject in schedule.go.
 	local least = CUT_MIN_REQ * math.max(cost, 1)
 	local from, wMax, floor
 	if interval > 0 then
-		local limit = SEC / interval
+		local limit = SEC / (interval * (1 - s.trim)) -- the limit, untrimmed
 		wMax, from, floor = limit, limit, math.min(math.max(least, CUT_FLOOR * limit), limit)
 		if cur > 0 then
 			from = cur
@@ -633,6 +648,7 @@ local function reject(sentAt, cost)
 		wMax, floor = from, least
 	end
 	c.r0, c.wMax, c.floor, c.at, c.open, c.last, c.moved = math.max(CUT_BETA * from, floor), wMax, floor, now, interval == 0, now, true
+	s.trim = 0 -- the cut, which regrows, replaces it
 	rescale() -- the bucket's units at the old pace, from now on at the new
 	return true
 end
@@ -787,6 +803,9 @@ end
 if c.moved then
 	expire = math.max(expire, c.last + STRIKE_WINDOW * SEC, c.at + (CUT_RECOVER + 4) * SEC)
 end
+if s.trim > 0 then
+	expire = math.max(expire, c.last + TRIM_KEEP * SEC)
+end
 if s.lastGo > NONE then
 	expire = math.max(expire, s.lastGo + 2 * SEC)
 end
@@ -796,16 +815,16 @@ if queued() > 0 then
 end
 -- A cut fully over (regrown, and its strike window past) is the state of
 -- a key never cut: dropped, so that the key takes the fast path again.
-if c.moved and cutRate(now) == 0 and now - c.last > STRIKE_WINDOW * SEC then
+if c.moved and cutRate(now) == 0 and now - c.last > STRIKE_WINDOW * SEC and s.trim == 0 then
 	c.r0, c.wMax, c.floor, c.at, c.open, c.last, c.moved = 0, 0, 0, 0, false, 0, false
 end
 local ext = nil
-if #s.q[0].holes + #s.q[0].big + #s.q[1].holes + #s.q[1].big > 0 or w.valid or c.moved then
+if #s.q[0].holes + #s.q[0].big + #s.q[1].holes + #s.q[1].big > 0 or w.valid or c.moved or s.trim > 0 then
 	ext = cmsgpack.pack({
 		flat(s.q[0].holes), flat(s.q[0].big), flat(s.q[1].holes), flat(s.q[1].big),
 		bit(w.valid), w.left, w.reset, w.size, w.probed, w.spreadAt, w.spreadLeft,
 		c.r0, c.wMax, c.floor, c.at, bit(c.open), c.last, bit(c.moved), w.probeAt,
-		s.credInt, s.credTau, s.spAt, s.spK, s.spRho,
+		s.credInt, s.credTau, s.spAt, s.spK, s.spRho, s.trim,
 	})
 end
 local newXe = xe
