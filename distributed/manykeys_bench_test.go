@@ -50,7 +50,9 @@ func BenchmarkManyKeys(b *testing.B) {
 			ctx := context.Background()
 			q := New(c, "many", rate.Limit(1e9), 1e6)
 			defer q.Close()
-			ws := make([]interface{ WaitN(context.Context, int) error }, len(keys))
+			ws := make([]interface {
+				WaitN(context.Context, int) error
+			}, len(keys))
 			rkeys := make([][]string, len(keys))
 			for i, k := range keys {
 				ws[i] = q.For(k)
