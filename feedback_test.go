@@ -1,0 +1,155 @@
+package throttle
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/throttle-go/throttle/throttletest"
+)
+
+// closedLoop runs workers that each send a request through c, read its
+// answer and send the next, until d has passed; body, if not "", is
+// POSTed. It returns when every worker has ended.
+func closedLoop(t *testing.T, c *http.Client, workers int, d time.Duration, body string) {
+	t.Helper()
+	end := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for time.Now().Before(end) {
+				method, rd := http.MethodGet, io.Reader(nil)
+				if body != "" {
+					method, rd = http.MethodPost, strings.NewReader(body)
+				}
+				req, err := http.NewRequestWithContext(t.Context(), method, "http://api.test/v1", rd)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp, err := c.Do(req)
+				if err != nil {
+					continue // counted by the server, or not sent
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// toPresent moves a bubble's clock from 2000 to 2026, so that epoch-second
+// resets read as epochs (see the throttletest package doc).
+func toPresent() {
+	time.Sleep(time.Until(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+}
+
+// TestTransportLongWindowSpread checks that a long window is paced over
+// its whole reset, however far past MaxRetryAfter: GitHub's 450 of 5,000
+// left with the reset in 50 minutes, 4 workers. MaxRetryAfter (1 minute)
+// used to cap the window too: 33 requests went in the first 4 s, all 450
+// by 3m39s, then 403s and give-ups until the reset.
+func TestTransportLongWindowSpread(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		s := throttletest.NewGitHub(5000, time.Hour)
+		s.Used, s.ResetIn = 4550, 50*time.Minute
+		var (
+			mu      sync.Mutex
+			giveUps []string
+		)
+		tr := &Transport{Base: &throttletest.Direct{Handler: s, Latency: 50 * time.Millisecond, Jitter: 10 * time.Millisecond, Seed: 1},
+			OnEvent: func(e Event) {
+				if e.Kind == EventGiveUp {
+					mu.Lock()
+					giveUps = append(giveUps, e.Reason)
+					mu.Unlock()
+				}
+			}}
+		start := time.Now()
+		closedLoop(t, &http.Client{Transport: tr}, 4, 50*time.Minute-time.Second, "")
+		var first4s, before int
+		for _, at := range s.Admissions() {
+			if at.Sub(start) < 4*time.Second {
+				first4s++
+			}
+			if at.Sub(start) < 50*time.Minute {
+				before++
+			}
+		}
+		most, _ := s.MaxIn(time.Minute)
+		// 450 over 50 minutes is 9 a minute; the spread starts when the
+		// window runs low, at the first response, with the few requests
+		// sent before it.
+		if first4s > 6 || most > 15 {
+			t.Errorf("%d admitted in the first 4 s, at most %d in a minute; want ≤ 6 and ≤ 15: the 450 spread over the 50 min", first4s, most)
+		}
+		if before < 440 {
+			t.Errorf("%d of the 450 admitted before the reset; want ≥ 440", before)
+		}
+		if st := s.Stats(); st.Rejected != 0 || len(giveUps) != 0 {
+			t.Errorf("%d refusals, %d give-ups (%.60q…); want none", st.Rejected, len(giveUps), fmt.Sprint(giveUps))
+		}
+	})
+}
+
+// TestTransportRefillingBucket checks OpenAI's limits, buckets that
+// refill continuously and whose reset is the time until full: paced at
+// their refill rate, a spent bucket pausing the key one unit's refill,
+// not until full. 60 requests a minute bind (22 tokens a request, 6,000
+// a minute); 8 workers, told nothing. They used to pause the key until
+// the bucket was full (up to a minute), then probe one request a second
+// while every response said 59 of 60 remain: 0.76 of capacity.
+func TestTransportRefillingBucket(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := throttletest.NewOpenAI(60, 6000)
+		s.PromptTokens = 2
+		var (
+			mu     sync.Mutex
+			pauses []time.Duration
+		)
+		tr := &Transport{Base: &throttletest.Direct{Handler: s, Latency: 100 * time.Millisecond, Jitter: 10 * time.Millisecond, Seed: 1},
+			OnEvent: func(e Event) {
+				if e.Kind == EventPause && e.StatusCode == http.StatusOK {
+					mu.Lock()
+					pauses = append(pauses, e.Delay)
+					mu.Unlock()
+				}
+			}}
+		start := time.Now()
+		closedLoop(t, &http.Client{Transport: tr}, 8, 3*time.Minute, `{"max_tokens":20}`)
+		wall := time.Since(start)
+		capacity := 60 + 60*wall.Minutes() // full, then a request a second
+		st := s.Stats()
+		if got := float64(st.Admitted) / capacity; got < 0.95 {
+			t.Errorf("%d admitted in %v: %.2f of capacity; want ≥ 0.95", st.Admitted, wall, got)
+		}
+		var gap time.Duration
+		adm := s.Admissions()
+		for i := 1; i < len(adm); i++ {
+			gap = max(gap, adm[i].Sub(adm[i-1]))
+		}
+		// A request frees every second; a refused one (dispatch jitter
+		// of 10 ms against a bucket at its last unit) costs a round trip
+		// of 200 ms more before its retry.
+		if gap > 1500*time.Millisecond {
+			t.Errorf("longest gap between admissions %v; want ≤ 1.5s: a request frees every second", gap)
+		}
+		for _, p := range pauses {
+			if p > time.Second {
+				t.Errorf("a 200 paused the key %v; want ≤ 1s, one request's refill", p)
+				break
+			}
+		}
+		if len(pauses) == 0 {
+			t.Errorf("no 200 said the bucket was spent; the test does not exercise a spent bucket")
+		}
+		t.Logf("admitted %d, rejected %d, pauses on 200 %d, longest gap %v", st.Admitted, st.Rejected, len(pauses), gap)
+	})
+}
