@@ -153,3 +153,46 @@ func TestTransportRefillingBucket(t *testing.T) {
 		t.Logf("admitted %d, rejected %d, pauses on 200 %d, longest gap %v", st.Admitted, st.Rejected, len(pauses), gap)
 	})
 }
+
+// TestTransportRetryDelayFloor checks the floor on retry delays: a server
+// answering "Retry-After: 0" to every attempt used to see all 5 within a
+// millisecond; each retry now waits at least a tenth of InitialInterval.
+func TestTransportRetryDelayFloor(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		initial time.Duration
+		step    time.Duration
+	}{
+		{"default InitialInterval", 0, 50 * time.Millisecond},
+		{"InitialInterval 1s", time.Second, 100 * time.Millisecond},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newScript(status(429, "Retry-After", "0"), status(429, "Retry-After", "0"), status(429, "Retry-After", "0"),
+					status(429, "Retry-After", "0"), status(200))
+				var ev events
+				tr := &Transport{Base: s, OnEvent: ev.add, Retry: RetryPolicy{InitialInterval: tt.initial}}
+				resp, err := get(t, tr)
+				if err != nil || resp.StatusCode != 200 {
+					t.Fatalf("RoundTrip = %v, %v; want the 200", resp, err)
+				}
+				resp.Body.Close()
+				// Each retry waits the floor, then its turn on the key's
+				// pace, which the 429s (Retry-After 0 says no pause) slow.
+				if len(s.arrivals) != 5 || s.arrivals[1] != tt.step {
+					t.Fatalf("attempts at %v; want 5, the second at %v", s.arrivals, tt.step)
+				}
+				for i := 1; i < len(s.arrivals); i++ {
+					if gap := s.arrivals[i] - s.arrivals[i-1]; gap < tt.step {
+						t.Errorf("attempts at %v: %v between attempts %d and %d; want ≥ %v", s.arrivals, gap, i, i+1, tt.step)
+					}
+				}
+				for _, e := range ev.of(EventRetry) {
+					if e.Delay != tt.step {
+						t.Errorf("retry event %+v; want its Delay %v, the floor", e, tt.step)
+					}
+				}
+			})
+		})
+	}
+}

@@ -33,7 +33,11 @@ import (
 //     readers). The Transport holds to this whatever Classify says.
 //
 // When: after the server's Retry-After (or the reset of an exhausted quota)
-// when the response gives one, else after a jittered exponential backoff
+// when the response gives one, but never sooner than a tenth of
+// InitialInterval (50ms by default): a server answering "Retry-After: 0"
+// to every attempt would otherwise see them all within a millisecond, and
+// a request would spend its attempts on one moment of overload. Else
+// after a jittered exponential backoff
 // (cenkalti/backoff/v4: InitialInterval × Multiplier^attempt, each ±50%,
 // at most MaxInterval). A bare 429 or 503 that slowed the key's waiter
 // down (an [Adapter], unless DisableAdaptive) is retried after
@@ -63,7 +67,8 @@ type RetryPolicy struct {
 	MaxRetryAfter time.Duration
 
 	// InitialInterval is the first backoff delay when the server gives no
-	// Retry-After. Zero means 500ms.
+	// Retry-After; a tenth of it is the least delay of any retry, also
+	// when the server asks for less. Zero means 500ms.
 	InitialInterval time.Duration
 
 	// MaxInterval caps one backoff delay. Zero means 30s.
@@ -107,6 +112,18 @@ func (p *RetryPolicy) maxElapsed() time.Duration {
 	}
 	return p.MaxElapsed
 }
+
+// minDelay is the least delay of a retry, also when the server or the
+// Classify hook asks for less (Retry-After: 0): see [RetryPolicy].
+func (p *RetryPolicy) minDelay() time.Duration {
+	if p.InitialInterval <= 0 {
+		return 500 * time.Millisecond / minDelayDivisor
+	}
+	return p.InitialInterval / minDelayDivisor
+}
+
+// minDelayDivisor: the floor of retry delays is InitialInterval over this.
+const minDelayDivisor = 10
 
 func (p *RetryPolicy) maxRetryAfter() time.Duration {
 	if p.MaxRetryAfter <= 0 {
@@ -215,8 +232,9 @@ type Outcome struct {
 // attempt's response or error as an answer that is not a failure.
 type Decision struct {
 	// Retry sends the request again after Delay. A zero Delay means the
-	// policy's backoff, unless HasDelay is set: then it means at once (a
-	// server's "Retry-After: 0"). The Transport's bounds (MaxAttempts,
+	// policy's backoff, unless HasDelay is set: then it means as soon as
+	// the policy allows (a server's "Retry-After: 0"): a retry waits at
+	// least a tenth of InitialInterval. The Transport's bounds (MaxAttempts,
 	// MaxElapsed, the context's deadline, the retry budget, a replayable
 	// body) may still give the retry up; a Delay beyond MaxRetryAfter
 	// gives it up at once.
@@ -352,7 +370,7 @@ func (r *retries) next(o Outcome, d Decision, now time.Time, slowed bool) (retry
 	case d.Delay > p.maxRetryAfter():
 		return false, 0, reasonMaxRetryAfter
 	case d.HasDelay || d.Delay > 0:
-		delay = max(d.Delay, 0)
+		delay = max(d.Delay, p.minDelay())
 	default:
 		if r.bo == nil {
 			r.bo = p.newBackOff()
