@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -195,4 +196,43 @@ func TestTransportRetryDelayFloor(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestTransportSpentLongWindow checks the two bounds on a wait for a long
+// window: the server's 403 whose reset is 50 minutes away is returned at
+// once (past MaxRetryAfter), its give-up saying when the quota frees up;
+// with MaxWait, the next request fails at once with the wait it would
+// have had, nothing sent.
+func TestTransportSpentLongWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		s := throttletest.NewGitHub(5000, time.Hour)
+		s.Used, s.ResetIn = 5000, 50*time.Minute
+		var ev events
+		tr := &Transport{Base: &throttletest.Direct{Handler: s}, OnEvent: ev.add, MaxWait: time.Minute}
+		resp, err := get(t, tr)
+		if err != nil || resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("RoundTrip = %v, %v; want the 403 at once", resp, err)
+		}
+		resp.Body.Close()
+		g := ev.of(EventGiveUp)
+		if len(g) != 1 || g[0].Reason != reasonMaxRetryAfter || g[0].Delay < 49*time.Minute || g[0].Delay > 50*time.Minute {
+			t.Fatalf("give-ups %+v; want one, %q, its Delay the 50 min to the reset", g, reasonMaxRetryAfter)
+		}
+		start := time.Now()
+		resp, err = get(t, tr)
+		var de *DeadlineError
+		if err == nil {
+			resp.Body.Close()
+		}
+		if !errors.As(err, &de) || !errors.Is(err, ErrWouldExceedDeadline) || de.Delay < 49*time.Minute || de.Delay > 50*time.Minute || time.Since(start) != 0 {
+			t.Errorf("second request: %v, %v after %v; want at once a DeadlineError whose Delay is the ~50 min to the reset", resp, err, time.Since(start))
+		}
+		if g := ev.of(EventGiveUp); len(g) != 2 || g[1].Reason != reasonMaxWait || g[1].Delay != de.Delay {
+			t.Errorf("give-ups %+v; want a second, %q, with the wait", g, reasonMaxWait)
+		}
+		if st := s.Stats(); st.Arrivals != 1 {
+			t.Errorf("server saw %d requests; want 1: the spent window's wait sends nothing", st.Arrivals)
+		}
+	})
 }
