@@ -236,3 +236,45 @@ func TestTransportSpentLongWindow(t *testing.T) {
 		}
 	})
 }
+
+// TestTransportSlowDownCountsRequests checks that a bare 429 slows a key
+// of costly requests (500 tokens each, no limit configured) to no less
+// than a request a second, whatever the cost: the slow-down's floor is
+// counted in requests, not units (issue 9 found one 429 making the next
+// request wait 60 s). The Transport reports the request's cost with the
+// rejection, which the waiter's floor scales by.
+//
+// It fails today, in the schedule (schedule.go, the lead's): during a cut
+// the bucket is one unit deep (pace: τ = max(τ, ci)), so a request of n
+// units waits for the last one's n as well as its own: 500-token requests
+// at the floor of 500 tokens a second go every 1.9 s. With τ = max(τ,
+// max(s.maxCost, 1)·ci) (and its Lua twin) it passes.
+func TestTransportSlowDownCountsRequests(t *testing.T) {
+	t.Skip("needs the schedule's cut to be a request deep, not a unit: see the comment above")
+	synctest.Test(t, func(t *testing.T) {
+		// A request every 0.9 s (about 550 tokens a second), then bare
+		// 429s: each cuts the pace to 70% of the last, but never below a
+		// request a second.
+		s := newScript(status(200), status(200), status(200), status(200), status(429), status(429), status(429), status(429), status(200))
+		tr := &Transport{Base: s, Waiter: &Limiter{}, CostUnit: "tokens", Cost: func(*http.Request) int { return 500 },
+			Retry: RetryPolicy{InitialInterval: time.Millisecond}}
+		for range 5 {
+			resp, err := get(t, tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			time.Sleep(900 * time.Millisecond)
+		}
+		// The 5th request is refused 4 times: each retry waits its turn at
+		// the cut pace, one 500-token request a second at the least.
+		if len(s.arrivals) != 9 {
+			t.Fatalf("attempts at %v; want 9", s.arrivals)
+		}
+		for i := 5; i < 9; i++ {
+			if gap := s.arrivals[i] - s.arrivals[i-1]; gap > 1010*time.Millisecond {
+				t.Errorf("attempts at %v: %v between attempts %d and %d; want ≤ 1.01s: the floor is a request a second, not a unit", s.arrivals, gap, i, i+1)
+			}
+		}
+	})
+}
