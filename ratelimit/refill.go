@@ -22,10 +22,14 @@ import (
 // and their buckets take that long to refill; a near-full bucket ("59 of
 // 60, reset 167ms") allows a wide range. The window told is the standard
 // length (second, minute, hour, day) in that range nearest to the point
-// estimate L·reset/(L−R); when none is in range (a limit of another
-// length, or numbers that do not add up), no window is told: Limit/Window
-// is a rate the client paces at, and a guess outside what the numbers
-// allow could pace it past the limit.
+// estimate L·reset/(L−R), and within a factor refillNear of it; when none
+// is (a limit of another length, a near-full bucket whose numbers say
+// little, numbers that do not add up, or a server that speaks the dialect
+// but keeps fixed windows: 4 of 5 left with the window's end 0.5 s away
+// points at 2.5 s), no window is told: Limit/Window is a rate the client
+// paces at, and a guess the numbers do not support could pace it wrong.
+// A bucket drained by steady traffic (R well below L) gives a point
+// estimate within a factor (L−R)/(L−R−1) of its window.
 
 // standardWindows are the lengths refilling buckets are published in.
 var standardWindows = [...]time.Duration{time.Second, time.Minute, time.Hour, 24 * time.Hour}
@@ -34,6 +38,10 @@ var standardWindows = [...]time.Duration{time.Second, time.Minute, time.Hour, 24
 // resolution does not cover (a server rounding the reset up to its own
 // clock's tick).
 const refillSlack = 0.01
+
+// refillNear: the window told is within this factor of the point
+// estimate.
+const refillNear = 2.5
 
 // refills marks the policies from q.Policies[from:] as refilling buckets
 // and tells the window of each that does not give one. res is the
@@ -69,7 +77,7 @@ func refillWindow(p Policy, res time.Duration) (time.Duration, bool) {
 	best, found := time.Duration(0), false
 	for _, w := range standardWindows {
 		s := w.Seconds()
-		if s < lo || s > hi {
+		if s < lo || s > hi || s > point*refillNear || s < point/refillNear {
 			continue
 		}
 		if !found || math.Abs(math.Log(s/point)) < math.Abs(math.Log(best.Seconds()/point)) {

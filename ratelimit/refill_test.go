@@ -30,9 +30,20 @@ func TestRefillingBuckets(t *testing.T) {
 			"x-ratelimit-limit-requests": "60", "x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "59.5s",
 			"x-ratelimit-limit-tokens": "10", "x-ratelimit-remaining-tokens": "9", "x-ratelimit-reset-tokens": "6s"},
 			time.Minute, time.Second, true},
-		{"near full: 59.9 of 60 held allows only a minute", map[string]string{
+		{"near full: 59.9 of 60 held says little, no window", map[string]string{
 			"x-ratelimit-limit-requests": "60", "x-ratelimit-remaining-requests": "59", "x-ratelimit-reset-requests": "100ms"},
+			no, 0, true},
+		{"58.5 of 60 held: a minute", map[string]string{
+			"x-ratelimit-limit-requests": "60", "x-ratelimit-remaining-requests": "58", "x-ratelimit-reset-requests": "1.5s"},
 			time.Minute, 0, true},
+		// sdktest's fake: OpenAI's headers over a fixed window of 5 a
+		// second, the reset its end.
+		{"a fixed window in OpenAI's headers: 4 of 5 left, end in 0.5 s", map[string]string{
+			"x-ratelimit-limit-requests": "5", "x-ratelimit-remaining-requests": "4", "x-ratelimit-reset-requests": "500ms"},
+			no, 0, true},
+		{"a fixed window in OpenAI's headers, spent: its end is waited", map[string]string{
+			"x-ratelimit-limit-requests": "5", "x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "500ms"},
+			no, 500 * time.Millisecond, true},
 		{"a 10 s bucket is no standard length: no window, the reset is waited", map[string]string{
 			"x-ratelimit-limit-requests": "100", "x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "10s"},
 			no, 10 * time.Second, true},
@@ -70,8 +81,8 @@ func TestRefillingBuckets(t *testing.T) {
 
 // TestRefillWindowNumbers checks the window's range on numbers a server
 // with a 1-minute bucket sends at every fill level: whatever the rounding
-// of remaining (down) and reset (to the millisecond, up), the minute is
-// told.
+// of remaining (down) and reset (to the millisecond), no other window is
+// told, and the minute is told whenever two units or more are spent.
 func TestRefillWindowNumbers(t *testing.T) {
 	const limit, perSec = 6000, 100.0
 	for held := 0.0; held < limit; held += 7.3 {
@@ -80,7 +91,8 @@ func TestRefillWindowNumbers(t *testing.T) {
 			continue
 		}
 		p := Policy{Limit: limit, Remaining: int64(held), Reset: reset, HasLimit: true, HasRemaining: true, HasReset: true}
-		if w, ok := refillWindow(p, time.Millisecond); !ok || w != time.Minute {
+		w, ok := refillWindow(p, time.Millisecond)
+		if (ok && w != time.Minute) || (!ok && limit-int64(held) >= 2) {
 			t.Fatalf("refillWindow(%d held, reset %v) = %v, %v; want 1m0s, true", int64(held), reset, w, ok)
 		}
 	}
