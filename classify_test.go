@@ -40,7 +40,7 @@ func TestRetryClassify(t *testing.T) {
 		{name: "hook gives up a 200", status: 200, arrivals: []time.Duration{0},
 			classify: func(Outcome) Decision { return Decision{Reason: "body says failed"} },
 			reason:   "body says failed"},
-		{name: "hook with a zero delay retries at once", status: 418, arrivals: []time.Duration{0, 0},
+		{name: "hook with a zero delay retries after the floor", status: 418, arrivals: []time.Duration{0, 50 * time.Millisecond},
 			classify: func(o Outcome) Decision { return Decision{Retry: o.Response.StatusCode == 418, HasDelay: true} }},
 		{name: "hook without delay gets the backoff", status: 418,
 			classify: func(o Outcome) Decision { return Decision{Retry: o.Response.StatusCode == 418} },

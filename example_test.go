@@ -333,7 +333,7 @@ func ExampleLogEvents() {
 	}
 	resp.Body.Close()
 	// Output:
-	// level=INFO msg="throttle: retry" kind=retry key=api.example.com method=GET url=https://api.example.com/v1/models attempt=1 delay=0s status=429
+	// level=INFO msg="throttle: retry" kind=retry key=api.example.com method=GET url=https://api.example.com/v1/models attempt=1 delay=50ms status=429
 	// level=WARN msg="throttle: give-up" kind=give-up key=api.example.com method=POST url=https://api.example.com/v1/jobs attempt=1 status=503 reason="method is not idempotent"
 }
 

@@ -59,19 +59,26 @@ func (t *Transport) feedback(resp *http.Response, q ratelimit.Reading, age time.
 		// that more: resets read from whole-second epochs against a
 		// whole-second Date are up to 2 s late, and a token bucket's
 		// "time until full" is short.
+		//
+		// A bucket that refills continuously (OpenAI, Groq, Anthropic:
+		// [ratelimit.Policy].Refills) is no window: its reset is the time
+		// until it is full, and its units free one every Window/Limit
+		// long before. It paces the key by its declared rate (below), and
+		// a spent one pauses the key one unit's refill time (the wait
+		// above, from Reading.Wait).
 		long := p.Reset >= minTrackedWindow+time.Second
 		if p.HasWindow {
 			long = p.Window >= minTrackedWindow
 		}
-		if p.HasRemaining && p.HasReset && p.Reset > 0 && long {
+		if p.HasRemaining && p.HasReset && p.Reset > 0 && long && !p.Refills {
 			// The most restrictive window: the least remaining per second
 			// until its reset.
 			if r := float64(p.Remaining) / p.Reset.Seconds(); r < best {
 				best = r
-				// A reset beyond MaxRetryAfter is waited for
-				// MaxRetryAfter only (then a probe asks again), as a
-				// Retry-After is.
-				f.Remaining, f.Reset, f.HasRemaining = float64(p.Remaining), min(p.Reset, t.Retry.maxRetryAfter()), true
+				// The window is spread over the time to its reset,
+				// however long (GitHub's hour): MaxRetryAfter caps one
+				// retry's delay and a pause, not the pacing of a window.
+				f.Remaining, f.Reset, f.HasRemaining = float64(p.Remaining), p.Reset, true
 				f.Size, f.Window = 0, 0
 				if p.HasLimit {
 					f.Size = float64(p.Limit)

@@ -229,14 +229,28 @@ func TestFeedback(t *testing.T) {
 		{"tokens ignored when Cost counts requests", 200, map[string]string{
 			"x-ratelimit-limit-tokens": "1000", "x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "30s"}, &Transport{},
 			Feedback{Pause: 30 * time.Second}},
-		{"a year's reset is waited MaxRetryAfter", 200, map[string]string{"RateLimit-Policy": `"y";q=1;w=31000000`, "RateLimit": `"y";r=0;t=30000000`}, &Transport{},
-			Feedback{Pause: time.Minute, HasRemaining: true, Remaining: 0, Reset: time.Minute, Size: 1, Window: 31000000 * time.Second}},
+		// MaxRetryAfter caps the pause (one wait the server asks for), not
+		// the window: what remains of it is spread over its whole time.
+		{"a long window keeps its reset; its pause is capped", 200, map[string]string{"RateLimit-Policy": `"y";q=1;w=31000000`, "RateLimit": `"y";r=0;t=30000000`}, &Transport{},
+			Feedback{Pause: time.Minute, HasRemaining: true, Remaining: 0, Reset: 30000000 * time.Second, Size: 1, Window: 31000000 * time.Second}},
+		{"GitHub's hour: 450 left for 50 min", 200, map[string]string{"Date": now.UTC().Format(http.TimeFormat),
+			"X-RateLimit-Limit": "5000", "X-RateLimit-Remaining": "450", "X-RateLimit-Reset": strconv.FormatInt(now.Unix()+3000, 10)}, &Transport{},
+			Feedback{HasRemaining: true, Remaining: 450, Reset: 3000 * time.Second, Size: 5000}},
 		{"a token bucket's short reset is not a window", 200, map[string]string{"Date": now.UTC().Format(http.TimeFormat),
 			"X-RateLimit-Limit": "50", "X-RateLimit-Remaining": "3", "X-RateLimit-Reset": strconv.FormatInt(now.Unix()+2, 10)}, &Transport{},
 			Feedback{}},
-		{"tokens counted", 200, map[string]string{
+		// A bucket that refills (OpenAI: the reset is the time until full)
+		// is no window: its rate paces the key, and a spent one pauses it
+		// for one unit's refill, not until full.
+		{"tokens counted: a refilling bucket paces at its rate", 200, map[string]string{
+			"x-ratelimit-limit-tokens": "6000", "x-ratelimit-remaining-tokens": "5798", "x-ratelimit-reset-tokens": "2.02s"}, &Transport{CostUnit: "tokens"},
+			Feedback{HasDeclared: true, DeclaredRate: 100, DeclaredBurst: 6000}},
+		{"a spent refilling bucket pauses one unit's refill", 200, map[string]string{
+			"x-ratelimit-limit-requests": "60", "x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "59.833s"}, &Transport{},
+			Feedback{Pause: time.Second, HasDeclared: true, DeclaredRate: 1, DeclaredBurst: 60}},
+		{"a refilling bucket's numbers of no standard length", 200, map[string]string{
 			"x-ratelimit-limit-tokens": "1000", "x-ratelimit-remaining-tokens": "10", "x-ratelimit-reset-tokens": "30s"}, &Transport{CostUnit: "tokens"},
-			Feedback{HasRemaining: true, Remaining: 10, Reset: 30 * time.Second, Size: 1000}},
+			Feedback{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -254,7 +268,7 @@ func TestFeedback(t *testing.T) {
 }
 
 // FuzzFeedback checks that no response, however hostile its headers, makes
-// the Transport ask a waiter for a wait longer than MaxRetryAfter, or a
+// the Transport ask a waiter for a pause longer than MaxRetryAfter, or a
 // negative one, and that applying it never panics.
 func FuzzFeedback(f *testing.F) {
 	f.Add(429, "Retry-After", "3600", "RateLimit", `"a";r=0;t=99999999`)
@@ -269,8 +283,10 @@ func FuzzFeedback(f *testing.F) {
 		tr := &Transport{Retry: RetryPolicy{MaxRetryAfter: 10 * time.Second}}
 		limit := tr.Retry.maxRetryAfter()
 		fb, _, _ := tr.feedback(&http.Response{StatusCode: status, Header: h}, ratelimit.Parse(h, time.Now()), 0)
-		if fb.Pause < 0 || fb.Pause > limit || fb.Reset < 0 || fb.Reset > limit || fb.Remaining < 0 {
-			t.Fatalf("feedback %+v: a wait outside [0, %v] or negative remaining", fb, limit)
+		// A window's reset is not capped (it is spread over, not waited
+		// for), but parsing bounds it at a year.
+		if fb.Pause < 0 || fb.Pause > limit || fb.Reset < 0 || fb.Reset > 366*24*time.Hour || fb.Remaining < 0 {
+			t.Fatalf("feedback %+v: a pause outside [0, %v], a reset outside a year, or negative remaining", fb, limit)
 		}
 		if fb.HasDeclared && (fb.DeclaredRate <= 0 || time.Duration(float64(time.Second)/float64(fb.DeclaredRate)) > limit || fb.DeclaredBurst < 1) {
 			t.Fatalf("feedback %+v: a declared pace slower than one per %v", fb, limit)

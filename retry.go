@@ -33,7 +33,11 @@ import (
 //     readers). The Transport holds to this whatever Classify says.
 //
 // When: after the server's Retry-After (or the reset of an exhausted quota)
-// when the response gives one, else after a jittered exponential backoff
+// when the response gives one, but never sooner than a tenth of
+// InitialInterval (50ms by default): a server answering "Retry-After: 0"
+// to every attempt would otherwise see them all within a millisecond, and
+// a request would spend its attempts on one moment of overload. Else
+// after a jittered exponential backoff
 // (cenkalti/backoff/v4: InitialInterval × Multiplier^attempt, each ±50%,
 // at most MaxInterval). A bare 429 or 503 that slowed the key's waiter
 // down (an [Adapter], unless DisableAdaptive) is retried after
@@ -57,13 +61,21 @@ type RetryPolicy struct {
 	// 2 minutes.
 	MaxElapsed time.Duration
 
-	// MaxRetryAfter is the longest server-asked wait the Transport honours
-	// by waiting: a longer Retry-After returns the response at once instead
-	// (and pauses the key for MaxRetryAfter only). Zero means 1 minute.
+	// MaxRetryAfter is the longest server-asked retry delay the Transport
+	// honours by waiting: a longer Retry-After (or reset of a spent
+	// quota) returns the response at once instead, with an EventGiveUp
+	// whose Delay is the wait the server asked for (when the quota frees
+	// up), and pauses the key for MaxRetryAfter only. It caps one wait
+	// the server asks for, not the pacing of a window: a window's
+	// remaining units are spread over the time to its reset however long
+	// (GitHub's 5,000 an hour), and a request waits its turn on it (bound
+	// that wait with the context's deadline or [Transport].MaxWait).
+	// Zero means 1 minute.
 	MaxRetryAfter time.Duration
 
 	// InitialInterval is the first backoff delay when the server gives no
-	// Retry-After. Zero means 500ms.
+	// Retry-After; a tenth of it is the least delay of any retry, also
+	// when the server asks for less. Zero means 500ms.
 	InitialInterval time.Duration
 
 	// MaxInterval caps one backoff delay. Zero means 30s.
@@ -107,6 +119,18 @@ func (p *RetryPolicy) maxElapsed() time.Duration {
 	}
 	return p.MaxElapsed
 }
+
+// minDelay is the least delay of a retry, also when the server or the
+// Classify hook asks for less (Retry-After: 0): see [RetryPolicy].
+func (p *RetryPolicy) minDelay() time.Duration {
+	if p.InitialInterval <= 0 {
+		return 500 * time.Millisecond / minDelayDivisor
+	}
+	return p.InitialInterval / minDelayDivisor
+}
+
+// minDelayDivisor: the floor of retry delays is InitialInterval over this.
+const minDelayDivisor = 10
 
 func (p *RetryPolicy) maxRetryAfter() time.Duration {
 	if p.MaxRetryAfter <= 0 {
@@ -215,8 +239,9 @@ type Outcome struct {
 // attempt's response or error as an answer that is not a failure.
 type Decision struct {
 	// Retry sends the request again after Delay. A zero Delay means the
-	// policy's backoff, unless HasDelay is set: then it means at once (a
-	// server's "Retry-After: 0"). The Transport's bounds (MaxAttempts,
+	// policy's backoff, unless HasDelay is set: then it means as soon as
+	// the policy allows (a server's "Retry-After: 0"): a retry waits at
+	// least a tenth of InitialInterval. The Transport's bounds (MaxAttempts,
 	// MaxElapsed, the context's deadline, the retry budget, a replayable
 	// body) may still give the retry up; a Delay beyond MaxRetryAfter
 	// gives it up at once.
@@ -248,6 +273,7 @@ const (
 	reasonDeadline       = "context deadline before the retry"
 	reasonBudget         = "retry budget spent"
 	reasonMaxRetryAfter  = "server asked to wait longer than MaxRetryAfter"
+	reasonMaxWait        = "wait for quota longer than MaxWait"
 	reasonWaitFailed     = "wait for quota failed"
 	reasonRewindFailed   = "request body rewind failed"
 	reasonNoResponse     = "Base returned neither a response nor an error"
@@ -335,7 +361,7 @@ type retries struct {
 
 // next decides what follows an attempt whose outcome o was classified d
 // at now: a retry after delay, or none, with the reason when o is a
-// failure. slowed reports that o was a bare rejection the key's waiter
+// failure (and, for a delay past MaxRetryAfter, that delay). slowed reports that o was a bare rejection the key's waiter
 // slowed down for: then the backoff does not grow (see [RetryPolicy]).
 // Every bound is checked here, before any sleep: a retry that could not
 // start before MaxElapsed, or that would leave less than a round trip
@@ -350,9 +376,9 @@ func (r *retries) next(o Outcome, d Decision, now time.Time, slowed bool) (retry
 	}
 	switch {
 	case d.Delay > p.maxRetryAfter():
-		return false, 0, reasonMaxRetryAfter
+		return false, d.Delay, reasonMaxRetryAfter
 	case d.HasDelay || d.Delay > 0:
-		delay = max(d.Delay, 0)
+		delay = max(d.Delay, p.minDelay())
 	default:
 		if r.bo == nil {
 			r.bo = p.newBackOff()
@@ -390,6 +416,8 @@ func (r *retries) waitFailed(attempt int, bound string, last bool) (answer bool,
 		return true, bound
 	case r.req.Context().Err() != nil:
 		return false, reasonContextEnded
+	case bound == reasonMaxWait:
+		return false, reasonMaxWait
 	case attempt == 1 || bound == "":
 		return false, reasonWaitFailed
 	}
@@ -398,13 +426,19 @@ func (r *retries) waitFailed(attempt int, bound string, last bool) (answer bool,
 
 // bound returns the latest time the quota wait of attempt may end (zero
 // for none), and the reason to give up a retry that cannot start by then:
-// a retry must start within MaxElapsed, and any attempt leave a round
-// trip before ctx's deadline.
+// a retry must start within MaxElapsed, any wait end within the
+// Transport's MaxWait, and any attempt leave a round trip before ctx's
+// deadline.
 func (r *retries) bound(attempt int, now time.Time) (time.Time, string) {
 	var at time.Time
 	reason := ""
 	if attempt > 1 {
 		at, reason = r.start.Add(r.t.Retry.maxElapsed()), reasonMaxElapsed
+	}
+	if mw := r.t.MaxWait; mw > 0 {
+		if b := now.Add(mw); at.IsZero() || b.Before(at) {
+			at, reason = b, reasonMaxWait
+		}
 	}
 	if dl, ok := r.req.Context().Deadline(); ok {
 		if dl = dl.Add(-r.t.rtt.estimate(now)); at.IsZero() || dl.Before(at) {

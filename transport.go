@@ -88,6 +88,18 @@ type Transport struct {
 	// with a window). By default it is.
 	DisableDeclaredLimits bool
 
+	// MaxWait bounds each attempt's wait for quota: a request whose turn
+	// is further away fails at once, nothing sent and nothing reserved,
+	// with a [*DeadlineError] (it matches [ErrWouldExceedDeadline])
+	// whose Delay is how long the wait would have been: when the quota
+	// frees up, as the waiter knows it (a spent window's reset, a pause,
+	// the queue ahead). A retry that cannot start within it is given up
+	// and the last response returned. It is the fail-fast choice for a
+	// caller that would rather do something else than wait out a long
+	// window (GitHub's hourly reset). Zero means no bound but the
+	// context's deadline.
+	MaxWait time.Duration
+
 	// DisableAdaptive: bare rejections (a 429 or 503 that says nothing of
 	// when to come back) do not slow the key down. By default they cut its
 	// pace, which then regrows (see [Adapter]); also when a limit is
@@ -236,6 +248,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if bound, err := t.wait(ectx, rs, w, key, n, attempt); err != nil {
 			closeBody(r)
 			answer, reason := rs.waitFailed(attempt, bound, last != nil)
+			var de *DeadlineError
+			if bound == reasonMaxWait && errors.As(err, &de) {
+				ev.Delay = de.Delay // when the quota frees up
+			}
 			if answer {
 				ev.Attempt, ev.StatusCode = attempt-1, last.StatusCode
 				t.giveUp(ev, reason, nil)
@@ -277,6 +293,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		if !retry {
 			if reason != "" {
+				ev.Delay = delay // a wait past MaxRetryAfter: when the quota frees up
 				t.giveUp(ev, reason, err)
 			}
 			return resp, err
@@ -301,9 +318,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // giveUp reports that the request ev is about fails for reason, with err
-// if it failed with one, and returns err.
+// if it failed with one, and returns err. ev.Delay is the wait that made
+// it give up, when one did (MaxRetryAfter, MaxWait), else 0.
 func (t *Transport) giveUp(ev Event, reason string, err error) error {
-	ev.Kind, ev.Reason, ev.Err, ev.Delay = EventGiveUp, reason, err, 0
+	ev.Kind, ev.Reason, ev.Err = EventGiveUp, reason, err
 	t.emit(ev)
 	return err
 }

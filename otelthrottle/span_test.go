@@ -33,7 +33,7 @@ func TestSpanEvents(t *testing.T) {
 		"/flaky#1":   {"throttle.retry attempt=1 delay=0.0 http.response.status_code=503 key=/flaky"},
 		"/down#1": {
 			"throttle.pause attempt=1 delay=2.0 http.response.status_code=429 key=/down",
-			"throttle.give-up attempt=1 delay=0.0 http.response.status_code=429 key=/down reason=" + reason,
+			"throttle.give-up attempt=1 delay=5.0 http.response.status_code=429 key=/down reason=" + reason,
 		},
 		"/spent#1": {"throttle.pause attempt=1 delay=0.1 http.response.status_code=200 key=/spent"},
 		"/slow#1":  nil,

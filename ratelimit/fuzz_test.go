@@ -50,6 +50,8 @@ func FuzzParse(f *testing.F) {
 	}{
 		{"X-Ratelimit-Limit", "5000", "X-Ratelimit-Remaining", "4999", "X-Ratelimit-Reset", "1748239204", "X-Ratelimit-Used", "1"},
 		{"X-Ratelimit-Limit-Requests", "60", "X-Ratelimit-Remaining-Tokens", "149984", "X-Ratelimit-Reset-Tokens", "6m0s", "x-ratelimit-reset-requests", "1s"},
+		{"X-Ratelimit-Limit-Requests", "60", "X-Ratelimit-Reset-Requests", "59.833s", "X-Ratelimit-Reset-Tokens", "1ms", "x-ratelimit-remaining-requests", "0"},
+		{"Anthropic-Ratelimit-Input-Tokens-Limit", "1000000000000", "Anthropic-Ratelimit-Tokens-Remaining", "0", "Anthropic-Ratelimit-Requests-Reset", "2025-05-26T05:01:04Z", "anthropic-ratelimit-input-tokens-remaining", "0"},
 		{"Ratelimit-Policy", `"burst";q=100;w=60, "daily";q=1000;w=86400`, "Ratelimit", `"burst";r=50;t=30`, "Retry-After", "30", "ratelimit", `"daily";r=0;t=3600`},
 		{"Ratelimit", "limit=100, remaining=50, reset=5", "Ratelimit-Policy", "100;w=60", "Ratelimit-Limit", "10, 10;w=1, 50;w=60", "RateLimit-Remaining", "0"},
 		{"Ratelimit-Limit", "100;w=21600", "Ratelimit-Remaining", "76;w=21600", "Ratelimit-Reset", "1609844400", "RateLimit-ResetTime", "Tue, 05 Jan 2021 11:00:00 GMT"},

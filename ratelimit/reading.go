@@ -40,6 +40,14 @@ type Policy struct {
 
 	// Which of the four numbers above the response gave.
 	HasLimit, HasRemaining, HasWindow, HasReset bool
+
+	// Refills: the limit is a bucket that refills continuously, Limit
+	// units per Window, and Reset is the time until it is full again, not
+	// the end of a window (OpenAI, Groq, Anthropic). Units free one every
+	// Window/Limit long before Reset. Where the response does not give
+	// the Window, the dialect tells it from the numbers when they allow a
+	// standard length (a second, a minute, an hour, a day).
+	Refills bool
 }
 
 // Exhausted reports whether the response says no unit of p remains.
@@ -145,8 +153,10 @@ func (st *state) reset() {
 // Wait reports how long the server asks every caller of the quota to hold
 // off. The Retry-After family wins when present, even when shorter than a
 // reset: draft-ietf-httpapi-ratelimit-headers says a client MUST prefer it.
-// Else the longest reset among exhausted policies; else 0 when quota
-// remains. ok is false when the response says nothing either way, or when
+// Else the longest reset among exhausted policies, where the reset of a
+// bucket that [Policy.Refills] is the time it takes to free one unit
+// (Window/Limit, at most its Reset) when its Window is known, not the time
+// until it is full; else 0 when quota remains. ok is false when the response says nothing either way, or when
 // a policy is exhausted but no exhausted policy says when it resets.
 func (q Reading) Wait() (d time.Duration, ok bool) {
 	if q.HasRetryAfter {
@@ -157,8 +167,12 @@ func (q Reading) Wait() (d time.Duration, ok bool) {
 		switch {
 		case p.Exhausted():
 			exhausted = true
-			if p.HasReset && (!ok || p.Reset > d) {
-				d, ok = p.Reset, true
+			r, has := p.Reset, p.HasReset
+			if u, known := p.unitTime(); known {
+				r, has = u, true
+			}
+			if has && (!ok || r > d) {
+				d, ok = r, true
 			}
 		case p.HasRemaining:
 			remains = true

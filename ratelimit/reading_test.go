@@ -100,6 +100,16 @@ func pol(name, unit string, limit, remaining int64, window, reset time.Duration)
 
 const no = -1 // an absent number in pol
 
+// refilling marks p as a bucket that refills continuously, with window w
+// (no for none told).
+func refilling(p Policy, w time.Duration) Policy {
+	p.Refills = true
+	if w >= 0 {
+		p.Window, p.HasWindow = w, true
+	}
+	return p
+}
+
 func TestReadingWait(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -220,7 +230,7 @@ func TestParseRules(t *testing.T) {
 			h: hdr("Date", nowDate, "Retry-After", "31536001", "X-RateLimit-Remaining", "0",
 				"X-RateLimit-Reset", epoch(366*24*time.Hour), "X-RateLimit-Reset-Tokens", "8761h",
 				"X-RateLimit-Remaining-Tokens", "0"),
-			want: Reading{Policies: []Policy{pol("", "requests", no, 0, no, no), pol("", "tokens", no, 0, no, no)}},
+			want: Reading{Policies: []Policy{pol("", "requests", no, 0, no, no), refilling(pol("", "tokens", no, 0, no, no), no)}},
 		},
 		{
 			name: "a year exactly is kept",
@@ -326,7 +336,7 @@ func TestParseBindingAndWait(t *testing.T) {
 		{"OpenAI tokens spent",
 			hdr("x-ratelimit-limit-requests", "60", "x-ratelimit-remaining-requests", "58", "x-ratelimit-reset-requests", "2s",
 				"x-ratelimit-limit-tokens", "150000", "x-ratelimit-remaining-tokens", "0", "x-ratelimit-reset-tokens", "6m0s"),
-			pol("", "tokens", 150000, 0, no, 6*time.Minute), 6 * time.Minute, true},
+			refilling(pol("", "tokens", 150000, 0, no, 6*time.Minute), no), 6 * time.Minute, true},
 		{"GitHub secondary limit: Retry-After wins",
 			hdr("Date", nowDate, "Retry-After", "60", "X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "4000",
 				"X-RateLimit-Reset", epoch(time.Hour)),
@@ -366,7 +376,7 @@ func TestParseImplausibleDate(t *testing.T) {
 			want: Reading{Policies: []Policy{pol("", "requests", no, 0, no, time.Minute)}}},
 		{name: "Date 2000-01-01 (a server whose clock was never set)",
 			h:    hdr("Date", "Sat, 01 Jan 2000 00:00:00 GMT", "Anthropic-Ratelimit-Tokens-Remaining", "0", "Anthropic-Ratelimit-Tokens-Reset", "2025-05-26T05:00:16Z"),
-			want: Reading{Policies: []Policy{pol("", "tokens", no, 0, no, 12*time.Second)}}},
+			want: Reading{Policies: []Policy{refilling(pol("", "tokens", no, 0, no, 12*time.Second), no)}}},
 		{name: "Date 23 hours ahead is skew: it is the clock",
 			h:    hdr("Date", date(23*time.Hour), "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", epoch(23*time.Hour+time.Minute)),
 			want: Reading{Policies: []Policy{pol("", "requests", no, 0, no, time.Minute)}}},

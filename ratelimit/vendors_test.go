@@ -111,21 +111,25 @@ func TestParseVendors(t *testing.T) {
 			"x-ratelimit-remaining-requests", "59", "x-ratelimit-remaining-tokens", "149984",
 			"x-ratelimit-reset-requests", "1s", "x-ratelimit-reset-tokens", "6m0s"),
 			want: Reading{Policies: []Policy{
-				pol("", "requests", 60, 59, no, time.Second),
-				pol("", "tokens", 150000, 149984, no, 6*time.Minute),
+				// 1 of 60 spent, full in 1s: a minute's bucket. The docs'
+				// tokens (16 of 150,000 spent, full in 6 min) add up to no
+				// standard window: none is told.
+				refilling(pol("", "requests", 60, 59, no, time.Second), time.Minute),
+				refilling(pol("", "tokens", 150000, 149984, no, 6*time.Minute), no),
 			}}},
 		{name: "OpenAI ms reset", h: hdr("x-ratelimit-remaining-requests", "4999", "x-ratelimit-reset-requests", "12ms"),
-			want: Reading{Policies: []Policy{pol("", "requests", no, 4999, no, 12*time.Millisecond)}}},
+			want: Reading{Policies: []Policy{refilling(pol("", "requests", no, 4999, no, 12*time.Millisecond), no)}}},
 		// https://console.groq.com/docs/rate-limits
 		{name: "Groq", h: hdr("retry-after", "2", "x-ratelimit-limit-requests", "14400", "x-ratelimit-limit-tokens", "18000",
 			"x-ratelimit-remaining-requests", "14370", "x-ratelimit-remaining-tokens", "17997",
 			"x-ratelimit-reset-requests", "2m59.56s", "x-ratelimit-reset-tokens", "7.66s"),
 			want: Reading{Policies: []Policy{
-				pol("", "requests", 14400, 14370, no, 2*time.Minute+59560*time.Millisecond),
-				pol("", "tokens", 18000, 17997, no, 7660*time.Millisecond),
+				// Groq's requests are per day: 30 spent, full in 3 min.
+				refilling(pol("", "requests", 14400, 14370, no, 2*time.Minute+59560*time.Millisecond), 24*time.Hour),
+				refilling(pol("", "tokens", 18000, 17997, no, 7660*time.Millisecond), no),
 			}, RetryAfter: 2 * time.Second, HasRetryAfter: true}},
 		{name: "OpenAI-compatible reset in seconds", h: hdr("x-ratelimit-remaining-tokens", "0", "x-ratelimit-reset-tokens", "20"),
-			want: Reading{Policies: []Policy{pol("", "tokens", no, 0, no, 20*time.Second)}}},
+			want: Reading{Policies: []Policy{refilling(pol("", "tokens", no, 0, no, 20*time.Second), no)}}},
 		// https://docs.anthropic.com/en/api/rate-limits
 		{name: "Anthropic", h: hdr("Date", nowDate, "retry-after", "12",
 			"anthropic-ratelimit-requests-limit", "50", "anthropic-ratelimit-requests-remaining", "49",
@@ -137,10 +141,10 @@ func TestParseVendors(t *testing.T) {
 			"anthropic-ratelimit-output-tokens-limit", "8000", "anthropic-ratelimit-output-tokens-remaining", "8000",
 			"anthropic-ratelimit-output-tokens-reset", "2025-05-26T05:00:04Z"),
 			want: Reading{Policies: []Policy{
-				pol("", "input-tokens", 40000, 0, no, 12*time.Second),
-				pol("", "output-tokens", 8000, 8000, no, 0),
-				pol("", "requests", 50, 49, no, time.Second),
-				pol("", "tokens", 90000, 0, no, 12500*time.Millisecond),
+				refilling(pol("", "input-tokens", 40000, 0, no, 12*time.Second), no),
+				refilling(pol("", "output-tokens", 8000, 8000, no, 0), no),
+				refilling(pol("", "requests", 50, 49, no, time.Second), time.Minute),
+				refilling(pol("", "tokens", 90000, 0, no, 12500*time.Millisecond), no),
 			}, RetryAfter: 12 * time.Second, HasRetryAfter: true}},
 		// https://learn.microsoft.com/en-us/azure/azure-resource-manager/management/request-limits-and-throttling
 		{name: "Azure Resource Manager", h: hdr("x-ms-ratelimit-remaining-subscription-reads", "11999",
@@ -157,8 +161,8 @@ func TestParseVendors(t *testing.T) {
 			"retry-after-ms", "8500", "retry-after", "9"),
 			// retry-after is retry-after-ms rounded up: the milliseconds win.
 			want: Reading{Policies: []Policy{
-				pol("", "requests", no, 0, no, no),
-				pol("", "tokens", no, 3000, no, no),
+				refilling(pol("", "requests", no, 0, no, no), no),
+				refilling(pol("", "tokens", no, 3000, no, no), no),
 			}, RetryAfter: 8500 * time.Millisecond, HasRetryAfter: true}},
 		// https://shopify.dev/docs/api/admin-rest/usage/rate-limits
 		{name: "Shopify", h: hdr("X-Shopify-Shop-Api-Call-Limit", "32/40"),
