@@ -95,7 +95,7 @@ type Limiter struct {
 
 	once     sync.Once
 	epoch    time.Time       // time zero of the schedules; monotonic
-	rates    map[string]Rate // copy of Overrides, read-only after once
+	rates    map[string]Rate // copy of Overrides and SetRate's rates; insertMu after once
 	keys     sync.Map        // string -> *bucket
 	count    atomic.Int64    // entries in keys
 	insertMu sync.Mutex      // serializes insertions and sweeps, so count never passes MaxKeys
@@ -105,13 +105,13 @@ type Limiter struct {
 
 // bucket is one key's schedule and the waits sleeping on it.
 type bucket struct {
-	l      *Limiter
-	key    string
-	limit  rate.Limit // rate.Inf: no limit
-	burst  int
-	pacing pacing
+	l   *Limiter
+	key string
 
-	mu       sync.Mutex    // protects the fields below
+	mu       sync.Mutex // protects the fields below
+	limit    rate.Limit // rate.Inf: no limit
+	burst    int
+	pacing   pacing
 	s        schedule      // the key's state
 	changed  chan struct{} // closed when turns may have moved; nil if no one sleeps
 	sleepers int           // waits sleeping on s
@@ -144,17 +144,8 @@ func (l *Limiter) newBucket(key string) *bucket {
 	if !ok {
 		r = Rate{Limit: l.Limit, Burst: l.Burst}
 	}
-	b := &bucket{l: l, key: key, limit: r.Limit, burst: r.Burst}
-	if b.limit == 0 {
-		b.limit = rate.Inf
-	}
-	if b.burst == 0 {
-		b.burst = 1
-	}
-	b.pacing = pacing{burst: float64(b.burst), sec: 1e9}
-	if b.limit != rate.Inf && b.limit > 0 {
-		b.pacing.interval = 1e9 / float64(b.limit)
-	}
+	b := &bucket{l: l, key: key}
+	b.setRate(r)
 	// A new key's bucket is full: any time before now will do.
 	b.s.tat = math.Inf(-1)
 	b.s.lastGo = math.Inf(-1)
@@ -224,6 +215,7 @@ func (b *bucket) WaitRetryN(ctx context.Context, n int) error {
 	return b.wait(ctx, n, queueRetry)
 }
 
+// check validates a cost of n against the key's rate. It requires b.mu.
 func (b *bucket) check(n int) error {
 	switch {
 	case n < 0:
@@ -240,13 +232,15 @@ func (b *bucket) wait(ctx context.Context, n, qi int) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := b.check(n); err != nil || n == 0 {
-		return err
-	}
 	b.mu.Lock()
 	if b.dead {
 		b.mu.Unlock()
 		return b.l.bucket(b.key).wait(ctx, n, qi)
+	}
+	// The key's rate may change (SetRate): checked under b.mu.
+	if err := b.check(n); err != nil || n == 0 {
+		b.mu.Unlock()
+		return err
 	}
 	now := b.l.now()
 	s := &b.s
@@ -273,7 +267,7 @@ func (b *bucket) wait(ctx context.Context, n, qi int) error {
 	b.sleepers++
 	// sleep takes b.mu as it is: a change between this turn and the sleep
 	// listening for changes would be missed otherwise.
-	return b.sleep(ctx, qi, e, int64(n), turn)
+	return b.sleep(ctx, qi, e, int64(n), turn, nil)
 }
 
 // overDeadline returns a *DeadlineError if a wait of d would pass ctx's
@@ -293,8 +287,10 @@ func (b *bucket) overDeadline(ctx context.Context, d float64) error {
 // turn, when a cut's pace steps, when the key's state changes (turns may
 // have moved either way), and when ctx ends; each time it asks the state
 // again. A wait whose ctx ends, or whose moved turn is past ctx's deadline,
-// gives its units back: the tickets behind it move up.
-func (b *bucket) sleep(ctx context.Context, qi int, e, n int64, turn float64) error {
+// gives its units back: the tickets behind it move up. done, if not nil,
+// is a Reservation's flag (b.mu): set when the units are given back, and
+// if set meanwhile by Cancel, the sleep ends with context.Canceled.
+func (b *bucket) sleep(ctx context.Context, qi int, e, n int64, turn float64, done *bool) error {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	defer func() {
@@ -315,12 +311,15 @@ func (b *bucket) sleep(ctx context.Context, qi int, e, n int64, turn float64) er
 		// Since Go 1.23 a Reset timer delivers no stale tick.
 		b.mu.Lock()
 		now = b.l.now()
+		if done != nil && *done {
+			return context.Canceled
+		}
 		b.s.advance(now, b.pacing)
 		if e <= b.s.q[qi].rel {
 			return nil
 		}
 		if err := ctx.Err(); err != nil {
-			b.giveBack(qi, e, n)
+			b.giveBackOnce(qi, e, n, done)
 			return err
 		}
 		turn = b.s.turn(now, b.pacing, qi, e)
@@ -332,10 +331,22 @@ func (b *bucket) sleep(ctx context.Context, qi int, e, n int64, turn float64) er
 			turn = now + max(iv, 1e6)
 		}
 		if err := b.overDeadline(ctx, turn-now); err != nil {
-			b.giveBack(qi, e, n)
+			b.giveBackOnce(qi, e, n, done)
 			return err
 		}
 	}
+}
+
+// giveBackOnce is giveBack for a ticket that a Reservation's done flag
+// (nil for a wait) guards against a second cancel. It requires b.mu.
+func (b *bucket) giveBackOnce(qi int, e, n int64, done *bool) {
+	if done != nil {
+		if *done {
+			return
+		}
+		*done = true
+	}
+	b.giveBack(qi, e, n)
 }
 
 // giveBack cancels a ticket that has not gone and wakes the waits behind
