@@ -46,8 +46,11 @@ func Run(t testing.TB, w throttle.Waiter, seq Sequence, settle func()) Log {
 	rw, _ := w.(throttle.RetryWaiter)
 	pw, _ := w.(throttle.Pauser)
 	aw, _ := w.(throttle.Adapter)
+	tw, _ := w.(throttle.Trier)
 	for i, o := range seq.Ops {
 		switch {
+		case o.Kind == Wait && o.Try && tw == nil:
+			t.Fatalf("op %d: %T does not implement throttle.Trier", i, w)
 		case o.Kind == Wait && o.Retry && rw == nil:
 			t.Fatalf("op %d: %T does not implement throttle.RetryWaiter", i, w)
 		case o.Kind == Pause && pw == nil:
@@ -95,9 +98,16 @@ func Run(t testing.TB, w throttle.Waiter, seq Sequence, settle func()) Log {
 					tm := time.AfterFunc(o.Cancel, cancel)
 					defer tm.Stop()
 				}
-				if o.Retry {
+				switch {
+				case o.Try:
+					// A refusal is recorded as a wait's at its deadline.
+					ok, d, err := tw.TryN(ctx, o.N)
+					if res.Err = err; err == nil && !ok {
+						res.Err = &throttle.DeadlineError{Delay: d}
+					}
+				case o.Retry:
 					res.Err = rw.WaitRetryN(ctx, o.N)
-				} else {
+				default:
 					res.Err = w.WaitN(ctx, o.N)
 				}
 				res.Return = since()
