@@ -338,15 +338,20 @@ func (b *bucket) sleep(ctx context.Context, qi int, e, n int64, turn float64, do
 }
 
 // giveBackOnce is giveBack for a ticket that a Reservation's done flag
-// (nil for a wait) guards against a second cancel. It requires b.mu.
+// (nil for a wait) guards against a second cancel: set when the units
+// came back. It requires b.mu.
 func (b *bucket) giveBackOnce(qi int, e, n int64, done *bool) {
-	if done != nil {
-		if *done {
-			return
-		}
-		*done = true
+	if done != nil && *done {
+		return
 	}
-	b.giveBack(qi, e, n)
+	// A ticket that has gone stays gone (rel only grows): only one whose
+	// units came back could be cancelled twice.
+	if b.s.cancel(qi, e, n) {
+		if done != nil {
+			*done = true
+		}
+		b.notifyLocked()
+	}
 }
 
 // giveBack cancels a ticket that has not gone and wakes the waits behind

@@ -57,7 +57,7 @@ func ExampleLimiter_Allow() {
 func ExampleReservation() {
 	lim := &throttle.Limiter{Limit: 10, Burst: 1}
 	ctx := context.Background()
-	var rs []*throttle.Reservation
+	var rs []throttle.Reservation
 	for range 3 {
 		r, err := lim.ReserveN(ctx, 1)
 		if err != nil {

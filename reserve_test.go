@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-func reserve(t *testing.T, l *Limiter, n int) *Reservation {
+func reserve(t *testing.T, l *Limiter, n int) Reservation {
 	t.Helper()
 	r, err := l.For("k").(Reserver).ReserveN(t.Context(), n)
 	if err != nil {
@@ -25,7 +25,7 @@ func TestReserve(t *testing.T) {
 		l := &Limiter{Limit: 10, Burst: 1}
 		r0, r1, r2 := reserve(t, l, 1), reserve(t, l, 1), reserve(t, l, 1)
 		for i, tt := range []struct {
-			r    *Reservation
+			r    Reservation
 			want time.Duration
 		}{{r0, 0}, {r1, 100 * time.Millisecond}, {r2, 200 * time.Millisecond}} {
 			if got := tt.r.Delay(); got != tt.want {

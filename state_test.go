@@ -66,7 +66,7 @@ func TestSetRate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := &Limiter{Limit: 10, Burst: 1}
 		_ = l.For("k").WaitN(t.Context(), 1)
-		rs := []*Reservation{reserve(t, l, 1), reserve(t, l, 1), reserve(t, l, 1)}
+		rs := []Reservation{reserve(t, l, 1), reserve(t, l, 1), reserve(t, l, 1)}
 		if err := l.SetRate("k", Rate{Limit: 100, Burst: 1}); err != nil {
 			t.Fatal(err)
 		}
