@@ -56,8 +56,9 @@ type Rate struct {
 // the calls a Transport makes.
 //
 // The zero Limiter has no limit: it only honours pauses and what servers
-// say. Set the fields before the first wait and do not change them after;
-// a Limiter is safe for concurrent use.
+// say. Set the fields before the first wait and do not change them after
+// (change a key's rate with [Limiter.SetRate]); a Limiter is safe for
+// concurrent use.
 type Limiter struct {
 	// Limit is the rate of every key without an override, in units per
 	// second. Zero means no limit (pauses are still honoured); negative is
@@ -160,7 +161,7 @@ func (l *Limiter) WaitN(ctx context.Context, n int) error {
 }
 
 // For returns the waiter of key's quota; it also implements [Pauser],
-// [Adapter] and [RetryWaiter]. For allocates only the first time a key is
+// [Adapter], [RetryWaiter], [Trier], [Reserver] and [Inspector]. For allocates only the first time a key is
 // seen (or seen again after it was forgotten).
 func (l *Limiter) For(key string) Waiter {
 	return l.bucket(key)

@@ -218,7 +218,10 @@ func (q *Quota) Adapt(ctx context.Context, f throttle.Feedback) error {
 // key. Any string is a safe key (see "Redis keys" in the package doc): it
 // cannot reach another key's state. For is cheap; the
 // result is safe for concurrent use and also implements [throttle.Pauser],
-// [throttle.Adapter] and [throttle.RetryWaiter].
+// [throttle.Adapter], [throttle.RetryWaiter], [throttle.Trier] (TryN: one
+// script call, spends now or nothing), [throttle.Reserver] (ReserveN: a
+// ticket, see keyWaiter.ReserveN in reserve.go) and [throttle.Inspector]
+// (State: one read-only call).
 //
 // The result's WaitN(ctx, n) keeps the [throttle.Waiter] contract:
 //
