@@ -54,8 +54,9 @@ else
 end
 local id = n0[1]
 
--- The fast path: see above.
-if not got[2] and op == 'wait' and ARGV[5] == '1' and ARGV[6] == '1' and n0[4] == n0[5]
+-- The fast path: see above. A try of one unit is a wait whose max wait
+-- is 0 (ARGV[7] is "0"): gone at once, or refused with nothing written.
+if not got[2] and (op == 'wait' or op == 'try') and ARGV[5] == '1' and ARGV[6] == '1' and n0[4] == n0[5]
 	and (ARGV[8] == '' or tonumber(ARGV[8]) == id) then
 	local _, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs = unpack(n0)
 	local I, tau = cfgI, cfgB * cfgI
@@ -799,12 +800,14 @@ elseif op == 'adapt' then
 	end
 	reply = 1
 elseif op == 'try' then
-	-- ARGV[5] n, ARGV[6] queue, ARGV[7…9] as wait's ARGV[8…10]. The
-	-- rules of a wait (schedule.go's try): the ticket goes if its turn has
-	-- come; otherwise it is taken back and nothing changes. Returns {1, 0,
-	-- now} if the units went, {0, wait µs, now} if not.
+	-- wait's ARGV, its max wait "0" (so that the fast path serves a try
+	-- of one unit as a wait refused past its max wait). The rules of a
+	-- wait (schedule.go's try): the ticket goes if its turn has come;
+	-- otherwise it is taken back and nothing changes. Returns wait's
+	-- {status, wait µs, id, end, -1, now}: status 1 if the units went, 0
+	-- (wait: its turn) if not.
 	local n, qi = tonumber(ARGV[5]), tonumber(ARGV[6])
-	seed(ARGV[7], ARGV[8], ARGV[9])
+	seed(ARGV[8], ARGV[9], ARGV[10])
 	advance()
 	-- What enqueue may change besides the ticket, to put back.
 	local maxCost, tat, wasMoved, win = s.maxCost, s.tat, moved, {}
@@ -817,7 +820,7 @@ elseif op == 'try' then
 		advance() -- lets the ticket go
 	end
 	if e <= s.q[qi].rel then
-		reply = {1, 0, now}
+		reply = {1, 0, s.id, e, -1, now}
 	else
 		-- The tail's ticket is taken back outright: the queue is as it was.
 		cancelTicket(s.q[qi], e, n)
@@ -825,7 +828,7 @@ elseif op == 'try' then
 		for k, v in pairs(win) do
 			w[k] = v
 		end
-		reply = {0, waitOf(t), now}
+		reply = {0, waitOf(t), s.id, 0, -1, now}
 		if fresh then
 			return reply -- no state to write for a key that had none
 		end

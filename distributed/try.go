@@ -35,8 +35,9 @@ func (w *keyWaiter) TryN(ctx context.Context, n int) (bool, time.Duration, error
 		return false, 0, err
 	}
 	known, floor, hold := q.memo.args(w.rkey)
-	reply, err := w.run(ctx, "try", n, queueFirst, known, floor, hold)
-	if err == nil && len(reply) != 3 {
+	// The arguments of a wait whose max wait is 0: see schedule.lua.
+	reply, err := w.run(ctx, "try", n, queueFirst, "0", known, floor, hold)
+	if err == nil && len(reply) != 6 {
 		err = fmt.Errorf("unexpected reply %v from the schedule script", reply)
 	}
 	if err != nil {
