@@ -3,6 +3,7 @@ package throttle
 import (
 	"errors"
 	"math"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -146,6 +147,57 @@ func TestSetRateWakes(t *testing.T) {
 		_ = l.SetRate("k", Rate{Limit: 5, Burst: 1})
 		if got := <-done; got != 280*time.Millisecond {
 			t.Errorf("a wait sleeping through a change from 1/s to 5/s went after %v; want 280ms", got)
+		}
+	})
+}
+
+// TestStatePace: the pace in force shows a cut and a declared limit.
+func TestStatePace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &Limiter{Limit: 10, Burst: 5}
+		a := l.For("k").(Adapter)
+		_ = a.Adapt(t.Context(), Feedback{Throttled: true, Cost: 1}) // a lone rejection shifts
+		_ = a.Adapt(t.Context(), Feedback{Throttled: true, Cost: 1}) // a second cuts to 0.7
+		if st := l.State("k"); !st.Cut || math.Abs(float64(st.Limit)-7) > 1e-9 {
+			t.Errorf("cut: %+v; want Cut, limit 7", st)
+		}
+		time.Sleep(3 * time.Second) // regrown
+		if st := l.State("k"); st.Cut || st.Limit != 10 {
+			t.Errorf("regrown: %+v; want no cut, limit 10", st)
+		}
+		var free Limiter
+		_ = free.For("k").(Adapter).Adapt(t.Context(), Feedback{HasDeclared: true, DeclaredRate: 5, DeclaredBurst: 2})
+		if st := free.State("k"); !st.Declared || st.Limit != 5 || st.Burst != 2 || st.Remaining != 2 {
+			t.Errorf("declared: %+v; want Declared, limit 5, burst 2, remaining 2", st)
+		}
+	})
+}
+
+// TestSetRateConcurrent: SetRate while waits, tries and states run
+// (for -race), and the rate set last holds.
+func TestSetRateConcurrent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &Limiter{Limit: 100, Burst: 10}
+		var wg sync.WaitGroup
+		for i := range 4 {
+			wg.Go(func() {
+				for range 50 {
+					_ = l.For("k").WaitN(t.Context(), 1)
+					_, _, _ = trier(l, "k").TryN(t.Context(), 1)
+					_ = l.State("k")
+				}
+			})
+			wg.Go(func() {
+				for j := range 20 {
+					_ = l.SetRate("k", Rate{Limit: rate.Limit(50 + 10*((i+j)%5)), Burst: 10})
+					time.Sleep(10 * time.Millisecond)
+				}
+			})
+		}
+		wg.Wait()
+		_ = l.SetRate("k", Rate{Limit: 20, Burst: 3})
+		if st := l.State("k"); st.Limit != 20 || st.Burst != 3 {
+			t.Errorf("after the last SetRate: %+v; want limit 20, burst 3", st)
 		}
 	})
 }
