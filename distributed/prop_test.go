@@ -12,7 +12,7 @@ import (
 
 // The property suite of the schedule (internal/schedtest), run against
 // Quota on a real redis-server: the same random sequences of waits,
-// retries, tries, cancels, deadlines, pauses, windows and bare rejections the root
+// retries, tries, reservations, cancels, deadlines, pauses, windows and bare rejections the root
 // package runs against Limiter in synctest bubbles, and the same
 // invariants (never over, nothing inside a pause, windows, FIFO, exact
 // refunds, no wedge, deadlines), on the real clock.
@@ -70,8 +70,9 @@ func TestPropRedis(t *testing.T) {
 		// before its ideal turn; never over, pauses, FIFO and at-once
 		// answers hold within the tolerance.
 		{"tries", with(func(o *schedtest.Options) { o.Tries, o.Pauses = true, true })},
+		{"reserves", with(func(o *schedtest.Options) { o.Reserves = true })},
 		{"all", with(func(o *schedtest.Options) {
-			o.Retries, o.Pauses, o.Windows, o.Rejects, o.Tries = true, true, true, true, true
+			o.Retries, o.Pauses, o.Windows, o.Rejects, o.Tries, o.Reserves = true, true, true, true, true, true
 		})},
 	}
 	cfg := schedtest.Config{Limit: 20, Burst: 4}

@@ -100,10 +100,12 @@ type Op struct {
 	// Wait: N units, in the retry queue if Retry; Deadline (from the
 	// call) or Cancel (after the call), 0 for none. Try: TryN instead,
 	// checked as a wait whose deadline is its call (it goes at once or
-	// is refused at once, taking no place).
+	// is refused at once, taking no place). Reserve: ReserveN then the
+	// Reservation's Wait, its Cancel at Cancel.
 	N        int
 	Retry    bool
 	Try      bool
+	Reserve  bool
 	Deadline time.Duration
 	Cancel   time.Duration
 
@@ -136,6 +138,9 @@ func (o Op) String() string {
 		}
 		if o.Try {
 			q = "TryN"
+		}
+		if o.Reserve {
+			q = "ReserveN+Wait"
 		}
 		fmt.Fprintf(&b, "%s(%d)", q, o.N)
 		if o.Deadline > 0 {
@@ -214,6 +219,7 @@ type Options struct {
 
 	Retries   bool // some waits go through WaitRetryN
 	Tries     bool // some waits are TryN (throttle.Trier)
+	Reserves  bool // some waits are ReserveN and Wait (throttle.Reserver)
 	Deadlines bool // some waits have a deadline
 	Cancels   bool // some waits are cancelled after a delay
 	Pauses    bool // Pause and Adapt{Pause}, some extending the last
@@ -350,6 +356,9 @@ func Generate(seed int64, cfg Config, opt Options) Sequence {
 			o.Cancel = steps(step, 4*unit)
 		case k == 2 && opt.Tries:
 			o.Try, o.Retry = true, false
+		}
+		if opt.Reserves && !o.Try && r.IntN(3) == 0 {
+			o.Reserve, o.Retry = true, false
 		}
 		s.Ops = append(s.Ops, o)
 	}
