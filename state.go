@@ -2,7 +2,6 @@ package throttle
 
 import (
 	"context"
-	"math"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -97,9 +96,6 @@ func (s *schedule) state(now float64, c pacing, at time.Time) State {
 	if s.win.valid {
 		st.Window, st.WindowLeft = true, s.win.left
 		st.WindowReset = duration(s.win.reset - now)
-	}
-	if math.IsInf(st.Tokens, 1) && st.Limit != rate.Inf {
-		st.Tokens = st.Burst
 	}
 	return st
 }
