@@ -205,3 +205,40 @@ func TestStateQueued(t *testing.T) {
 	cancel()
 	wg.Wait()
 }
+
+// TestOneCommandPerTryAndState: a try and a state are one EVALSHA each,
+// and a state writes nothing (no HSET, PEXPIRE or PUBLISH).
+func TestOneCommandPerTryAndState(t *testing.T) {
+	s, c := startRedis(t)
+	ctx := context.Background()
+	q := New(c, "roundtrip-try", 1000, 1)
+	w := q.For("k")
+	_, _, _ = w.(throttle.Trier).TryN(ctx, 1) // warm up: script load
+	if reply, err := s.Do("CONFIG", "RESETSTAT"); err != nil || reply != "+OK" {
+		t.Fatalf("CONFIG RESETSTAT = %q, %v", reply, err)
+	}
+	const n = 100
+	for range n {
+		_, _, _ = w.(throttle.Trier).TryN(ctx, 1)
+	}
+	if calls := commandStats(t, s); calls["evalsha"] != n {
+		t.Errorf("%d tries: %d EVALSHA; want %d (all: %v)", n, calls["evalsha"], n, calls)
+	}
+	if reply, err := s.Do("CONFIG", "RESETSTAT"); err != nil || reply != "+OK" {
+		t.Fatalf("CONFIG RESETSTAT = %q, %v", reply, err)
+	}
+	for range n {
+		if _, err := w.(throttle.Inspector).State(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls := commandStats(t, s)
+	if calls["evalsha"] != n {
+		t.Errorf("%d states: %d EVALSHA; want %d (all: %v)", n, calls["evalsha"], n, calls)
+	}
+	for _, cmd := range []string{"hset", "pexpire", "publish", "hdel", "del"} {
+		if calls[cmd] != 0 {
+			t.Errorf("%d states ran %s %d times; want none (all: %v)", n, cmd, calls[cmd], calls)
+		}
+	}
+}
