@@ -68,9 +68,9 @@ func TestStateMatchesLimiter(t *testing.T) {
 				got.Burst != want.Burst, got.Cut != want.Cut, got.Window != want.Window,
 				got.WindowLeft != want.WindowLeft,
 				math.Abs(got.Tokens-want.Tokens) > units+1e-6,
-				(got.Next-want.Next).Abs() > slack+time.Millisecond,
-				(got.Paused-want.Paused).Abs() > slack+time.Millisecond,
-				(got.WindowReset-want.WindowReset).Abs() > slack+time.Millisecond:
+				(got.Next - want.Next).Abs() > slack+time.Millisecond,
+				(got.Paused - want.Paused).Abs() > slack+time.Millisecond,
+				(got.WindowReset - want.WindowReset).Abs() > slack+time.Millisecond:
 				t.Errorf("Quota's State %+v\n\tLimiter's %+v\n\t(ops %v apart)", got, want, slack)
 			}
 		})
