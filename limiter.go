@@ -161,8 +161,9 @@ func (l *Limiter) WaitN(ctx context.Context, n int) error {
 }
 
 // For returns the waiter of key's quota; it also implements [Pauser],
-// [Adapter], [RetryWaiter], [Trier], [Reserver] and [Inspector]. For allocates only the first time a key is
-// seen (or seen again after it was forgotten).
+// [Adapter], [RetryWaiter], [Trier], [Reserver] and [Inspector]. For
+// allocates only the first time a key is seen (or seen again after it was
+// forgotten).
 func (l *Limiter) For(key string) Waiter {
 	return l.bucket(key)
 }
@@ -320,7 +321,7 @@ func (b *bucket) sleep(ctx context.Context, qi int, e, n int64, turn float64, do
 			return nil
 		}
 		if err := ctx.Err(); err != nil {
-			b.giveBackOnce(qi, e, n, done)
+			b.giveBack(qi, e, n, done)
 			return err
 		}
 		turn = b.s.turn(now, b.pacing, qi, e)
@@ -332,33 +333,25 @@ func (b *bucket) sleep(ctx context.Context, qi int, e, n int64, turn float64, do
 			turn = now + max(iv, 1e6)
 		}
 		if err := b.overDeadline(ctx, turn-now); err != nil {
-			b.giveBackOnce(qi, e, n, done)
+			b.giveBack(qi, e, n, done)
 			return err
 		}
 	}
 }
 
-// giveBackOnce is giveBack for a ticket that a Reservation's done flag
-// (nil for a wait) guards against a second cancel: set when the units
-// came back. It requires b.mu.
-func (b *bucket) giveBackOnce(qi int, e, n int64, done *bool) {
+// giveBack cancels a ticket that has not gone and wakes the waits behind
+// it. done, if not nil, is a Reservation's flag, which guards against a
+// second cancel: set when the units came back. It requires b.mu.
+func (b *bucket) giveBack(qi int, e, n int64, done *bool) {
 	if done != nil && *done {
 		return
 	}
 	// A ticket that has gone stays gone (rel only grows): only one whose
-	// units came back could be cancelled twice.
+	// units came back could be cancelled twice, its numbers given out again.
 	if b.s.cancel(qi, e, n) {
 		if done != nil {
 			*done = true
 		}
-		b.notifyLocked()
-	}
-}
-
-// giveBack cancels a ticket that has not gone and wakes the waits behind
-// it. It requires b.mu.
-func (b *bucket) giveBack(qi int, e, n int64) {
-	if b.s.cancel(qi, e, n) {
 		b.notifyLocked()
 	}
 }

@@ -135,7 +135,7 @@ func (r *reservation) giveBackLocked() {
 	if r.done {
 		return
 	}
-	r.b.giveBackOnce(r.qi, r.e, r.n, &r.done)
+	r.b.giveBack(r.qi, r.e, r.n, &r.done)
 }
 
 // Wait implements [Reservation].
