@@ -39,6 +39,12 @@
 // deadline-aware ([ErrWouldExceedDeadline], reserving nothing), and gives
 // its units back when its context ends.
 //
+// Besides the blocking wait, a key's waiter of either implements [Trier]
+// (TryN: spend now or not at all, never blocking), [Reserver] (ReserveN:
+// a turn as a [Reservation], to wait for or cancel) and [Inspector]
+// (State: a read-only view of the key, [State]); [Limiter.SetRate]
+// changes a key's rate while the program runs.
+//
 // # The schedule
 //
 // A key's waits are tickets in a queue (retries, through [RetryWaiter],

@@ -56,8 +56,9 @@ type Rate struct {
 // the calls a Transport makes.
 //
 // The zero Limiter has no limit: it only honours pauses and what servers
-// say. Set the fields before the first wait and do not change them after;
-// a Limiter is safe for concurrent use.
+// say. Set the fields before the first wait and do not change them after
+// (change a key's rate with [Limiter.SetRate]); a Limiter is safe for
+// concurrent use.
 type Limiter struct {
 	// Limit is the rate of every key without an override, in units per
 	// second. Zero means no limit (pauses are still honoured); negative is
@@ -95,7 +96,7 @@ type Limiter struct {
 
 	once     sync.Once
 	epoch    time.Time       // time zero of the schedules; monotonic
-	rates    map[string]Rate // copy of Overrides, read-only after once
+	rates    map[string]Rate // copy of Overrides and SetRate's rates; insertMu after once
 	keys     sync.Map        // string -> *bucket
 	count    atomic.Int64    // entries in keys
 	insertMu sync.Mutex      // serializes insertions and sweeps, so count never passes MaxKeys
@@ -105,13 +106,13 @@ type Limiter struct {
 
 // bucket is one key's schedule and the waits sleeping on it.
 type bucket struct {
-	l      *Limiter
-	key    string
-	limit  rate.Limit // rate.Inf: no limit
-	burst  int
-	pacing pacing
+	l   *Limiter
+	key string
 
-	mu       sync.Mutex    // protects the fields below
+	mu       sync.Mutex // protects the fields below
+	limit    rate.Limit // rate.Inf: no limit
+	burst    int
+	pacing   pacing
 	s        schedule      // the key's state
 	changed  chan struct{} // closed when turns may have moved; nil if no one sleeps
 	sleepers int           // waits sleeping on s
@@ -144,17 +145,8 @@ func (l *Limiter) newBucket(key string) *bucket {
 	if !ok {
 		r = Rate{Limit: l.Limit, Burst: l.Burst}
 	}
-	b := &bucket{l: l, key: key, limit: r.Limit, burst: r.Burst}
-	if b.limit == 0 {
-		b.limit = rate.Inf
-	}
-	if b.burst == 0 {
-		b.burst = 1
-	}
-	b.pacing = pacing{burst: float64(b.burst), sec: 1e9}
-	if b.limit != rate.Inf && b.limit > 0 {
-		b.pacing.interval = 1e9 / float64(b.limit)
-	}
+	b := &bucket{l: l, key: key}
+	b.setRate(r)
 	// A new key's bucket is full: any time before now will do.
 	b.s.tat = math.Inf(-1)
 	b.s.lastGo = math.Inf(-1)
@@ -169,8 +161,9 @@ func (l *Limiter) WaitN(ctx context.Context, n int) error {
 }
 
 // For returns the waiter of key's quota; it also implements [Pauser],
-// [Adapter] and [RetryWaiter]. For allocates only the first time a key is
-// seen (or seen again after it was forgotten).
+// [Adapter], [RetryWaiter], [Trier], [Reserver] and [Inspector]. For
+// allocates only the first time a key is seen (or seen again after it was
+// forgotten).
 func (l *Limiter) For(key string) Waiter {
 	return l.bucket(key)
 }
@@ -224,6 +217,7 @@ func (b *bucket) WaitRetryN(ctx context.Context, n int) error {
 	return b.wait(ctx, n, queueRetry)
 }
 
+// check validates a cost of n against the key's rate. It requires b.mu.
 func (b *bucket) check(n int) error {
 	switch {
 	case n < 0:
@@ -240,13 +234,15 @@ func (b *bucket) wait(ctx context.Context, n, qi int) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := b.check(n); err != nil || n == 0 {
-		return err
-	}
 	b.mu.Lock()
 	if b.dead {
 		b.mu.Unlock()
 		return b.l.bucket(b.key).wait(ctx, n, qi)
+	}
+	// The key's rate may change (SetRate): checked under b.mu.
+	if err := b.check(n); err != nil || n == 0 {
+		b.mu.Unlock()
+		return err
 	}
 	now := b.l.now()
 	s := &b.s
@@ -273,7 +269,7 @@ func (b *bucket) wait(ctx context.Context, n, qi int) error {
 	b.sleepers++
 	// sleep takes b.mu as it is: a change between this turn and the sleep
 	// listening for changes would be missed otherwise.
-	return b.sleep(ctx, qi, e, int64(n), turn)
+	return b.sleep(ctx, qi, e, int64(n), turn, nil)
 }
 
 // overDeadline returns a *DeadlineError if a wait of d would pass ctx's
@@ -293,8 +289,10 @@ func (b *bucket) overDeadline(ctx context.Context, d float64) error {
 // turn, when a cut's pace steps, when the key's state changes (turns may
 // have moved either way), and when ctx ends; each time it asks the state
 // again. A wait whose ctx ends, or whose moved turn is past ctx's deadline,
-// gives its units back: the tickets behind it move up.
-func (b *bucket) sleep(ctx context.Context, qi int, e, n int64, turn float64) error {
+// gives its units back: the tickets behind it move up. done, if not nil,
+// is a Reservation's flag (b.mu): set when the units are given back, and
+// if set meanwhile by Cancel, the sleep ends with context.Canceled.
+func (b *bucket) sleep(ctx context.Context, qi int, e, n int64, turn float64, done *bool) error {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	defer func() {
@@ -315,12 +313,15 @@ func (b *bucket) sleep(ctx context.Context, qi int, e, n int64, turn float64) er
 		// Since Go 1.23 a Reset timer delivers no stale tick.
 		b.mu.Lock()
 		now = b.l.now()
+		if done != nil && *done {
+			return context.Canceled
+		}
 		b.s.advance(now, b.pacing)
 		if e <= b.s.q[qi].rel {
 			return nil
 		}
 		if err := ctx.Err(); err != nil {
-			b.giveBack(qi, e, n)
+			b.giveBack(qi, e, n, done)
 			return err
 		}
 		turn = b.s.turn(now, b.pacing, qi, e)
@@ -332,16 +333,25 @@ func (b *bucket) sleep(ctx context.Context, qi int, e, n int64, turn float64) er
 			turn = now + max(iv, 1e6)
 		}
 		if err := b.overDeadline(ctx, turn-now); err != nil {
-			b.giveBack(qi, e, n)
+			b.giveBack(qi, e, n, done)
 			return err
 		}
 	}
 }
 
 // giveBack cancels a ticket that has not gone and wakes the waits behind
-// it. It requires b.mu.
-func (b *bucket) giveBack(qi int, e, n int64) {
+// it. done, if not nil, is a Reservation's flag, which guards against a
+// second cancel: set when the units came back. It requires b.mu.
+func (b *bucket) giveBack(qi int, e, n int64, done *bool) {
+	if done != nil && *done {
+		return
+	}
+	// A ticket that has gone stays gone (rel only grows): only one whose
+	// units came back could be cancelled twice, its numbers given out again.
 	if b.s.cancel(qi, e, n) {
+		if done != nil {
+			*done = true
+		}
 		b.notifyLocked()
 	}
 }

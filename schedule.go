@@ -958,3 +958,88 @@ func (s *schedule) idle(now float64, c pacing) bool {
 func (s *schedule) recheck(now float64, c pacing) float64 {
 	return s.cut.nextStep(now, c.sec)
 }
+
+// try lets a wait of n units in queue qi go at now if its turn has come,
+// by the rules of a wait (goNow, or enqueue, turn and advance), and
+// otherwise changes nothing. It reports whether the units went and, if
+// not, the turn a wait of n would have had. It requires advance at now.
+func (s *schedule) try(now float64, c pacing, qi int, n int64) (bool, float64) {
+	if s.goNow(now, c, qi, n) {
+		return true, now
+	}
+	// What enqueue may change besides the ticket, to put back.
+	maxCost, win, tat := s.maxCost, s.win, s.tat
+	e, _ := s.enqueue(now, c, qi, n)
+	t := s.turn(now, c, qi, e)
+	if t <= now {
+		s.advance(now, c) // lets the ticket go
+		if e <= s.q[qi].rel {
+			return true, now
+		}
+	}
+	// The tail's ticket is taken back outright: the queue is as it was.
+	s.q[qi].cancel(e, n)
+	s.maxCost, s.win, s.tat = maxCost, win, tat
+	return false, t
+}
+
+// view is a key's state at now as callers see it (see State), in schedule
+// units; it requires advance at now and changes nothing.
+type view struct {
+	tokens    float64 // the bucket's units less those queued (+Inf: no pace)
+	remaining float64 // units waits of one unit each could take at once
+	next      float64 // the turn of a wait of one unit
+	queued    float64
+	interval  float64 // the pace in force; 0 for none
+	burst     float64 // the bucket's depth in units at that pace
+	cut       bool
+	declared  bool
+}
+
+// view returns the key's state at now.
+func (s *schedule) view(now float64, c pacing) view {
+	interval, tau := s.pace(now, c)
+	v := view{
+		queued:   float64(s.queued()),
+		interval: interval,
+		cut:      s.cut.rate(now, c.sec) > 0 && interval > 0,
+		declared: c.interval == 0 && s.dInt > 0,
+		tokens:   math.Inf(1),
+	}
+	if interval > 0 {
+		v.burst = tau / interval
+		// GCRA: the bucket holds (now − tat + τ)/interval units, at most
+		// its depth; queued tickets have not moved tat yet.
+		v.tokens = min(max((now-max(s.tat, s.hold)+tau)/interval, 0), v.burst) - v.queued
+	}
+	v.next = s.turnAt(now, c, v.queued+1)
+	// remaining: the most units past the head whose turns have come, as
+	// advance counts them (turns grow with the position), bounded by what
+	// the bucket or the window can hold.
+	limit := math.Inf(1)
+	if interval > 0 {
+		limit = math.Floor(v.burst + 1e-9)
+	}
+	if s.win.valid {
+		limit = min(limit, s.win.left+s.probe(c))
+	}
+	if v.queued > 0 || now < s.hold {
+		return v // advance let go every unit whose turn had come
+	}
+	if math.IsInf(limit, 1) {
+		v.remaining = limit
+		return v
+	}
+	due := now + 1e-12*c.sec // rounding: see advance
+	lo, hi := 0.0, limit
+	for lo < hi {
+		mid := math.Floor((lo + hi + 1) / 2)
+		if s.turnAt(now, c, mid) <= due {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	v.remaining = lo
+	return v
+}

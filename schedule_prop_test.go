@@ -25,7 +25,7 @@ import (
 // Environment:
 //
 //	THROTTLE_PROP_N=20000    sequences per suite (default propDefaultN:
-//	                         11 suites × 500 run in about 10 s with -race)
+//	                         12 suites × 500 run in about 10 s with -race)
 //	THROTTLE_PROP_SEED=1234  replay that one seed (as a failure reports
 //	                         it, with the suite to -run), verbosely
 //	THROTTLE_PROP_BASE=99    first seed (default: from the clock, logged)
@@ -52,6 +52,7 @@ var propSuites = []struct {
 	{"waits/10per_s/burst4", schedtest.Config{Limit: 10, Burst: 4}, schedtest.Options{Deadlines: true, Cancels: true}},
 	{"waits/3per_s/burst2", schedtest.Config{Limit: 3, Burst: 2}, schedtest.Options{Deadlines: true, Cancels: true, Ops: 30, Horizon: 4 * time.Second}},
 	{"waits/retries/10per_s/burst3", schedtest.Config{Limit: 10, Burst: 3}, schedtest.Options{Deadlines: true, Cancels: true, Retries: true}},
+	{"waits/tries/10per_s/burst3", schedtest.Config{Limit: 10, Burst: 3}, schedtest.Options{Deadlines: true, Cancels: true, Tries: true, Reserves: true}},
 	// One kind of feedback at a time, then everything.
 	{"pauses/10per_s/burst3", schedtest.Config{Limit: 10, Burst: 3}, schedtest.Options{Deadlines: true, Cancels: true, Retries: true, Pauses: true}},
 	{"windows/20per_s/burst5", schedtest.Config{Limit: 20, Burst: 5}, schedtest.Options{Deadlines: true, Cancels: true, Windows: true}},
@@ -63,7 +64,7 @@ var propSuites = []struct {
 	{"all/nolimit", schedtest.Config{}, propAll},
 }
 
-var propAll = schedtest.Options{Retries: true, Deadlines: true, Cancels: true, Pauses: true, Windows: true, Rejects: true, Declares: true}
+var propAll = schedtest.Options{Retries: true, Tries: true, Reserves: true, Deadlines: true, Cancels: true, Pauses: true, Windows: true, Rejects: true, Declares: true}
 
 func propEnv(t *testing.T, name string, def int64) int64 {
 	s := os.Getenv(name)

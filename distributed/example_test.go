@@ -103,3 +103,25 @@ func ExampleFailMode_String() {
 	fmt.Println(distributed.FailLocal, distributed.FailOpen, distributed.FailClosed)
 	// Output: FailLocal FailOpen FailClosed
 }
+
+// A queue worker that requeues a job rather than wait for the fleet's
+// quota, and a look at the quota's state.
+func ExampleQuota_TryN() {
+	client := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
+	defer client.Close()
+	q := distributed.New(client, "reports", 5, 5)
+
+	ctx := context.Background()
+	ok, retryIn, err := q.For("tenant-42").(throttle.Trier).TryN(ctx, 1)
+	switch {
+	case err != nil:
+		log.Fatal(err)
+	case !ok:
+		fmt.Println("requeue for", retryIn) // nothing was spent
+	}
+	st, err := q.For("tenant-42").(throttle.Inspector).State(ctx) // writes nothing
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%v units left, %d queued, paused for %v\n", st.Remaining, st.Queued, st.Paused)
+}

@@ -12,7 +12,7 @@ import (
 
 // The property suite of the schedule (internal/schedtest), run against
 // Quota on a real redis-server: the same random sequences of waits,
-// retries, cancels, deadlines, pauses, windows and bare rejections the root
+// retries, tries, reservations, cancels, deadlines, pauses, windows and bare rejections the root
 // package runs against Limiter in synctest bubbles, and the same
 // invariants (never over, nothing inside a pause, windows, FIFO, exact
 // refunds, no wedge, deadlines), on the real clock.
@@ -65,8 +65,14 @@ func TestPropRedis(t *testing.T) {
 		{"pauses", with(func(o *schedtest.Options) { o.Retries, o.Pauses = true, true })},
 		{"windows", with(func(o *schedtest.Options) { o.Windows = true })},
 		{"rejects", with(func(o *schedtest.Options) { o.Rejects = true })},
+		// Tries with feedback only: on the real clock the refund check
+		// (sequences without feedback) would flag a try refused a few ms
+		// before its ideal turn; never over, pauses, FIFO and at-once
+		// answers hold within the tolerance.
+		{"tries", with(func(o *schedtest.Options) { o.Tries, o.Pauses = true, true })},
+		{"reserves", with(func(o *schedtest.Options) { o.Reserves = true })},
 		{"all", with(func(o *schedtest.Options) {
-			o.Retries, o.Pauses, o.Windows, o.Rejects = true, true, true, true
+			o.Retries, o.Pauses, o.Windows, o.Rejects, o.Tries, o.Reserves = true, true, true, true, true, true
 		})},
 	}
 	cfg := schedtest.Config{Limit: 20, Burst: 4}

@@ -220,7 +220,14 @@ func (q *Quota) Adapt(ctx context.Context, f throttle.Feedback) error {
 // key. Any string is a safe key (see "Redis keys" in the package doc): it
 // cannot reach another key's state. For is cheap; the
 // result is safe for concurrent use and also implements [throttle.Pauser],
-// [throttle.Adapter] and [throttle.RetryWaiter].
+// [throttle.Adapter], [throttle.RetryWaiter], [throttle.Trier] (TryN: one
+// script call, spends now or nothing), [throttle.Reserver] (ReserveN:
+// one script call takes a ticket as a wait does; the Reservation's Delay
+// is the turn as learned then, its Wait sleeps and asks again as a wait
+// does, its Cancel is one call) and [throttle.Inspector] (State: one
+// read-only call that writes nothing). FailMode decides a try or a
+// reservation that Redis cannot answer as it decides a wait; State then
+// fails with [ErrStoreUnavailable].
 //
 // The result's WaitN(ctx, n) keeps the [throttle.Waiter] contract:
 //

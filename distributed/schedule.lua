@@ -6,7 +6,7 @@
 -- Redis's clock (TIME), never a worker's.
 --
 -- KEYS[1]  the key's hash
--- ARGV[1]  op: wait, turns, cancel, pause, adapt
+-- ARGV[1]  op: wait, turns, cancel, pause, adapt, try, state
 -- ARGV[2]  interval: configured µs per unit (0: no limit)
 -- ARGV[3]  burst
 -- ARGV[4]  the quota's channel: a change that moves queued turns is
@@ -54,8 +54,9 @@ else
 end
 local id = n0[1]
 
--- The fast path: see above.
-if not got[2] and op == 'wait' and ARGV[5] == '1' and ARGV[6] == '1' and n0[4] == n0[5]
+-- The fast path: see above. A try of one unit is a wait whose max wait
+-- is 0 (ARGV[7] is "0"): gone at once, or refused with nothing written.
+if not got[2] and (op == 'wait' or op == 'try') and ARGV[5] == '1' and ARGV[6] == '1' and n0[4] == n0[5]
 	and (ARGV[8] == '' or tonumber(ARGV[8]) == id) then
 	local _, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs = unpack(n0)
 	local I, tau = cfgI, cfgB * cfgI
@@ -665,6 +666,47 @@ local function waitOf(t)
 	end
 	return math.ceil(t - now)
 end
+-- view: the key's state at now as callers see it (schedule.go's view),
+-- after advance; it changes nothing. Returns the bucket's units less those
+-- queued (INF: no pace), the units waits of one unit each could take at
+-- once (INF: no limit), the turn of a wait of one unit, the units queued,
+-- the pace in force and the bucket's depth in units at it, and whether a
+-- cut is in force.
+local function view()
+	local interval, tau = pace(now)
+	local q = queued()
+	local tokens, burst, remaining = INF, 0, 0
+	if interval > 0 then
+		burst = tau / interval
+		tokens = math.min(math.max((now - math.max(s.tat, s.hold) + tau) / interval, 0), burst) - q
+	end
+	local nxt = turnAt(q + 1)
+	local limit = INF
+	if interval > 0 then
+		limit = math.floor(burst + 1e-9)
+	end
+	if w.valid then
+		limit = math.min(limit, w.left + probe())
+	end
+	if q == 0 and now >= s.hold then
+		if limit == INF then
+			remaining = INF
+		else
+			local due = now + 1e-9 * SEC -- rounding: see advance
+			local lo, hi = 0, limit
+			while lo < hi do
+				local mid = math.floor((lo + hi + 1) / 2)
+				if turnAt(mid) <= due then
+					lo = mid
+				else
+					hi = mid - 1
+				end
+			end
+			remaining = lo
+		end
+	end
+	return tokens, remaining, nxt, q, interval, burst, interval > 0 and cutRate(now) > 0
+end
 
 -- Seeding: a process whose tickets came from another state (Redis lost
 -- this one: a restart, an eviction, a failover) carries what it knows
@@ -773,6 +815,71 @@ elseif op == 'adapt' then
 		moved = true
 	end
 	reply = 1
+elseif op == 'try' then
+	-- wait's ARGV, its max wait "0" (so that the fast path serves a try
+	-- of one unit as a wait refused past its max wait). The rules of a
+	-- wait (schedule.go's try): the ticket goes if its turn has come;
+	-- otherwise it is taken back and nothing changes. Returns wait's
+	-- {status, wait µs, id, end, -1, now}: status 1 if the units went, 0
+	-- (wait: its turn) if not.
+	local n, qi = tonumber(ARGV[5]), tonumber(ARGV[6])
+	seed(ARGV[8], ARGV[9], ARGV[10])
+	advance()
+	-- What enqueue may change besides the ticket, to put back.
+	local maxCost, tat, wasMoved, win = s.maxCost, s.tat, moved, {}
+	for k, v in pairs(w) do
+		win[k] = v
+	end
+	local e = enqueue(qi, n)
+	local t = turn(qi, e)
+	if t <= now then
+		advance() -- lets the ticket go
+	end
+	if e <= s.q[qi].rel then
+		reply = {1, 0, s.id, e, -1, now}
+	else
+		-- The tail's ticket is taken back outright: the queue is as it was.
+		cancelTicket(s.q[qi], e, n)
+		s.maxCost, s.tat, moved = maxCost, tat, wasMoved
+		for k, v in pairs(win) do
+			w[k] = v
+		end
+		reply = {0, waitOf(t), s.id, 0, -1, now}
+		if fresh then
+			return reply -- no state to write for a key that had none
+		end
+	end
+elseif op == 'state' then
+	-- Read only: nothing is written, no expiry moves. Returns {tokens·1e6
+	-- (floor; 2^53: no pace), remaining (2^53: no limit), next turn µs,
+	-- pause left µs, queued, pace in force in units a second·1e6 (0:
+	-- none), burst·1e6, cut (0/1), window (0/1), window left·1e6, window
+	-- reset µs, now}.
+	advance()
+	local tokens, remaining, nxt, q, interval, burst, cutting = view()
+	local BIG = 2 ^ 53 -- +Inf
+	local function fixed(x, scale)
+		if x == INF then
+			return BIG
+		end
+		return math.floor(x * scale)
+	end
+	local function flag(b)
+		if b then
+			return 1
+		end
+		return 0
+	end
+	local rate = 0
+	if interval > 0 then
+		rate = math.floor(SEC / interval * 1e6 + 0.5)
+	end
+	local winLeft, winReset = 0, 0
+	if w.valid then
+		winLeft, winReset = fixed(w.left, 1e6), waitOf(w.reset)
+	end
+	return {fixed(tokens, 1e6), fixed(remaining, 1), waitOf(nxt), waitOf(s.hold), q, rate,
+		fixed(burst, 1e6), flag(cutting), flag(w.valid), winLeft, winReset, now}
 end
 
 -- Write the state back; publish a move.

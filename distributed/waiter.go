@@ -91,8 +91,7 @@ func (w *keyWaiter) waitN(ctx context.Context, n int) (turn int64, err error) {
 }
 
 func (w *keyWaiter) wait(ctx context.Context, n, qi int) (int64, error) {
-	q := w.q
-	if err := q.check(n); err != nil {
+	if err := w.q.check(n); err != nil {
 		return 0, err
 	}
 	if n == 0 {
@@ -101,6 +100,34 @@ func (w *keyWaiter) wait(ctx context.Context, n, qi int) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
+	r, err := w.take(ctx, n, qi)
+	if err != nil {
+		if errCaller(ctx, err) || r.refused {
+			return 0, err
+		}
+		return 0, w.fail(ctx, n, err)
+	}
+	if r.wait <= 0 {
+		return r.rnow, nil
+	}
+	return w.sleep(ctx, r.t, r.wait, r.recheck, r.rnow, r.gen, r.sub)
+}
+
+// taken is a ticket the script gave, and what a sleep on it needs.
+type taken struct {
+	t             ticket
+	wait, recheck time.Duration // until its turn; until a cut's step (< 0: none)
+	rnow          int64         // Redis's clock at the call, µs
+	gen           uint64        // pushes.mark before the call
+	sub           subState
+	refused       bool // err is a *throttle.DeadlineError: nothing kept
+}
+
+// take asks the script for a ticket of n units in queue qi (op wait),
+// refused if its turn is past ctx's deadline. An error with refused
+// false is the store's (or ctx's: see errCaller), for the FailMode.
+func (w *keyWaiter) take(ctx context.Context, n, qi int) (taken, error) {
+	q := w.q
 	maxWait := "" // no deadline: any turn will do
 	if deadline, ok := ctx.Deadline(); ok {
 		// Relative to this process's monotonic clock, like the returned wait.
@@ -114,31 +141,28 @@ func (w *keyWaiter) wait(ctx context.Context, n, qi int) (int64, error) {
 	gen, sub := q.pushes.mark()
 	reply, err := w.run(ctx, "wait", n, qi, maxWait, known, floor, hold)
 	if err != nil {
-		if errCaller(ctx, err) {
-			return 0, err
-		}
-		return 0, w.fail(ctx, n, err)
+		return taken{}, err
 	}
 	if len(reply) != 6 {
-		return 0, w.fail(ctx, n, fmt.Errorf("unexpected reply %v from the schedule script", reply))
+		return taken{}, fmt.Errorf("unexpected reply %v from the schedule script", reply)
 	}
-	wait, rnow := time.Duration(reply[1])*time.Microsecond, reply[5]
-	t := ticket{id: reply[2], qi: qi, n: n, end: reply[3]}
-	q.memo.turn(w.rkey, t.id, time.Now().Add(wait))
+	r := taken{
+		t:    ticket{id: reply[2], qi: qi, n: n, end: reply[3]},
+		wait: time.Duration(reply[1]) * time.Microsecond, recheck: time.Duration(reply[4]) * time.Microsecond,
+		rnow: reply[5], gen: gen, sub: sub,
+	}
+	q.memo.turn(w.rkey, r.t.id, time.Now().Add(r.wait))
 	if reply[0] != 1 {
-		return 0, &throttle.DeadlineError{Key: w.key, Delay: wait}
+		return taken{refused: true}, &throttle.DeadlineError{Key: w.key, Delay: r.wait}
 	}
-	if wait <= 0 {
-		return rnow, nil
-	}
-	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= wait {
+	if deadline, ok := ctx.Deadline(); ok && r.wait > 0 && time.Until(deadline) <= r.wait {
 		// The script compared the turn with the time left when the call
 		// was sent; the round trip used some of it, and the turn is now
 		// past the deadline. Give it back rather than sleep into it.
-		w.cancel(ctx, t)
-		return 0, &throttle.DeadlineError{Key: w.key, Delay: wait}
+		w.cancel(ctx, r.t)
+		return taken{refused: true}, &throttle.DeadlineError{Key: w.key, Delay: r.wait}
 	}
-	return w.sleep(ctx, t, wait, time.Duration(reply[4])*time.Microsecond, rnow, gen, sub)
+	return r, nil
 }
 
 // sleep sleeps until the ticket's turn, wait from now, and returns the

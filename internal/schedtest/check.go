@@ -104,6 +104,17 @@ func (c *checker) refused(i int) bool {
 
 // Violations returns a line for every invariant lg violates; see Check.
 func Violations(seq Sequence, lg Log, tol time.Duration) []string {
+	// A try is checked as a wait whose deadline is its call (within
+	// tol): it goes at once, or is refused at once only if its turn in
+	// the ideal schedule is later than its call.
+	if slices.ContainsFunc(seq.Ops, func(o Op) bool { return o.Try }) {
+		lg.Results = slices.Clone(lg.Results)
+		for i, o := range seq.Ops {
+			if o.Kind == Wait && o.Try {
+				lg.Results[i].Deadline = lg.Results[i].Call + max(tol, 1)
+			}
+		}
+	}
 	c := &checker{seq: seq, lg: lg, tol: ns(tol)}
 	for i, o := range seq.Ops {
 		if o.Kind == Wait {

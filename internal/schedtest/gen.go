@@ -87,7 +87,7 @@ func (c Config) burst() int { return max(c.Burst, 1) }
 type Kind int
 
 const (
-	Wait  Kind = iota // WaitN, or WaitRetryN if Op.Retry
+	Wait  Kind = iota // WaitN, or WaitRetryN if Op.Retry, or TryN if Op.Try
 	Pause             // Pause(ctx, Op.D)
 	Adapt             // Adapt(ctx, Op.F): a pause, window, rejection or declared limit
 )
@@ -98,9 +98,14 @@ type Op struct {
 	Kind Kind
 
 	// Wait: N units, in the retry queue if Retry; Deadline (from the
-	// call) or Cancel (after the call), 0 for none.
+	// call) or Cancel (after the call), 0 for none. Try: TryN instead,
+	// checked as a wait whose deadline is its call (it goes at once or
+	// is refused at once, taking no place). Reserve: ReserveN then the
+	// Reservation's Wait, its Cancel at Cancel.
 	N        int
 	Retry    bool
+	Try      bool
+	Reserve  bool
 	Deadline time.Duration
 	Cancel   time.Duration
 
@@ -130,6 +135,12 @@ func (o Op) String() string {
 		q := "WaitN"
 		if o.Retry {
 			q = "WaitRetryN"
+		}
+		if o.Try {
+			q = "TryN"
+		}
+		if o.Reserve {
+			q = "ReserveN+Wait"
 		}
 		fmt.Fprintf(&b, "%s(%d)", q, o.N)
 		if o.Deadline > 0 {
@@ -207,6 +218,8 @@ type Options struct {
 	GiveUp time.Duration
 
 	Retries   bool // some waits go through WaitRetryN
+	Tries     bool // some waits are TryN (throttle.Trier)
+	Reserves  bool // some waits are ReserveN and Wait (throttle.Reserver)
 	Deadlines bool // some waits have a deadline
 	Cancels   bool // some waits are cancelled after a delay
 	Pauses    bool // Pause and Adapt{Pause}, some extending the last
@@ -341,6 +354,11 @@ func Generate(seed int64, cfg Config, opt Options) Sequence {
 			o.Deadline = steps(step, 4*unit)
 		case k == 1 && opt.Cancels:
 			o.Cancel = steps(step, 4*unit)
+		case k == 2 && opt.Tries:
+			o.Try, o.Retry = true, false
+		}
+		if opt.Reserves && !o.Try && r.IntN(3) == 0 {
+			o.Reserve, o.Retry = true, false
 		}
 		s.Ops = append(s.Ops, o)
 	}

@@ -46,8 +46,14 @@ func Run(t testing.TB, w throttle.Waiter, seq Sequence, settle func()) Log {
 	rw, _ := w.(throttle.RetryWaiter)
 	pw, _ := w.(throttle.Pauser)
 	aw, _ := w.(throttle.Adapter)
+	tw, _ := w.(throttle.Trier)
+	sw, _ := w.(throttle.Reserver)
 	for i, o := range seq.Ops {
 		switch {
+		case o.Kind == Wait && o.Reserve && sw == nil:
+			t.Fatalf("op %d: %T does not implement throttle.Reserver", i, w)
+		case o.Kind == Wait && o.Try && tw == nil:
+			t.Fatalf("op %d: %T does not implement throttle.Trier", i, w)
 		case o.Kind == Wait && o.Retry && rw == nil:
 			t.Fatalf("op %d: %T does not implement throttle.RetryWaiter", i, w)
 		case o.Kind == Pause && pw == nil:
@@ -90,14 +96,32 @@ func Run(t testing.TB, w throttle.Waiter, seq Sequence, settle func()) Log {
 					ctx, c = context.WithDeadline(ctx, start.Add(res.Deadline))
 					defer c()
 				}
-				if o.Cancel > 0 {
+				if o.Cancel > 0 && !o.Reserve {
 					res.Cancel = res.Call + o.Cancel
 					tm := time.AfterFunc(o.Cancel, cancel)
 					defer tm.Stop()
 				}
-				if o.Retry {
+				switch {
+				case o.Reserve:
+					var rv throttle.Reservation
+					if rv, res.Err = sw.ReserveN(ctx, o.N); res.Err != nil {
+						break
+					}
+					if o.Cancel > 0 { // through the Reservation, not ctx
+						res.Cancel = res.Call + o.Cancel
+						tm := time.AfterFunc(res.Cancel-since(), rv.Cancel)
+						defer tm.Stop()
+					}
+					res.Err = rv.Wait(ctx)
+				case o.Try:
+					// A refusal is recorded as a wait's at its deadline.
+					ok, d, err := tw.TryN(ctx, o.N)
+					if res.Err = err; err == nil && !ok {
+						res.Err = &throttle.DeadlineError{Delay: d}
+					}
+				case o.Retry:
 					res.Err = rw.WaitRetryN(ctx, o.N)
-				} else {
+				default:
 					res.Err = w.WaitN(ctx, o.N)
 				}
 				res.Return = since()

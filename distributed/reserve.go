@@ -1,0 +1,231 @@
+package distributed
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/throttle-go/throttle"
+	"golang.org/x/time/rate"
+)
+
+// ReserveN implements [throttle.Reserver]: one script call takes a ticket
+// of n units in the key's queue, as a wait does (a reservation is a
+// ticket), and returns it without sleeping. Checks and deadline are a
+// wait's (see For): a turn past ctx's deadline reserves nothing. If
+// Redis cannot answer, FailMode decides: FailOpen returns a turn that
+// has come, FailClosed an error matching [ErrStoreUnavailable], FailLocal
+// a reservation of this process's fallback bucket.
+//
+// The Reservation's Delay is the turn as learned at ReserveN, not asked
+// again (a move of the queue since, a pause or a cancel ahead, shows in
+// Wait, which asks); Cancel is one script
+// call, bounded by Timeout (or, while a Wait sleeps on the reservation,
+// the refund that Wait's end makes); Wait sleeps as a wait does, woken by
+// moves of the queue pushed from any process.
+func (w *keyWaiter) ReserveN(ctx context.Context, n int) (throttle.Reservation, error) {
+	if err := w.q.check(n); err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return &reservation{w: w, state: resDone}, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r, err := w.take(ctx, n, queueFirst)
+	if err != nil {
+		if errCaller(ctx, err) || r.refused {
+			return nil, err
+		}
+		return w.reserveFail(ctx, n, err)
+	}
+	res := &reservation{w: w, taken: r, wake: time.Now().Add(r.wait)}
+	if r.wait <= 0 {
+		res.state = resDone // gone at once
+	}
+	return res, nil
+}
+
+// ReserveN takes a turn of the quota's own bucket (the one For("")
+// returns): see [throttle.Reserver] and keyWaiter's ReserveN via For.
+func (q *Quota) ReserveN(ctx context.Context, n int) (throttle.Reservation, error) {
+	return q.defaultWaiter().ReserveN(ctx, n)
+}
+
+// A reservation's states.
+const (
+	resHeld    = iota // the ticket is queued, no Wait sleeps on it
+	resWaiting        // a Wait sleeps on it
+	resDone           // gone, cancelled or given back
+)
+
+// reservation is a ticket of the key's queue in Redis.
+type reservation struct {
+	w     *keyWaiter
+	taken taken
+
+	mu    sync.Mutex         // protects the fields below
+	wake  time.Time          // the turn as last learned, on this process's clock
+	state int                // resHeld, resWaiting, resDone
+	stop  context.CancelFunc // ends the sleeping Wait, while resWaiting
+	// cancelled: the units were given back (or lost trying), by Cancel
+	// or by a Wait that ended early.
+	cancelled bool
+}
+
+// Delay implements [throttle.Reservation]: the turn as last learned.
+func (r *reservation) Delay() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.state == resDone {
+		return 0
+	}
+	return max(time.Until(r.wake), 0)
+}
+
+// Cancel implements [throttle.Reservation].
+func (r *reservation) Cancel() {
+	r.mu.Lock()
+	switch r.state {
+	case resDone:
+		r.mu.Unlock()
+	case resWaiting:
+		// The sleeping Wait gives the units back as it ends.
+		r.stop()
+		r.mu.Unlock()
+	default:
+		r.state = resDone
+		r.mu.Unlock()
+		t := r.taken.t
+		reply, err := r.w.run(context.Background(), "cancel", t.id, t.qi, t.end, t.n)
+		// Back (1), or lost with a store that failed: either way not to
+		// be waited for. 0: the turn had come, the units were spent.
+		r.mu.Lock()
+		r.cancelled = err != nil || len(reply) == 1 && reply[0] == 1
+		r.mu.Unlock()
+	}
+}
+
+// errWaiting: see Wait.
+var errWaiting = errors.New("throttle/distributed: Wait called on a reservation another Wait sleeps on; wait on it once")
+
+// Wait implements [throttle.Reservation]. One Wait at a time may sleep on
+// a reservation: a second, while the first sleeps, returns an error.
+func (r *reservation) Wait(ctx context.Context) error {
+	r.mu.Lock()
+	switch r.state {
+	case resDone:
+		cancelled := r.cancelled
+		r.mu.Unlock()
+		if cancelled {
+			return context.Canceled
+		}
+		return nil
+	case resWaiting:
+		r.mu.Unlock()
+		return errWaiting
+	}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	r.state, r.stop = resWaiting, stop
+	wake := r.wake
+	r.mu.Unlock()
+	t := r.taken
+	_, err := r.w.sleep(wctx, t.t, time.Until(wake), t.recheck, t.rnow, t.gen, t.sub)
+	r.mu.Lock()
+	r.state = resDone
+	if err == nil {
+		r.wake = time.Now()
+	} else {
+		r.cancelled = true // sleep gave the units back
+	}
+	r.mu.Unlock()
+	if err != nil && ctx.Err() == nil && wctx.Err() != nil {
+		return context.Canceled // Cancel ended it
+	}
+	return err
+}
+
+// reserveFail applies the FailMode to a reservation the store could not
+// serve.
+func (w *keyWaiter) reserveFail(ctx context.Context, n int, cause error) (throttle.Reservation, error) {
+	q := w.q
+	q.fellBack(ctx, w.key, cause)
+	switch q.FailMode {
+	case FailOpen:
+		return &reservation{w: w, state: resDone}, nil
+	case FailClosed:
+		return nil, unavailable(cause)
+	}
+	lim := q.local.get(w.key, q.limit, q.burst, max(1, q.Workers), q.clock())
+	now := q.clock()
+	lr := lim.ReserveN(now, n)
+	delay := lr.DelayFrom(now)
+	if nb := q.memo.notBefore(w.rkey); nb.After(now.Add(delay)) {
+		delay = nb.Sub(now)
+	}
+	if deadline, ok := ctx.Deadline(); ok && delay > time.Until(deadline) {
+		lr.CancelAt(now)
+		return nil, &throttle.DeadlineError{Key: w.key, Delay: delay}
+	}
+	q.memo.turn(w.rkey, 0, now.Add(delay))
+	return &localReservation{r: lr, wake: time.Now().Add(delay), clock: q.clock}, nil
+}
+
+// localReservation is a reservation of a FailLocal bucket.
+type localReservation struct {
+	r     *rate.Reservation
+	wake  time.Time
+	clock func() time.Time
+
+	mu   sync.Mutex // protects done
+	done bool       // cancelled
+}
+
+func (l *localReservation) Delay() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done {
+		return 0
+	}
+	return max(time.Until(l.wake), 0)
+}
+
+func (l *localReservation) Cancel() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.done && time.Until(l.wake) > 0 {
+		l.done = true
+		l.r.CancelAt(l.clock())
+	}
+}
+
+func (l *localReservation) Wait(ctx context.Context) error {
+	d := l.Delay()
+	l.mu.Lock()
+	done := l.done
+	l.mu.Unlock()
+	if done {
+		return context.Canceled
+	}
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		l.Cancel()
+		return ctx.Err()
+	}
+}
+
+var (
+	_ throttle.Reserver    = (*keyWaiter)(nil)
+	_ throttle.Reservation = (*reservation)(nil)
+	_ throttle.Reservation = (*localReservation)(nil)
+)

@@ -1,0 +1,84 @@
+package distributed
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/throttle-go/throttle"
+)
+
+// TryN implements [throttle.Trier]: one script call spends n units of the
+// key's quota if a wait of n would go at once (the schedule's rules for a
+// wait, in the same script), and otherwise changes nothing and returns
+// how long from now a wait of n would go. It never sleeps; the call is
+// bounded by Timeout.
+//
+// n = 0 returns true at once; n < 0, a limit that is not positive or a
+// burst below 1 fail with [throttle.ErrInvalidLimit], n > burst with
+// [throttle.ErrCostExceedsBurst], before any call. If Redis cannot
+// answer, FailMode decides as for a wait: FailOpen spends (true),
+// FailClosed returns an error matching [ErrStoreUnavailable], FailLocal
+// tries this process's fallback bucket (and a pause this process knows).
+// If ctx ends while the call is in flight, TryN returns ctx's error; a
+// try that Redis had let go then stays spent (erring on the side of the
+// API's limit).
+func (w *keyWaiter) TryN(ctx context.Context, n int) (bool, time.Duration, error) {
+	q := w.q
+	if err := q.check(n); err != nil {
+		return false, 0, err
+	}
+	if n == 0 {
+		return true, 0, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return false, 0, err
+	}
+	known, floor, hold := q.memo.args(w.rkey)
+	// The arguments of a wait whose max wait is 0: see schedule.lua.
+	reply, err := w.run(ctx, "try", n, queueFirst, "0", known, floor, hold)
+	if err == nil && len(reply) != 6 {
+		err = fmt.Errorf("unexpected reply %v from the schedule script", reply)
+	}
+	if err != nil {
+		if errCaller(ctx, err) {
+			return false, 0, err
+		}
+		return w.tryFail(ctx, n, err)
+	}
+	if reply[0] == 1 {
+		return true, 0, nil
+	}
+	return false, time.Duration(reply[1]) * time.Microsecond, nil
+}
+
+// tryFail applies the FailMode to a try the store could not serve.
+func (w *keyWaiter) tryFail(ctx context.Context, n int, cause error) (bool, time.Duration, error) {
+	q := w.q
+	q.fellBack(ctx, w.key, cause)
+	switch q.FailMode {
+	case FailOpen:
+		return true, 0, nil
+	case FailClosed:
+		return false, 0, unavailable(cause)
+	}
+	lim := q.local.get(w.key, q.limit, q.burst, max(1, q.Workers), q.clock())
+	now := q.clock()
+	if nb := q.memo.notBefore(w.rkey); nb.After(now) {
+		return false, nb.Sub(now), nil
+	}
+	r := lim.ReserveN(now, n)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return false, d, nil
+	}
+	return true, 0, nil
+}
+
+// TryN spends n units of the quota's own bucket (the one For("")
+// returns) now, or nothing: see [throttle.Trier] and For.
+func (q *Quota) TryN(ctx context.Context, n int) (bool, time.Duration, error) {
+	return q.defaultWaiter().TryN(ctx, n)
+}
+
+var _ throttle.Trier = (*keyWaiter)(nil)

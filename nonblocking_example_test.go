@@ -1,0 +1,115 @@
+package throttle_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/throttle-go/throttle"
+)
+
+// A queue worker that would rather requeue a job than wait: TryN spends
+// the units now or not at all, and says when to come back.
+func ExampleTrier() {
+	lim := &throttle.Limiter{Limit: 1, Burst: 2} // per tenant: 1 job a second, 2 at once
+	ctx := context.Background()
+	for job := 1; job <= 3; job++ {
+		ok, retryIn, err := lim.For("acme").(throttle.Trier).TryN(ctx, 1)
+		switch {
+		case err != nil:
+			fmt.Printf("job %d: %v\n", job, err)
+		case ok:
+			fmt.Printf("job %d runs\n", job)
+		default:
+			fmt.Printf("job %d requeued for %v\n", job, retryIn.Round(100*time.Millisecond))
+		}
+	}
+	// Output:
+	// job 1 runs
+	// job 2 runs
+	// job 3 requeued for 1s
+}
+
+// A bucket of 50 and 200 concurrent non-blocking callers: exactly 50 go.
+func ExampleLimiter_Allow() {
+	lim := &throttle.Limiter{Limit: rate.Every(time.Hour), Burst: 50}
+	var went atomic.Int32
+	var wg sync.WaitGroup
+	for range 200 {
+		wg.Go(func() {
+			if lim.Allow() {
+				went.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	fmt.Println(went.Load(), "of 200 went")
+	// Output:
+	// 50 of 200 went
+}
+
+// Turns taken ahead of time: each reservation's delay follows the key's
+// state, so cancelling one moves those behind it up.
+func ExampleReservation() {
+	lim := &throttle.Limiter{Limit: 10, Burst: 1}
+	ctx := context.Background()
+	var rs []throttle.Reservation
+	for range 3 {
+		r, err := lim.ReserveN(ctx, 1)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		rs = append(rs, r)
+	}
+	round := func(d time.Duration) time.Duration { return d.Round(50 * time.Millisecond) }
+	fmt.Println("delays:", round(rs[0].Delay()), round(rs[1].Delay()), round(rs[2].Delay()))
+	rs[1].Cancel() // its unit goes to the next in line
+	fmt.Println("after a cancel:", round(rs[2].Delay()))
+	if err := rs[2].Wait(ctx); err != nil {
+		fmt.Println(err)
+	}
+	fmt.Println("after Wait:", round(rs[2].Delay()))
+	// Output:
+	// delays: 0s 100ms 200ms
+	// after a cancel: 100ms
+	// after Wait: 0s
+}
+
+// A key's state, read without changing it.
+func ExampleLimiter_State() {
+	lim := &throttle.Limiter{Limit: 1, Burst: 5}
+	ctx := context.Background()
+	for range 3 {
+		_ = lim.For("acme").WaitN(ctx, 1)
+	}
+	st := lim.State("acme")
+	fmt.Printf("remaining %v of %v at %v/s, next turn in %v\n", st.Remaining, st.Burst, st.Limit, st.Next)
+	_ = lim.For("acme").(throttle.Pauser).Pause(ctx, 10*time.Second)
+	st = lim.State("acme")
+	fmt.Printf("paused for %v, remaining %v\n", st.Paused.Round(time.Second), st.Remaining)
+	// Output:
+	// remaining 2 of 5 at 1/s, next turn in 0s
+	// paused for 10s, remaining 0
+}
+
+// A key's rate changed while the program runs: the waits queued on it
+// take the new pace from then on.
+func ExampleLimiter_SetRate() {
+	lim := &throttle.Limiter{Limit: 1, Burst: 1}
+	ctx := context.Background()
+	_ = lim.For("acme").WaitN(ctx, 1)
+	fmt.Println("next turn at 1/s:", lim.State("acme").Next.Round(100*time.Millisecond))
+	if err := lim.SetRate("acme", throttle.Rate{Limit: 10, Burst: 1}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("next turn at 10/s:", lim.State("acme").Next.Round(100*time.Millisecond))
+	// Output:
+	// next turn at 1/s: 1s
+	// next turn at 10/s: 100ms
+}

@@ -1,0 +1,168 @@
+package throttle
+
+import (
+	"context"
+	"time"
+)
+
+// Reserver is a Waiter that hands out turns without sleeping: ReserveN
+// takes a place in the key's queue, as a wait does, and returns it as a
+// [Reservation] to keep (wait for it, or act after its Delay) or to
+// cancel. As for a wait: a cost the key cannot serve fails
+// ([ErrCostExceedsBurst], [ErrInvalidLimit]), and a turn past ctx's
+// deadline returns a [*DeadlineError] and reserves nothing; ctx bounds
+// only the taking of the turn. The keys of [Limiter] and of
+// distributed.Quota implement it.
+type Reserver interface {
+	ReserveN(ctx context.Context, n int) (Reservation, error)
+}
+
+// Reservation is a turn in a key's queue for n units, as a wait holds
+// while it sleeps: x/time/rate's Reservation for a key. Its turn follows
+// from the key's state, so a pause, a server's window or a change of rate
+// moves it, and a reservation cancelled ahead of it moves it up. The units
+// are spent at the turn, whether or not anyone waits for it; Cancel
+// before the turn gives them back exactly, as a cancelled wait does (the
+// turns behind move up, the units go to the next in line, never to two).
+// Implementations are safe for concurrent use.
+type Reservation interface {
+	// Delay returns how long from now until the turn: 0 once it has come,
+	// or if the reservation was cancelled. A [Limiter]'s asks the key's
+	// state each time; a shared quota's returns the turn as learned when
+	// it was reserved (its Wait asks the store).
+	Delay() time.Duration
+	// Cancel gives the units back if the turn has not come: the turns
+	// behind move up. After the turn, or a second time, it does nothing.
+	Cancel()
+	// Wait sleeps until the turn, as a wait does: woken when the turn
+	// moves. If ctx ends first, or the turn moves past ctx's deadline,
+	// the reservation is cancelled (its units given back) and Wait
+	// returns ctx's error or a [*DeadlineError]. After Cancel it returns
+	// [context.Canceled].
+	Wait(ctx context.Context) error
+}
+
+// reservation is a Limiter key's Reservation: a ticket of its schedule.
+type reservation struct {
+	b    *bucket
+	qi   int
+	e, n int64
+	done bool // its units came back (Cancel, or a Wait that ended); b.mu
+}
+
+// ReserveN takes a turn for n units of the key's quota and returns it
+// without waiting: see [Reserver].
+func (b *bucket) ReserveN(ctx context.Context, n int) (Reservation, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	if b.dead {
+		b.mu.Unlock()
+		return b.l.bucket(b.key).ReserveN(ctx, n)
+	}
+	if err := b.check(n); err != nil {
+		b.mu.Unlock()
+		return nil, err
+	}
+	r := &reservation{b: b, qi: queueFirst, n: int64(n)}
+	if n == 0 {
+		b.mu.Unlock()
+		return r, nil // e = 0: gone
+	}
+	now := b.l.now()
+	s := &b.s
+	s.advance(now, b.pacing)
+	if s.goNow(now, b.pacing, queueFirst, int64(n)) {
+		r.e = s.q[queueFirst].rel
+		b.mu.Unlock()
+		return r, nil
+	}
+	e, moved := s.enqueue(now, b.pacing, queueFirst, int64(n))
+	if moved {
+		b.notifyLocked()
+	}
+	r.e = e
+	turn := s.turn(now, b.pacing, queueFirst, e)
+	if turn <= now {
+		s.advance(now, b.pacing)
+	} else if err := b.overDeadline(ctx, turn-now); err != nil {
+		s.cancel(queueFirst, e, int64(n))
+		b.mu.Unlock()
+		return nil, err
+	}
+	b.mu.Unlock()
+	return r, nil
+}
+
+// ReserveN takes a turn for n units of the Limiter's own quota (the key
+// ""): see [Reservation].
+func (l *Limiter) ReserveN(ctx context.Context, n int) (Reservation, error) {
+	l.once.Do(l.init)
+	return l.def.ReserveN(ctx, n)
+}
+
+// Delay implements [Reservation]: the turn as the key's state is now.
+func (r *reservation) Delay() time.Duration {
+	b := r.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if r.done {
+		return 0
+	}
+	now := b.l.now()
+	b.s.advance(now, b.pacing)
+	if r.e <= b.s.q[r.qi].rel {
+		return 0
+	}
+	return duration(b.s.turn(now, b.pacing, r.qi, r.e) - now)
+}
+
+// Cancel implements [Reservation].
+func (r *reservation) Cancel() {
+	b := r.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if r.done {
+		return
+	}
+	b.s.advance(b.l.now(), b.pacing)
+	r.giveBackLocked()
+}
+
+// giveBackLocked cancels the ticket once. It requires b.mu.
+func (r *reservation) giveBackLocked() {
+	if r.done {
+		return
+	}
+	r.b.giveBack(r.qi, r.e, r.n, &r.done)
+}
+
+// Wait implements [Reservation].
+func (r *reservation) Wait(ctx context.Context) error {
+	b := r.b
+	b.mu.Lock()
+	if r.done {
+		b.mu.Unlock()
+		return context.Canceled
+	}
+	now := b.l.now()
+	b.s.advance(now, b.pacing)
+	if r.e <= b.s.q[r.qi].rel {
+		b.mu.Unlock()
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		r.giveBackLocked()
+		b.mu.Unlock()
+		return err
+	}
+	turn := b.s.turn(now, b.pacing, r.qi, r.e)
+	if err := b.overDeadline(ctx, turn-now); err != nil {
+		r.giveBackLocked()
+		b.mu.Unlock()
+		return err
+	}
+	b.sleepers++
+	return b.sleep(ctx, r.qi, r.e, r.n, turn, &r.done)
+}

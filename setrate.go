@@ -1,0 +1,75 @@
+package throttle
+
+import (
+	"fmt"
+	"math"
+
+	"golang.org/x/time/rate"
+)
+
+// SetRate changes key's rate while the Limiter runs: the waits queued on
+// the key go at the new pace from now on (their turns follow from the
+// key's state, so a change of pace moves them all at once), and the
+// bucket keeps the units it holds now, up to the new burst (as a change
+// of pace by a server's declared limit does). A key seen later, or seen
+// again after it was forgotten, gets the new rate too: SetRate is an
+// override that lasts, as an entry of Overrides would. The key "" is the
+// Limiter's own quota (WaitN on the Limiter), and For("").
+//
+// r's zero fields mean what they mean in [Rate]: Limit 0 is no limit,
+// Burst 0 is 1. A wait queued for more units than the new burst fails
+// with [ErrCostExceedsBurst] only when it is made, not once queued: it
+// goes when the bucket has gathered its units. A negative or NaN Limit,
+// or a negative Burst, is refused with [ErrInvalidLimit] and changes
+// nothing. SetRate never blocks on a wait and is safe for concurrent use.
+func (l *Limiter) SetRate(key string, r Rate) error {
+	if r.Limit < 0 || math.IsNaN(float64(r.Limit)) || r.Burst < 0 {
+		return fmt.Errorf("throttle: SetRate(%q) with limit %v, burst %d: give a limit ≥ 0 (0: none) and a burst ≥ 0: %w", key, r.Limit, r.Burst, ErrInvalidLimit)
+	}
+	l.once.Do(l.init)
+	l.insertMu.Lock()
+	l.rates[key] = r
+	l.insertMu.Unlock()
+	bs := []*bucket{}
+	if v, ok := l.keys.Load(key); ok {
+		bs = append(bs, v.(*bucket))
+	}
+	if key == "" {
+		bs = append(bs, l.def)
+	}
+	for _, b := range bs {
+		b.mu.Lock()
+		if !b.dead {
+			now := l.now()
+			b.s.advance(now, b.pacing) // what went at the old pace
+			// The units the bucket holds now, at most its burst (GCRA),
+			// however long it was idle: those are what rescale keeps.
+			b.s.settle(now, b.pacing)
+			if iv, _ := b.s.pace(now, b.pacing); iv == 0 {
+				// No pace was in force: no debt either (a tat left from
+				// an earlier pace is not one).
+				b.s.tat = min(b.s.tat, now)
+			}
+			b.setRate(r)
+			b.s.advance(now, b.pacing) // rescale: the units kept at the new
+			b.notifyLocked()
+		}
+		b.mu.Unlock()
+	}
+	return nil
+}
+
+// setRate sets the key's rate. It requires b.mu, or b not yet shared.
+func (b *bucket) setRate(r Rate) {
+	b.limit, b.burst = r.Limit, r.Burst
+	if b.limit == 0 {
+		b.limit = rate.Inf
+	}
+	if b.burst == 0 {
+		b.burst = 1
+	}
+	b.pacing = pacing{burst: float64(b.burst), sec: 1e9}
+	if b.limit != rate.Inf && b.limit > 0 {
+		b.pacing.interval = 1e9 / float64(b.limit)
+	}
+}
