@@ -244,13 +244,11 @@ func TestTransportSpentLongWindow(t *testing.T) {
 // request wait 60 s). The Transport reports the request's cost with the
 // rejection, which the waiter's floor scales by.
 //
-// It fails today, in the schedule (schedule.go, the lead's): during a cut
-// the bucket is one unit deep (pace: τ = max(τ, ci)), so a request of n
-// units waits for the last one's n as well as its own: 500-token requests
-// at the floor of 500 tokens a second go every 1.9 s. With τ = max(τ,
-// max(s.maxCost, 1)·ci) (and its Lua twin) it passes.
+// It failed while a cut's bucket was one unit deep (τ = max(τ, ci)): a
+// request of n units waited for the last one's n as well as its own, and
+// 500-token requests at the floor of 500 tokens a second went every
+// 1.9 s. A cut's bucket is now a request deep (the largest cost).
 func TestTransportSlowDownCountsRequests(t *testing.T) {
-	t.Skip("needs the schedule's cut to be a request deep, not a unit: see the comment above")
 	synctest.Test(t, func(t *testing.T) {
 		// A request every 0.9 s (about 550 tokens a second), then bare
 		// 429s: each cuts the pace to 70% of the last, but never below a

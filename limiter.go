@@ -258,8 +258,13 @@ func (b *bucket) wait(ctx context.Context, n, qi int) error {
 	turn := s.turn(now, b.pacing, qi, e)
 	if turn <= now {
 		s.advance(now, b.pacing) // lets the ticket go
-		b.mu.Unlock()
-		return nil
+		if e <= s.q[qi].rel {
+			b.mu.Unlock()
+			return nil
+		}
+		// Never returns for units that did not go (the turn and advance
+		// agree; this keeps a disagreement from over-sending): sleep.
+		turn = max(s.turn(now, b.pacing, qi, e), now)
 	}
 	if err := b.overDeadline(ctx, turn-now); err != nil {
 		s.cancel(qi, e, int64(n))

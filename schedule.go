@@ -496,9 +496,11 @@ func (s *schedule) pace(now float64, c pacing) (interval, tau float64) {
 	tau = burst * interval
 	if r := s.cut.rate(now, c.sec); r > 0 && c.sec/r > interval {
 		ci := c.sec / r
-		// At least a unit at once: a bucket shallower than one interval
-		// would space units by more than the interval (2·ci − τ).
-		tau = max(tau, ci)
+		// At least a request at once (the largest cost of a wait on the
+		// key): a bucket shallower than one would space requests by more
+		// than their units' intervals (a unit deep: 2·ci − τ for units,
+		// and a request of n units would wait for the last one's n too).
+		tau = max(tau, max(s.maxCost, 1)*ci)
 		interval = ci
 	}
 	return interval, tau
@@ -841,9 +843,12 @@ func (s *schedule) enqueue(now float64, c pacing, qi int, n int64) (e int64, mov
 		}
 	}
 	if float64(n) > s.maxCost {
-		// A larger probe moves the turns of the waits past a window.
-		moved = s.win.valid && s.queued() > 0
+		// A larger probe moves the turns of the waits past a window, and
+		// a cut's bucket is a request deep (see pace): the bucket's units
+		// are kept across the change (rescale), and the turns move.
+		moved = (s.win.valid || s.cut.r0 != 0) && s.queued() > 0
 		s.maxCost = float64(n)
+		s.rescale(now, c)
 	}
 	return s.q[qi].take(n), moved
 }
@@ -967,8 +972,11 @@ func (s *schedule) try(now float64, c pacing, qi int, n int64) (bool, float64) {
 	if s.goNow(now, c, qi, n) {
 		return true, now
 	}
-	// What enqueue may change besides the ticket, to put back.
-	maxCost, win, tat := s.maxCost, s.win, s.tat
+	// The state as it was, to put back: enqueue may change more than the
+	// queue (the largest cost, and with it a cut's depth and the bucket's
+	// units: see rescale). The copy shares the lines' slices, which
+	// enqueue and advance only append to or reslice.
+	saved := *s
 	e, _ := s.enqueue(now, c, qi, n)
 	t := s.turn(now, c, qi, e)
 	if t <= now {
@@ -977,9 +985,7 @@ func (s *schedule) try(now float64, c pacing, qi int, n int64) (bool, float64) {
 			return true, now
 		}
 	}
-	// The tail's ticket is taken back outright: the queue is as it was.
-	s.q[qi].cancel(e, n)
-	s.maxCost, s.win, s.tat = maxCost, win, tat
+	*s = saved
 	return false, t
 }
 
@@ -1002,7 +1008,7 @@ func (s *schedule) view(now float64, c pacing) view {
 	v := view{
 		queued:   float64(s.queued()),
 		interval: interval,
-		cut:      s.cut.rate(now, c.sec) > 0 && interval > 0,
+		cut:      (s.cut.rate(now, c.sec) > 0 || s.trim > 0) && interval > 0,
 		declared: c.interval == 0 && s.dInt > 0,
 		tokens:   math.Inf(1),
 	}

@@ -40,7 +40,8 @@ type State struct {
 	// depth in units at that pace.
 	Limit rate.Limit
 	Burst float64
-	// Cut reports a slow-down after bare rejections in force.
+	// Cut reports a slow-down after bare rejections in force: a cut, or a
+	// trim of the limit by the margin a strict server needs.
 	Cut bool
 	// Declared reports that Limit is a server's declared limit (the key
 	// has none configured).

@@ -156,8 +156,13 @@ func TestStatePace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := &Limiter{Limit: 10, Burst: 5}
 		a := l.For("k").(Adapter)
-		_ = a.Adapt(t.Context(), Feedback{Throttled: true, Cost: 1}) // a lone rejection shifts
-		_ = a.Adapt(t.Context(), Feedback{Throttled: true, Cost: 1}) // a second cuts to 0.7
+		_ = a.Adapt(t.Context(), Feedback{Throttled: true, Cost: 1}) // a lone rejection trims 1%
+		if st := l.State("k"); !st.Cut || math.Abs(float64(st.Limit)-9.9) > 1e-9 {
+			t.Errorf("trimmed: %+v; want Cut, limit 9.9", st)
+		}
+		for range 10 { // trims to 10%, then cuts to 0.7 of the limit
+			_ = a.Adapt(t.Context(), Feedback{Throttled: true, Cost: 1})
+		}
 		if st := l.State("k"); !st.Cut || math.Abs(float64(st.Limit)-7) > 1e-9 {
 			t.Errorf("cut: %+v; want Cut, limit 7", st)
 		}

@@ -383,7 +383,7 @@ local function pace(at)
 	local r = cutRate(at)
 	if r > 0 and SEC / r > interval then
 		local ci = SEC / r
-		tau = math.max(tau, ci) -- at least a unit at once (see pace in schedule.go)
+		tau = math.max(tau, math.max(s.maxCost, 1) * ci) -- at least a request at once (see pace in schedule.go)
 		interval = ci
 	end
 	return interval, tau
@@ -604,11 +604,13 @@ local function enqueue(qi, n)
 		end
 	end
 	if n > s.maxCost then
-		-- A larger probe moves the turns of the waits past a window.
-		if w.valid and queued() > 0 then
+		-- A larger probe moves the turns of the waits past a window, and
+		-- a cut's bucket is a request deep (see enqueue in schedule.go).
+		if (w.valid or c.r0 ~= 0) and queued() > 0 then
 			moved = true
 		end
 		s.maxCost = n
+		rescale()
 	end
 	return take(s.q[qi], n)
 end
@@ -705,7 +707,7 @@ local function view()
 			remaining = lo
 		end
 	end
-	return tokens, remaining, nxt, q, interval, burst, interval > 0 and cutRate(now) > 0
+	return tokens, remaining, nxt, q, interval, burst, interval > 0 and (cutRate(now) > 0 or s.trim > 0)
 end
 
 -- Seeding: a process whose tickets came from another state (Redis lost
