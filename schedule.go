@@ -533,26 +533,7 @@ func (s *schedule) advance(now float64, c pacing) {
 	if live == 0 || now < s.hold {
 		return
 	}
-	// k: the most units past the head whose turns have come (turns grow
-	// with the position).
-	k := int64(0)
-	// A turn within a picosecond of now has come: turns are sums of
-	// floats (of nanoseconds here), and a wait sleeps until its turn
-	// rounded up.
-	due := now + 1e-12*c.sec
-	if s.turnAt(now, c, float64(live)) <= due {
-		k = live
-	} else {
-		for lo, hi := int64(0), live; lo < hi; { // turnAt(hi) > now
-			mid := (lo + hi + 1) / 2
-			if s.turnAt(now, c, float64(mid)) <= due {
-				lo = mid
-			} else {
-				hi = mid - 1
-			}
-			k = lo
-		}
-	}
+	k := int64(s.dueUnits(now, c, float64(live)))
 	interval, _ := s.pace(now, c)
 	if k > 0 {
 		// Release on copies first: tatAfter reads the tickets as they
@@ -633,6 +614,27 @@ func (s *schedule) arrival(e float64) float64 {
 		return e
 	}
 	return max(e, s.spK-(s.spAt-e)*s.spRho)
+}
+
+// dueUnits returns the most units past the head, at most hi, whose turns
+// have come at now (turns grow with the position). A turn within a
+// picosecond of now has come: turns are sums of floats (of nanoseconds
+// here), and a wait sleeps until its turn rounded up.
+func (s *schedule) dueUnits(now float64, c pacing, hi float64) float64 {
+	due := now + 1e-12*c.sec
+	if s.turnAt(now, c, hi) <= due {
+		return hi
+	}
+	lo := 0.0
+	for lo < hi { // turnAt(hi) > now
+		mid := math.Floor((lo + hi + 1) / 2)
+		if s.turnAt(now, c, mid) <= due {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
 }
 
 // settle applies GCRA's max(tat, arrival) at now: a bucket fills to its
@@ -1036,16 +1038,6 @@ func (s *schedule) view(now float64, c pacing) view {
 		v.remaining = limit
 		return v
 	}
-	due := now + 1e-12*c.sec // rounding: see advance
-	lo, hi := 0.0, limit
-	for lo < hi {
-		mid := math.Floor((lo + hi + 1) / 2)
-		if s.turnAt(now, c, mid) <= due {
-			lo = mid
-		} else {
-			hi = mid - 1
-		}
-	}
-	v.remaining = lo
+	v.remaining = s.dueUnits(now, c, limit)
 	return v
 }

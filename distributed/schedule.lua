@@ -513,6 +513,25 @@ local function turnAt(p)
 	end
 	return t
 end
+-- dueUnits: the most units past the head, at most hi, whose turns have
+-- come at now (see dueUnits in schedule.go; a nanosecond of rounding
+-- here: times are µs of the epoch, whose floats are coarser).
+local function dueUnits(hi)
+	local due = now + 1e-9 * SEC
+	if turnAt(hi) <= due then
+		return hi
+	end
+	local lo = 0
+	while lo < hi do
+		local mid = math.floor((lo + hi + 1) / 2)
+		if turnAt(mid) <= due then
+			lo = mid
+		else
+			hi = mid - 1
+		end
+	end
+	return lo
+end
 local function advance()
 	if w.valid and now >= w.reset + WINDOW_KEEP * SEC and queued() == 0 then
 		w.valid, w.left, w.reset, w.size, w.probed, w.spreadAt, w.spreadLeft, w.probeAt = false, 0, 0, 0, 0, 0, 0, 0
@@ -528,22 +547,7 @@ local function advance()
 	if lv == 0 or now < s.hold then
 		return
 	end
-	local k = 0
-	local due = now + 1e-9 * SEC -- rounding: see advance in schedule.go
-	if turnAt(lv) <= due then
-		k = lv
-	else
-		local lo, hi = 0, lv
-		while lo < hi do
-			local mid = math.floor((lo + hi + 1) / 2)
-			if turnAt(mid) <= due then
-				lo = mid
-			else
-				hi = mid - 1
-			end
-		end
-		k = lo
-	end
+	local k = dueUnits(lv)
 	local interval, tau = pace(now)
 	if k > 0 then
 		-- Release on copies first: tatAfter reads the tickets as they were
@@ -694,17 +698,7 @@ local function view()
 		if limit == INF then
 			remaining = INF
 		else
-			local due = now + 1e-9 * SEC -- rounding: see advance
-			local lo, hi = 0, limit
-			while lo < hi do
-				local mid = math.floor((lo + hi + 1) / 2)
-				if turnAt(mid) <= due then
-					lo = mid
-				else
-					hi = mid - 1
-				end
-			end
-			remaining = lo
+			remaining = dueUnits(limit)
 		end
 	end
 	return tokens, remaining, nxt, q, interval, burst, interval > 0 and (cutRate(now) > 0 or s.trim > 0)
