@@ -46,7 +46,7 @@ func (l *Limiter) sweep() {
 func (b *bucket) forgetIf(now float64, pass int) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.s.advance(now, b.pacing) // forgets a window long past its reset
+	b.advanceLocked(now) // forgets a window long past its reset
 	switch {
 	case pass == 0 && !b.s.idle(now, b.pacing):
 		return false

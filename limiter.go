@@ -246,7 +246,7 @@ func (b *bucket) wait(ctx context.Context, n, qi int) error {
 	}
 	now := b.l.now()
 	s := &b.s
-	s.advance(now, b.pacing)
+	b.advanceLocked(now)
 	if s.goNow(now, b.pacing, qi, int64(n)) {
 		b.mu.Unlock()
 		return nil
@@ -257,7 +257,7 @@ func (b *bucket) wait(ctx context.Context, n, qi int) error {
 	}
 	turn := s.turn(now, b.pacing, qi, e)
 	if turn <= now {
-		s.advance(now, b.pacing) // lets the ticket go
+		b.advanceLocked(now) // lets the ticket go
 		if e <= s.q[qi].rel {
 			b.mu.Unlock()
 			return nil
@@ -321,7 +321,7 @@ func (b *bucket) sleep(ctx context.Context, qi int, e, n int64, turn float64, do
 		if done != nil && *done {
 			return context.Canceled
 		}
-		b.s.advance(now, b.pacing)
+		b.advanceLocked(now)
 		if e <= b.s.q[qi].rel {
 			return nil
 		}
@@ -341,6 +341,23 @@ func (b *bucket) sleep(ctx context.Context, qi int, e, n int64, turn float64, do
 			b.giveBack(qi, e, n, done)
 			return err
 		}
+	}
+}
+
+// advanceLocked advances the key's state at now and wakes its sleepers
+// if that moved their turns earlier (the trim gave a step back: see
+// schedule.sped). It requires b.mu.
+func (b *bucket) advanceLocked(now float64) {
+	b.s.advance(now, b.pacing)
+	b.wakeIfSped()
+}
+
+// wakeIfSped wakes the key's sleepers if the schedule moved turns earlier
+// since it was last asked. It requires b.mu.
+func (b *bucket) wakeIfSped() {
+	if b.s.sped {
+		b.s.sped = false
+		b.notifyLocked()
 	}
 }
 
@@ -393,7 +410,7 @@ func (b *bucket) Pause(ctx context.Context, d time.Duration) error {
 		return b.l.bucket(b.key).Pause(ctx, d)
 	}
 	now := b.l.now()
-	b.s.advance(now, b.pacing)
+	b.advanceLocked(now)
 	sink := sinkFrom(ctx)
 	var w watch
 	listen := b.listening(sink)
@@ -422,7 +439,7 @@ func (b *bucket) Adapt(ctx context.Context, f Feedback) error {
 	}
 	now := b.l.now()
 	s := &b.s
-	s.advance(now, b.pacing)
+	b.advanceLocked(now)
 	sink := sinkFrom(ctx)
 	var w watch
 	listen := b.listening(sink)

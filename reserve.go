@@ -72,7 +72,7 @@ func (b *bucket) ReserveN(ctx context.Context, n int) (Reservation, error) {
 	}
 	now := b.l.now()
 	s := &b.s
-	s.advance(now, b.pacing)
+	b.advanceLocked(now)
 	if s.goNow(now, b.pacing, queueFirst, int64(n)) {
 		r.e = s.q[queueFirst].rel
 		b.mu.Unlock()
@@ -85,7 +85,7 @@ func (b *bucket) ReserveN(ctx context.Context, n int) (Reservation, error) {
 	r.e = e
 	turn := s.turn(now, b.pacing, queueFirst, e)
 	if turn <= now {
-		s.advance(now, b.pacing)
+		b.advanceLocked(now)
 	} else if err := b.overDeadline(ctx, turn-now); err != nil {
 		s.cancel(queueFirst, e, int64(n))
 		b.mu.Unlock()
@@ -111,7 +111,7 @@ func (r *reservation) Delay() time.Duration {
 		return 0
 	}
 	now := b.l.now()
-	b.s.advance(now, b.pacing)
+	b.advanceLocked(now)
 	if r.e <= b.s.q[r.qi].rel {
 		return 0
 	}
@@ -126,7 +126,7 @@ func (r *reservation) Cancel() {
 	if r.done {
 		return
 	}
-	b.s.advance(b.l.now(), b.pacing)
+	b.advanceLocked(b.l.now())
 	r.giveBackLocked()
 }
 
@@ -147,7 +147,7 @@ func (r *reservation) Wait(ctx context.Context) error {
 		return context.Canceled
 	}
 	now := b.l.now()
-	b.s.advance(now, b.pacing)
+	b.advanceLocked(now)
 	if r.e <= b.s.q[r.qi].rel {
 		b.mu.Unlock()
 		return nil

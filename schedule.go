@@ -95,9 +95,9 @@ const (
 	// pace by trimStep of it, up to trimMax, instead of cutting it: a
 	// strict server (no burst, a limit told exactly) rejects what timer
 	// jitter brings early, and the margin it needs is learned. Units that
-	// go give it back, so that it settles where about trimTarget of the
-	// requests are rejected; a key that has had no rejection for trimKeep
-	// forgets it. A rejection past trimMax (an outage, a budget below the
+	// go give it back, a step per 1/trimTarget − 1 units (so that it
+	// settles where about trimTarget of the requests are rejected); a key
+	// that has had no rejection for trimKeep forgets it. A rejection past trimMax (an outage, a budget below the
 	// limit) cuts, and the cut, which regrows, replaces the trim.
 	trimStep   = 0.01
 	trimMax    = 0.1
@@ -462,6 +462,11 @@ type schedule struct {
 	sentPrev  float64 // units gone in the second before
 	maxCost   float64 // the largest cost of a wait on the key
 	trim      float64 // the share of a known limit the pace is trimmed by
+	trimGone  float64 // units gone since the trim last moved
+	// sped: advance moved queued turns earlier (the trim gave a step
+	// back), which no sleeping wait is told of otherwise; the waiter
+	// clears it and wakes its sleepers.
+	sped bool
 	credInt   float64 // the interval in force at the last advance
 	credTau   float64 // and the bucket's depth in time then
 	// The last change of the pace (see rescale): when, and the affine
@@ -526,7 +531,7 @@ func (s *schedule) advance(now float64, c pacing) {
 		s.pending = 0
 	}
 	if s.trim > 0 && now-s.cut.last > trimKeep*c.sec {
-		s.trim = 0
+		s.trim, s.trimGone = 0, 0
 	}
 	s.rescale(now, c)
 	live := s.queued()
@@ -562,10 +567,18 @@ func (s *schedule) advance(now float64, c pacing) {
 			}
 			s.win.spend(n, now)
 			if s.trim > 0 {
-				// Units that went give the margin back: one step per
+				// Units that went give the margin back: a step per
 				// 1/trimTarget − 1 units, so that a rejection rate of
-				// trimTarget holds it where it is.
-				s.trim = max(0, s.trim-n*trimStep*trimTarget/(1-trimTarget))
+				// trimTarget holds it where it is; in steps, so that the
+				// queued turns move earlier seldom, and with a wake-up.
+				s.trimGone += n
+				if per := (1 - trimTarget) / trimTarget; s.trimGone >= per {
+					steps := math.Floor(s.trimGone / per)
+					s.trimGone -= steps * per
+					s.trim = max(0, s.trim-steps*trimStep)
+					s.rescale(now, c) // at once: turns asked now see the new pace
+					s.sped = s.queued() > 0
+				}
 			}
 			s.pending += n
 			if now-s.lastGo > c.sec {
@@ -888,7 +901,7 @@ func (s *schedule) reject(now, sentAt, cost float64, c pacing) bool {
 		// and trim (see trimStep).
 		s.tat = max(s.tat, now) + shiftSlots*interval
 		s.cut.last, s.cut.moved = now, true
-		s.trim = min(s.trim+trimStep, trimMax)
+		s.trim, s.trimGone = min(s.trim+trimStep, trimMax), 0
 		s.rescale(now, c)
 		return true
 	}
@@ -914,7 +927,7 @@ func (s *schedule) reject(now, sentAt, cost float64, c pacing) bool {
 		wMax, floor = from, least
 	}
 	s.cut = cut{r0: max(cutBeta*from, floor), wMax: wMax, floor: floor, at: now, open: interval == 0, last: now, moved: true}
-	s.trim = 0        // the cut, which regrows, replaces it
+	s.trim, s.trimGone = 0, 0 // the cut, which regrows, replaces it
 	s.rescale(now, c) // the bucket's units at the old pace, from now on at the new
 	return true
 }

@@ -41,7 +41,7 @@ func (l *Limiter) SetRate(key string, r Rate) error {
 		b.mu.Lock()
 		if !b.dead {
 			now := l.now()
-			b.s.advance(now, b.pacing) // what went at the old pace
+			b.advanceLocked(now) // what went at the old pace
 			// The units the bucket holds now, at most its burst (GCRA),
 			// however long it was idle: those are what rescale keeps.
 			b.s.settle(now, b.pacing)
@@ -51,7 +51,7 @@ func (l *Limiter) SetRate(key string, r Rate) error {
 				b.s.tat = min(b.s.tat, now)
 			}
 			b.setRate(r)
-			b.s.advance(now, b.pacing) // rescale: the units kept at the new
+			b.advanceLocked(now) // rescale: the units kept at the new
 			b.notifyLocked()
 		}
 		b.mu.Unlock()

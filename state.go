@@ -72,7 +72,7 @@ func (b *bucket) State(ctx context.Context) (State, error) {
 	now := b.l.now()
 	// advance only lets go what has gone already (it is how the state is
 	// read lazily): the view is that of any call at now.
-	b.s.advance(now, b.pacing)
+	b.advanceLocked(now)
 	return b.s.state(now, b.pacing, at), nil
 }
 

@@ -39,8 +39,9 @@ func (b *bucket) TryN(ctx context.Context, n int) (bool, time.Duration, error) {
 		return err == nil, 0, err
 	}
 	now := b.l.now()
-	b.s.advance(now, b.pacing)
+	b.advanceLocked(now)
 	ok, turn := b.s.try(now, b.pacing, queueFirst, int64(n))
+	b.wakeIfSped()
 	b.mu.Unlock()
 	if ok {
 		return true, 0, nil

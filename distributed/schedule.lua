@@ -163,7 +163,7 @@ local s = {
 	maxCost = n0[13], busySince = n0[15],
 	credInt = a[20] or 0, credTau = a[21] or 0,
 	spAt = a[22] or 0, spK = a[23] or 0, spRho = a[24] or 0,
-	trim = a[25] or 0,
+	trim = a[25] or 0, trimGone = a[26] or 0,
 }
 local xe = n0[14] -- when the TTL last set runs out
 local moved = false -- turns may have moved: publish
@@ -540,7 +540,7 @@ local function advance()
 		s.pending = 0
 	end
 	if s.trim > 0 and now - c.last > TRIM_KEEP * SEC then
-		s.trim = 0
+		s.trim, s.trimGone = 0, 0
 	end
 	rescale()
 	local lv = queued()
@@ -573,8 +573,19 @@ local function advance()
 			end
 			spend(gone)
 			if s.trim > 0 then
-				-- Units that went give the margin back (see advance in schedule.go).
-				s.trim = math.max(0, s.trim - gone * TRIM_STEP * TRIM_TARGET / (1 - TRIM_TARGET))
+				-- Units that went give the margin back, in steps, with a
+				-- wake-up (see advance in schedule.go).
+				s.trimGone = s.trimGone + gone
+				local per = (1 - TRIM_TARGET) / TRIM_TARGET
+				if s.trimGone >= per then
+					local steps = math.floor(s.trimGone / per)
+					s.trimGone = s.trimGone - steps * per
+					s.trim = math.max(0, s.trim - steps * TRIM_STEP)
+					rescale()
+					if queued() > 0 then
+						moved = true
+					end
+				end
 			end
 			s.pending = s.pending + gone
 			if now - s.lastGo > SEC then
@@ -629,7 +640,7 @@ local function reject(sentAt, cost)
 		-- and trim (see trimStep in schedule.go).
 		s.tat = math.max(s.tat, now) + SHIFT_SLOTS * interval
 		c.last, c.moved = now, true
-		s.trim = math.min(s.trim + TRIM_STEP, TRIM_MAX)
+		s.trim, s.trimGone = math.min(s.trim + TRIM_STEP, TRIM_MAX), 0
 		rescale()
 		return true
 	end
@@ -655,7 +666,7 @@ local function reject(sentAt, cost)
 		wMax, floor = from, least
 	end
 	c.r0, c.wMax, c.floor, c.at, c.open, c.last, c.moved = math.max(CUT_BETA * from, floor), wMax, floor, now, interval == 0, now, true
-	s.trim = 0 -- the cut, which regrows, replaces it
+	s.trim, s.trimGone = 0, 0 -- the cut, which regrows, replaces it
 	rescale() -- the bucket's units at the old pace, from now on at the new
 	return true
 end
@@ -927,7 +938,7 @@ if #s.q[0].holes + #s.q[0].big + #s.q[1].holes + #s.q[1].big > 0 or w.valid or c
 		flat(s.q[0].holes), flat(s.q[0].big), flat(s.q[1].holes), flat(s.q[1].big),
 		bit(w.valid), w.left, w.reset, w.size, w.probed, w.spreadAt, w.spreadLeft,
 		c.r0, c.wMax, c.floor, c.at, bit(c.open), c.last, bit(c.moved), w.probeAt,
-		s.credInt, s.credTau, s.spAt, s.spK, s.spRho, s.trim,
+		s.credInt, s.credTau, s.spAt, s.spK, s.spRho, s.trim, s.trimGone,
 	})
 end
 local newXe = xe
