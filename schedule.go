@@ -466,9 +466,9 @@ type schedule struct {
 	// sped: advance moved queued turns earlier (the trim gave a step
 	// back), which no sleeping wait is told of otherwise; the waiter
 	// clears it and wakes its sleepers.
-	sped bool
-	credInt   float64 // the interval in force at the last advance
-	credTau   float64 // and the bucket's depth in time then
+	sped    bool
+	credInt float64 // the interval in force at the last advance
+	credTau float64 // and the bucket's depth in time then
 	// The last change of the pace (see rescale): when, and the affine
 	// map of earlier arrivals to the new pace.
 	spAt, spK, spRho float64
@@ -928,7 +928,7 @@ func (s *schedule) reject(now, sentAt, cost float64, c pacing) bool {
 	}
 	s.cut = cut{r0: max(cutBeta*from, floor), wMax: wMax, floor: floor, at: now, open: interval == 0, last: now, moved: true}
 	s.trim, s.trimGone = 0, 0 // the cut, which regrows, replaces it
-	s.rescale(now, c) // the bucket's units at the old pace, from now on at the new
+	s.rescale(now, c)         // the bucket's units at the old pace, from now on at the new
 	return true
 }
 

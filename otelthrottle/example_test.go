@@ -74,6 +74,8 @@ func Example() {
 	// throttle.requests{http.response.status_code=200 throttle.outcome=ok} 3
 	// throttle.events{throttle.event=retry} 1
 	// throttle.events{throttle.event=wait} 3
+	// throttle.events{throttle.event=slow-down} 1
 	// throttle.events{throttle.event=shift} 1
 	// throttle.event.delay{throttle.event=shift} count 1
+	// throttle.slowdowns{} 1
 }

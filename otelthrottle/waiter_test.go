@@ -15,9 +15,10 @@ import (
 )
 
 // The decisions a Transport's waiter takes by itself reach the Recorder
-// through the Transport's OnEvent, and are read back: a lone bare 429
-// shifts the key's schedule (throttle.events and throttle.event.delay
-// with throttle.event=shift), a second cuts its pace (throttle.slowdowns,
+// through the Transport's OnEvent, and are read back: a bare 429 under the
+// limit shifts the key's schedule (throttle.events and throttle.event.delay
+// with throttle.event=shift) and trims its pace by 1% (a slow-down), ten of
+// them trim it by 10%, the eleventh cuts it (throttle.slowdowns,
 // throttle.pace at the cut's 7/s), which is back at the limit, 10/s, 2 s
 // later; a server's declared limit sets throttle.pace, its window is
 // counted. Run in a synctest bubble, so the values are exact.
@@ -30,7 +31,7 @@ func TestWaiterDecisions(t *testing.T) {
 			resp := &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("ok")), Request: r}
 			switch r.URL.Path {
 			case "/bare":
-				if bare++; bare <= 2 {
+				if bare++; bare <= 11 {
 					resp.StatusCode = 429 // nothing said of when to come back
 				}
 			case "/declared":
@@ -43,7 +44,7 @@ func TestWaiterDecisions(t *testing.T) {
 			Base:    base,
 			Waiter:  &throttle.Limiter{Overrides: map[string]throttle.Rate{"/bare": {Limit: 10, Burst: 1}}},
 			Key:     func(r *http.Request) string { return r.URL.Path },
-			Retry:   throttle.RetryPolicy{InitialInterval: time.Millisecond, MaxInterval: time.Millisecond},
+			Retry:   throttle.RetryPolicy{InitialInterval: time.Millisecond, MaxInterval: time.Millisecond, MaxAttempts: 12},
 			OnEvent: rec.OnEvent,
 		}
 		client := &http.Client{Transport: rec.Wrap(tr)}
@@ -80,16 +81,16 @@ func TestWaiterDecisions(t *testing.T) {
 			got = append(got, p.String())
 		}
 		want := []string{
-			point{metric: "throttle.event.delay", unit: "s", kind: "histogram", attrs: "throttle.event=shift throttle.key=/bare", count: 1, value: 0.2, min: 0.2, max: 0.2}.String(),
+			point{metric: "throttle.event.delay", unit: "s", kind: "histogram", attrs: "throttle.event=shift throttle.key=/bare", count: 10, value: 1.07, min: 0.102, max: 0.112}.String(),
 			point{metric: "throttle.event.delay", unit: "s", kind: "histogram", attrs: "throttle.event=window throttle.key=/declared", count: 1, value: 5, min: 5, max: 5}.String(),
 			point{metric: "throttle.events", unit: "{event}", kind: "counter", attrs: "throttle.event=declared throttle.key=/declared", value: 1}.String(),
 			point{metric: "throttle.events", unit: "{event}", kind: "counter", attrs: "throttle.event=recovered throttle.key=/bare", value: 1}.String(),
-			point{metric: "throttle.events", unit: "{event}", kind: "counter", attrs: "throttle.event=shift throttle.key=/bare", value: 1}.String(),
-			point{metric: "throttle.events", unit: "{event}", kind: "counter", attrs: "throttle.event=slow-down throttle.key=/bare", value: 1}.String(),
+			point{metric: "throttle.events", unit: "{event}", kind: "counter", attrs: "throttle.event=shift throttle.key=/bare", value: 10}.String(),
+			point{metric: "throttle.events", unit: "{event}", kind: "counter", attrs: "throttle.event=slow-down throttle.key=/bare", value: 11}.String(),
 			point{metric: "throttle.events", unit: "{event}", kind: "counter", attrs: "throttle.event=window throttle.key=/declared", value: 1}.String(),
 			point{metric: "throttle.pace", unit: "{unit}/s", kind: "gauge", attrs: "throttle.key=/bare", value: 10}.String(),
 			point{metric: "throttle.pace", unit: "{unit}/s", kind: "gauge", attrs: "throttle.key=/declared", value: 10}.String(),
-			point{metric: "throttle.slowdowns", unit: "{slowdown}", kind: "counter", attrs: "throttle.key=/bare", value: 1}.String(),
+			point{metric: "throttle.slowdowns", unit: "{slowdown}", kind: "counter", attrs: "throttle.key=/bare", value: 11}.String(),
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("read:\n\t%s\nwant:\n\t%s", strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
@@ -105,8 +106,9 @@ func TestWaiterDecisions(t *testing.T) {
 			}
 		}
 		for _, w := range []string{
-			"/bare throttle.shift attempt=1 delay=0.2 key=/bare",
-			"/bare throttle.slow-down attempt=2 delay=0.0 key=/bare rate=7",
+			"/bare throttle.shift attempt=1 delay=0.1 key=/bare",
+			"/bare throttle.slow-down attempt=1 delay=0.0 key=/bare rate=9.9",
+			"/bare throttle.slow-down attempt=11 delay=0.0 key=/bare rate=7",
 			"/declared throttle.declared attempt=1 burst=100 delay=0.0 key=/declared rate=10",
 			"/declared throttle.window attempt=1 delay=5.0 key=/declared remaining=60",
 		} {
