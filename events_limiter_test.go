@@ -299,7 +299,11 @@ func TestEventShiftTruthful(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var mu sync.Mutex
 				var got []Event
-				l := &Limiter{Limit: rate.Limit(tt.limit), Burst: 1, OnEvent: func(e Event) {
+				lim := rate.Limit(tt.limit)
+				if lim == 0 {
+					lim = rate.Inf // no limit configured: the declared pace
+				}
+				l := &Limiter{Limit: lim, Burst: 1, OnEvent: func(e Event) {
 					mu.Lock()
 					got = append(got, e)
 					mu.Unlock()

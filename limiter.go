@@ -14,9 +14,17 @@ import (
 // Rate is a token bucket's shape: Limit units per second on average, at most
 // Burst at once. It uses x/time/rate's unit type, so rate.Every(time.Minute/60)
 // and rate.Inf work as they do there.
+//
+// Zero means what it means in x/time/rate, with one exception, the zero
+// Rate: Limit 0 with a Burst lets Burst units through and then nothing
+// (the bucket never refills) until the rate is raised, so that a
+// configuration meant to stop traffic stops it; rate.Inf is no limit.
+// The zero Rate (Limit and Burst both 0), a Limiter's fields left unset,
+// is no limit, so that the zero Limiter only honours pauses and what
+// servers say. Burst 0 with a Limit is a burst of 1.
 type Rate struct {
-	Limit rate.Limit // units per second; zero means no limit (rate.Inf)
-	Burst int        // units that may be spent at once; zero means 1
+	Limit rate.Limit // units per second; rate.Inf: no limit; 0: no refill (see above)
+	Burst int        // units that may be spent at once
 }
 
 // Limiter is an in-process, per-key set of token buckets: a host, an API key,

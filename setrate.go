@@ -16,15 +16,16 @@ import (
 // override that lasts, as an entry of Overrides would. The key "" is the
 // Limiter's own quota (WaitN on the Limiter), and For("").
 //
-// r's zero fields mean what they mean in [Rate]: Limit 0 is no limit,
-// Burst 0 is 1. A wait queued for more units than the new burst fails
+// r's zero fields mean what they mean in [Rate]: the zero Rate is no
+// limit, Limit 0 with a Burst lets no more through than the bucket holds,
+// Burst 0 with a Limit is 1. A wait queued for more units than the new burst fails
 // with [ErrCostExceedsBurst] only when it is made, not once queued: it
 // goes when the bucket has gathered its units. A negative or NaN Limit,
 // or a negative Burst, is refused with [ErrInvalidLimit] and changes
 // nothing. SetRate never blocks on a wait and is safe for concurrent use.
 func (l *Limiter) SetRate(key string, r Rate) error {
 	if r.Limit < 0 || math.IsNaN(float64(r.Limit)) || r.Burst < 0 {
-		return fmt.Errorf("throttle: SetRate(%q) with limit %v, burst %d: give a limit ≥ 0 (0: none) and a burst ≥ 0: %w", key, r.Limit, r.Burst, ErrInvalidLimit)
+		return fmt.Errorf("throttle: SetRate(%q) with limit %v, burst %d: give a limit ≥ 0 (rate.Inf: none) and a burst ≥ 0: %w", key, r.Limit, r.Burst, ErrInvalidLimit)
 	}
 	l.once.Do(l.init)
 	l.insertMu.Lock()
@@ -62,14 +63,23 @@ func (l *Limiter) SetRate(key string, r Rate) error {
 // setRate sets the key's rate. It requires b.mu, or b not yet shared.
 func (b *bucket) setRate(r Rate) {
 	b.limit, b.burst = r.Limit, r.Burst
-	if b.limit == 0 {
-		b.limit = rate.Inf
+	if b.limit == 0 && b.burst == 0 {
+		b.limit = rate.Inf // the zero Rate: no limit
 	}
 	if b.burst == 0 {
 		b.burst = 1
 	}
 	b.pacing = pacing{burst: float64(b.burst), sec: 1e9}
-	if b.limit != rate.Inf && b.limit > 0 {
-		b.pacing.interval = 1e9 / float64(b.limit)
+	if b.limit != rate.Inf && b.limit >= 0 {
+		// Limit 0 (x/time/rate's: the bucket never refills) and rates
+		// too slow for a float's interval are paced at neverInterval.
+		b.pacing.interval = min(1e9/float64(b.limit), neverInterval)
 	}
 }
+
+// neverInterval is the pace, in ns per unit, of a bucket that does not
+// refill (Limit 0): one unit per 3e233 years. It is finite, so that the
+// schedule's arithmetic (p·interval − τ for any position p and burst)
+// stays finite and exact where it matters: a position within the bucket
+// goes now, one past it never does.
+const neverInterval = 1e250

@@ -91,7 +91,10 @@ func (s *schedule) state(now float64, c pacing, at time.Time) State {
 		Cut:       v.cut,
 		Declared:  v.declared,
 	}
-	if v.interval > 0 {
+	switch {
+	case v.interval >= neverInterval:
+		st.Limit = 0 // a bucket that does not refill (Limit 0)
+	case v.interval > 0:
 		st.Limit = rate.Limit(c.sec / v.interval)
 	}
 	if s.win.valid {
