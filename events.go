@@ -76,6 +76,11 @@ const (
 	// EventFallback: a wait was answered without the store, as Reason says
 	// (the fail mode: paced locally, admitted, or refused).
 	EventFallback
+	// EventConfig: a shared quota's process follows a configuration
+	// another process wrote with a higher Version (distributed's
+	// Quota.Version): Rate and Burst are the ones it follows now, Reason
+	// says whose and instead of what.
+	EventConfig
 )
 
 // Kinds reported in a dry run ([Transport].DryRun) only. Their values
@@ -93,7 +98,7 @@ const (
 // String returns the kind's name as logs show it: "wait", "pause",
 // "retry", "give-up", "would-wait", "would-retry", "slow-down",
 // "recovered", "shift", "window", "declared", "store-error",
-// "breaker-open", "breaker-close", "fallback"; "unknown" for a value that
+// "breaker-open", "breaker-close", "fallback", "config"; "unknown" for a value that
 // is no kind.
 func (k EventKind) String() string {
 	switch k {
@@ -127,6 +132,8 @@ func (k EventKind) String() string {
 		return "breaker-close"
 	case EventFallback:
 		return "fallback"
+	case EventConfig:
+		return "config"
 	}
 	return "unknown"
 }

@@ -18,7 +18,8 @@ import (
 //     EventDeclared, EventBreakerClose, and the dry run's EventWouldWait
 //     and EventWouldRetry, what an operator watches a limit by;
 //   - Warn: EventGiveUp, a request that failed; EventStoreError and
-//     EventBreakerOpen, a shared store that failed;
+//     EventBreakerOpen, a shared store that failed; EventConfig, a
+//     shared quota whose configuration another process replaced;
 //   - Info for kinds this version does not know.
 //
 // A nil l means [slog.Default] at each event.
@@ -44,7 +45,7 @@ func (k EventKind) level() slog.Level {
 	switch k {
 	case EventWait, EventShift, EventWindow, EventFallback:
 		return slog.LevelDebug
-	case EventGiveUp, EventStoreError, EventBreakerOpen:
+	case EventGiveUp, EventStoreError, EventBreakerOpen, EventConfig:
 		return slog.LevelWarn
 	}
 	return slog.LevelInfo

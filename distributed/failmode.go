@@ -55,5 +55,8 @@ func (m FailMode) String() string {
 
 // unavailable wraps cause as an ErrStoreUnavailable.
 func unavailable(cause error) error {
+	if errors.Is(cause, ErrConfigMismatch) {
+		return cause // the store answered
+	}
 	return fmt.Errorf("%w: %w", ErrStoreUnavailable, cause)
 }

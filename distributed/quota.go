@@ -126,6 +126,19 @@ type Quota struct {
 	// Timeout bounds each Redis call. Zero means DefaultTimeout (50ms).
 	Timeout time.Duration
 
+	// Version orders configurations of the quota: a key's state in Redis
+	// keeps the limit and burst (and Version) of the process that wrote
+	// it, and a process with another limit or burst is refused with a
+	// [*ConfigError] (matching [ErrConfigMismatch]) rather than mixing
+	// two paces in one bucket, unless its Version is higher: it then
+	// replaces the configuration (the bucket keeps its state, at the new
+	// pace), and processes with a lower Version follow it, each reporting
+	// it once as a [throttle.EventConfig]. To change a running fleet's
+	// limit, deploy the new limit with a higher Version. Zero is the
+	// first version; a key's configuration is forgotten with its state
+	// (when the key is idle).
+	Version int
+
 	// Prefix starts every Redis key of this quota. Empty means
 	// "throttle:". Quotas with different prefixes never share state.
 	Prefix string
@@ -166,6 +179,8 @@ type Quota struct {
 
 	once sync.Once // computes def
 	def  *keyWaiter
+
+	conf atomic.Pointer[qconf] // the configuration in force: see config
 }
 
 // Close ends this process's subscription to the quota's pushed moves now
@@ -185,7 +200,9 @@ func (q *Quota) Close() error {
 // (any [redis.UniversalClient]: a single node, Cluster, Sentinel, Ring),
 // refilling at limit units per second up to burst units. Processes that
 // use the same name (and Prefix) share it, and must use the same limit
-// and burst. limit may be [rate.Inf] (no pacing, pauses still apply).
+// and burst: a process with another one is refused with a [*ConfigError]
+// (see [Quota.Version] to change a running fleet's limit). limit may be
+// [rate.Inf] (no pacing, pauses still apply).
 //
 // A limit that is not positive or a burst below 1 is not refused here: each
 // wait returns an error matching [throttle.ErrInvalidLimit]. New panics if
@@ -306,27 +323,19 @@ func (q *Quota) timeout() time.Duration {
 	return DefaultTimeout
 }
 
-// interval returns the µs per unit the scripts use, as a string; "0" for
-// rate.Inf.
-func (q *Quota) interval() string {
-	if q.limit == rate.Inf {
-		return "0"
-	}
-	return strconv.FormatFloat(1e6/float64(q.limit), 'g', -1, 64)
-}
-
 // check validates the configuration and cost n before any Redis call.
 func (q *Quota) check(n int) error {
-	l := float64(q.limit)
+	c := q.config()
+	l, burst := float64(c.limit), c.burst
 	switch {
 	case !(l > 0) || math.IsNaN(l): // catches NaN, zero and negatives
 		return fmt.Errorf("%w: rate %v for quota %q must be positive", throttle.ErrInvalidLimit, l, q.name)
-	case q.burst < 1:
-		return fmt.Errorf("%w: burst %d for quota %q must be at least 1", throttle.ErrInvalidLimit, q.burst, q.name)
+	case burst < 1:
+		return fmt.Errorf("%w: burst %d for quota %q must be at least 1", throttle.ErrInvalidLimit, burst, q.name)
 	case n < 0:
 		return fmt.Errorf("%w: negative cost %d", throttle.ErrInvalidLimit, n)
-	case n > q.burst:
-		return fmt.Errorf("%w: cost %d, burst %d for quota %q", throttle.ErrCostExceedsBurst, n, q.burst, q.name)
+	case n > burst:
+		return fmt.Errorf("%w: cost %d, burst %d for quota %q", throttle.ErrCostExceedsBurst, n, burst, q.name)
 	}
 	return nil
 }

@@ -152,6 +152,9 @@ func (r *reservation) Wait(ctx context.Context) error {
 // serve.
 func (w *keyWaiter) reserveFail(ctx context.Context, n int, cause error) (throttle.Reservation, error) {
 	q := w.q
+	if errors.Is(cause, ErrConfigMismatch) {
+		return nil, cause // the store answered: no fail mode
+	}
 	q.fellBack(ctx, w.key, cause)
 	switch q.FailMode {
 	case FailOpen:
@@ -159,7 +162,8 @@ func (w *keyWaiter) reserveFail(ctx context.Context, n int, cause error) (thrott
 	case FailClosed:
 		return nil, unavailable(cause)
 	}
-	lim := q.local.get(w.key, q.limit, q.burst, max(1, q.Workers), q.clock())
+	c := q.config()
+	lim := q.local.get(w.key, c.limit, c.burst, max(1, q.Workers), q.clock())
 	now := q.clock()
 	lr := lim.ReserveN(now, n)
 	delay := lr.DelayFrom(now)

@@ -33,6 +33,17 @@ local op = ARGV[1]
 local cfgI = tonumber(ARGV[2])
 local cfgB = tonumber(ARGV[3])
 local channel = ARGV[4]
+-- The configuration: "interval/burst", with ":version" after the burst
+-- when the Quota has a Version (ARGV[3] is then "burst:version"). The
+-- state keeps the configuration that wrote it (field v); a call with
+-- another one is refused (THROTTLE_CONFIG and the state's), unless its
+-- version is higher: then it replaces it (see Quota.Version).
+local cfg = ARGV[2] .. '/' .. ARGV[3]
+local cfgV = 0
+if not cfgB then
+	local b, v = string.match(ARGV[3], '^([^:]+):(%d+)$')
+	cfgB, cfgV = tonumber(b), tonumber(v)
+end
 local SEC = 1000000
 local INF = math.huge
 
@@ -44,8 +55,17 @@ local NONE = -1e300 -- a time that is not set
 -- The core: id, tat, hold, r0, e0, r1, e1, pending, lastGo, sentSec,
 -- sentCur, sentPrev, maxCost, xe (when the TTL last set runs out),
 -- busySince.
-local got = redis.call('HMGET', key, 'c', 'x')
+local got = redis.call('HMGET', key, 'c', 'x', 'v')
 local fresh = not got[1]
+-- setCfg: the state's configuration is written with it (a new state, one
+-- from before configurations were kept, or one a newer version replaces).
+local setCfg = got[3] ~= cfg
+if got[1] and got[3] and setCfg then
+	local stored = tonumber(string.match(got[3], ':(%d+)$')) or 0
+	if cfgV <= stored then
+		return redis.error_reply('THROTTLE_CONFIG ' .. got[3])
+	end
+end
 local n0
 if fresh then
 	n0 = {now, NONE, 0, 0, 0, 0, 0, 0, NONE, 0, 0, 0, 0, 0, 0}
@@ -57,6 +77,7 @@ local id = n0[1]
 -- The fast path: see above. A try of one unit is a wait whose max wait
 -- is 0 (ARGV[7] is "0"): gone at once, or refused with nothing written.
 if not got[2] and (op == 'wait' or op == 'try') and ARGV[5] == '1' and ARGV[6] == '1' and n0[4] == n0[5]
+	and (fresh or not got[3] or not setCfg)
 	and (ARGV[8] == '' or tonumber(ARGV[8]) == id) then
 	local _, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs = unpack(n0)
 	local I, tau = cfgI, cfgB * cfgI
@@ -125,7 +146,12 @@ if not got[2] and (op == 'wait' or op == 'try') and ARGV[5] == '1' and ARGV[6] =
 	if expire > xe then
 		newXe = expire + SEC -- a second more, so that most calls keep the TTL
 	end
-	redis.call('HSET', key, 'c', cmsgpack.pack({id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, newXe, bs}))
+	local packed = cmsgpack.pack({id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, newXe, bs})
+	if setCfg then
+		redis.call('HSET', key, 'c', packed, 'v', cfg)
+	else
+		redis.call('HSET', key, 'c', packed)
+	end
 	if newXe ~= xe then
 		redis.call('PEXPIRE', key, math.max(1, math.ceil((newXe - now) / 1000)))
 	end
@@ -950,6 +976,10 @@ local set = {'c', cmsgpack.pack({s.id, s.tat, s.hold, s.q[0].rel, s.q[0]['end'],
 if ext ~= nil and ext ~= got[2] then
 	table.insert(set, 'x')
 	table.insert(set, ext)
+end
+if setCfg then
+	table.insert(set, 'v')
+	table.insert(set, cfg)
 end
 redis.call('HSET', key, unpack(set))
 if ext == nil and got[2] then

@@ -91,6 +91,9 @@ func (q *Quota) call(ctx context.Context, key string, s *redis.Script, keys []st
 	case err == nil:
 		q.succeeded(ctx, key, probe)
 		return cmd, nil
+	case isConfig(err):
+		q.succeeded(ctx, key, probe) // the store answered
+		return cmd, err
 	case ctx.Err() != nil:
 		q.br.done(q.clock(), probe, abandoned)
 		return nil, ctx.Err()
@@ -160,6 +163,9 @@ func (q *Quota) callInline(ctx context.Context, key string, probe bool, s *redis
 			return nil, ctx.Err()
 		}
 		return cmd, nil
+	case isConfig(err):
+		q.succeeded(ctx, key, probe) // the store answered
+		return cmd, err
 	case ctx.Err() != nil:
 		q.br.done(q.clock(), probe, abandoned)
 		return nil, ctx.Err()

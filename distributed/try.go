@@ -2,6 +2,7 @@ package distributed
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -55,6 +56,9 @@ func (w *keyWaiter) TryN(ctx context.Context, n int) (bool, time.Duration, error
 // tryFail applies the FailMode to a try the store could not serve.
 func (w *keyWaiter) tryFail(ctx context.Context, n int, cause error) (bool, time.Duration, error) {
 	q := w.q
+	if errors.Is(cause, ErrConfigMismatch) {
+		return false, 0, cause // the store answered: no fail mode
+	}
 	q.fellBack(ctx, w.key, cause)
 	switch q.FailMode {
 	case FailOpen:
@@ -62,7 +66,8 @@ func (w *keyWaiter) tryFail(ctx context.Context, n int, cause error) (bool, time
 	case FailClosed:
 		return false, 0, unavailable(cause)
 	}
-	lim := q.local.get(w.key, q.limit, q.burst, max(1, q.Workers), q.clock())
+	c := q.config()
+	lim := q.local.get(w.key, c.limit, c.burst, max(1, q.Workers), q.clock())
 	now := q.clock()
 	if nb := q.memo.notBefore(w.rkey); nb.After(now) {
 		return false, nb.Sub(now), nil

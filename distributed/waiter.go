@@ -1,7 +1,9 @@
 package distributed
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -20,21 +22,44 @@ type keyWaiter struct {
 	// channel is where the script announces moves of the key's queued
 	// turns (see pushChannel).
 	channel string
-
-	// The script's fixed arguments, converted and boxed once: a wait
-	// then allocates only what the round trip itself needs.
-	interval any // string: µs per unit
-	burst    any // int
 }
 
 func newKeyWaiter(q *Quota, key string) *keyWaiter {
 	rkey := redisKey(q.Prefix, q.name, key)
-	return &keyWaiter{q: q, key: key, rkey: rkey, keys: []string{rkey}, channel: pushChannel(q.Prefix, q.name), interval: q.interval(), burst: q.burst}
+	return &keyWaiter{q: q, key: key, rkey: rkey, keys: []string{rkey}, channel: pushChannel(q.Prefix, q.name)}
 }
 
-// run calls the schedule script's op with its own arguments.
+// run calls the schedule script's op with its own arguments, and the
+// configuration in force (see Quota.Version: a newer one is adopted and
+// the call made again, once).
 func (w *keyWaiter) run(ctx context.Context, op string, args ...any) ([]int64, error) {
-	all := append([]any{op, w.interval, w.burst, w.channel}, args...)
+	c := w.q.config()
+	reply, err := w.runOnce(ctx, c, op, args)
+	if err == nil {
+		return reply, nil
+	}
+	retry, cerr, ok := w.configCheck(ctx, c, err)
+	switch {
+	case !ok:
+		return nil, err
+	case !retry:
+		return nil, cerr
+	}
+	c = w.q.config()
+	reply, err = w.runOnce(ctx, c, op, args)
+	if err != nil {
+		if _, cerr, ok := w.configCheck(ctx, c, err); ok {
+			// Replaced again meanwhile: the next call follows.
+			return nil, cmp.Or(cerr, err)
+		}
+	}
+	return reply, err
+}
+
+func (w *keyWaiter) runOnce(ctx context.Context, c *qconf, op string, args []any) ([]int64, error) {
+	// The script's fixed arguments are converted and boxed once (qconf):
+	// a call allocates only what the round trip needs.
+	all := append([]any{op, c.interval, c.burstArg, w.channel}, args...)
 	cmd, err := w.q.call(ctx, w.key, scheduleScript, w.keys, all...)
 	if err != nil {
 		return nil, err
@@ -284,6 +309,9 @@ func (w *keyWaiter) cancel(ctx context.Context, t ticket) {
 // fail applies the FailMode to a wait the store could not serve.
 func (w *keyWaiter) fail(ctx context.Context, n int, cause error) error {
 	q := w.q
+	if errors.Is(cause, ErrConfigMismatch) {
+		return cause // the store answered: no fail mode
+	}
 	q.fellBack(ctx, w.key, cause)
 	switch q.FailMode {
 	case FailOpen:
@@ -292,7 +320,8 @@ func (w *keyWaiter) fail(ctx context.Context, n int, cause error) error {
 		return unavailable(cause)
 	}
 	workers := max(1, q.Workers)
-	lim := q.local.get(w.key, q.limit, q.burst, workers, q.clock())
+	c := q.config()
+	lim := q.local.get(w.key, c.limit, c.burst, workers, q.clock())
 	return waitLocal(ctx, lim, w.key, n, q.clock, &q.memo, w.rkey)
 }
 

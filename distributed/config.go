@@ -1,0 +1,141 @@
+package distributed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/throttle-go/throttle"
+	"golang.org/x/time/rate"
+)
+
+// ErrConfigMismatch is returned (wrapped in a [*ConfigError]) by a wait,
+// try, reservation or state of a Quota whose limit or burst differs from
+// the configuration another process wrote into the key's state with the
+// same [Quota.Version] (or a higher one this process cannot follow: see
+// Version). Nothing was spent or written.
+var ErrConfigMismatch = errors.New("throttle/distributed: quota configured differently by another process")
+
+// ConfigError describes a configuration mismatch: what this process has
+// and what the key's state in Redis holds.
+type ConfigError struct {
+	Quota, Key string
+	// Limit, Burst, Version: this process's.
+	Limit   rate.Limit
+	Burst   int
+	Version int
+	// Stored*: the configuration the key's state was written with.
+	StoredLimit   rate.Limit
+	StoredBurst   int
+	StoredVersion int
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("throttle/distributed: quota %q, key %q: this process has %v/s burst %d (Version %d); "+
+		"the key's state in Redis was written by a process with %v/s burst %d (Version %d). "+
+		"Give every process sharing the quota the same limit and burst, or raise Version to replace the configuration: %v",
+		e.Quota, e.Key, e.Limit, e.Burst, e.Version, e.StoredLimit, e.StoredBurst, e.StoredVersion, ErrConfigMismatch)
+}
+
+func (e *ConfigError) Unwrap() error { return ErrConfigMismatch }
+
+// qconf is a configuration as the script receives it: its arguments,
+// converted and boxed once, so that a call allocates nothing for them.
+type qconf struct {
+	limit    rate.Limit
+	burst    int
+	version  int
+	interval any // string: µs per unit, "0" for rate.Inf
+	burstArg any // int burst, or the string "burst:version"
+}
+
+func newQconf(limit rate.Limit, burst, version int) *qconf {
+	c := &qconf{limit: limit, burst: burst, version: version, burstArg: burst}
+	if limit == rate.Inf {
+		c.interval = "0"
+	} else {
+		c.interval = strconv.FormatFloat(1e6/float64(limit), 'g', -1, 64)
+	}
+	if version != 0 {
+		c.burstArg = strconv.Itoa(burst) + ":" + strconv.Itoa(version)
+	}
+	return c
+}
+
+// config returns the configuration in force: this process's, or a
+// newer one it adopted (see Version).
+func (q *Quota) config() *qconf {
+	if c := q.conf.Load(); c != nil {
+		return c
+	}
+	q.conf.CompareAndSwap(nil, newQconf(q.limit, q.burst, q.Version))
+	return q.conf.Load()
+}
+
+// parseStored parses the script's THROTTLE_CONFIG error: the state's
+// configuration, "interval/burst" or "interval/burst:version".
+func parseStored(err error) (c *qconf, ok bool) {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return nil, false
+	}
+	msg, found := strings.CutPrefix(re.Error(), "THROTTLE_CONFIG ")
+	if !found {
+		return nil, false
+	}
+	iv, rest, ok1 := strings.Cut(msg, "/")
+	bs, vs, hasV := strings.Cut(rest, ":")
+	interval, err1 := strconv.ParseFloat(iv, 64)
+	burst, err2 := strconv.Atoi(bs)
+	version := 0
+	var err3 error
+	if hasV {
+		version, err3 = strconv.Atoi(vs)
+	}
+	if !ok1 || err1 != nil || err2 != nil || err3 != nil || interval < 0 {
+		return nil, false
+	}
+	limit := rate.Inf
+	if interval > 0 {
+		limit = rate.Limit(1e6 / interval)
+	}
+	return newQconf(limit, burst, version), true
+}
+
+// configCheck handles the script's refusal of this process's
+// configuration (err): a newer one (a higher Version) is adopted, reported
+// as an EventConfig, and the call is to be made again (retry); the same
+// or a lower version returns a *ConfigError. ok is false if err is no
+// such refusal.
+func (w *keyWaiter) configCheck(ctx context.Context, used *qconf, err error) (retry bool, cerr error, ok bool) {
+	stored, ok := parseStored(err)
+	if !ok {
+		return false, nil, false
+	}
+	q := w.q
+	if stored.version > used.version && q.conf.CompareAndSwap(used, stored) {
+		q.emit(ctx, throttle.Event{
+			Kind: throttle.EventConfig, Key: w.key, Rate: float64(stored.limit), Burst: stored.burst,
+			Reason: fmt.Sprintf("quota %q: following Version %d (%v/s burst %d) written by another process, instead of this process's Version %d (%v/s burst %d)",
+				q.name, stored.version, stored.limit, stored.burst, used.version, used.limit, used.burst),
+		})
+		return true, nil, true
+	}
+	if cur := q.config(); cur != used {
+		return true, nil, true // another call adopted it meanwhile
+	}
+	return false, &ConfigError{
+		Quota: q.name, Key: w.key, Limit: used.limit, Burst: used.burst, Version: used.version,
+		StoredLimit: stored.limit, StoredBurst: stored.burst, StoredVersion: stored.version,
+	}, true
+}
+
+// isConfig reports whether err is the store's answer refusing a
+// configuration: the store answered, so it is no store failure.
+func isConfig(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "THROTTLE_CONFIG ")
+}
