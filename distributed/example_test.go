@@ -125,3 +125,23 @@ func ExampleQuota_TryN() {
 	}
 	fmt.Printf("%v units left, %d queued, paused for %v\n", st.Remaining, st.Queued, st.Paused)
 }
+
+// A new limit for a running fleet: deploy it with a higher Version. The
+// first call of a new pod replaces the configuration the key's state was
+// written with; the pods still running the old one follow it (each
+// reports an EventConfig once). A pod with another limit and the same
+// Version is refused rather than mixed into the bucket.
+func ExampleQuota_Version() {
+	client := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
+	defer client.Close()
+
+	q := distributed.New(client, "github-api", 150, 15) // was 100/s, burst 10, Version 0
+	q.Version = 1
+	q.OnEvent = throttle.LogEvents(slog.Default())
+
+	err := q.WaitN(context.Background(), 1)
+	var ce *distributed.ConfigError
+	if errors.As(err, &ce) {
+		log.Fatalf("another pod runs %v/s burst %d at Version %d: %v", ce.StoredLimit, ce.StoredBurst, ce.StoredVersion, err)
+	}
+}
