@@ -26,9 +26,14 @@ if ! command -v valkey-server >/dev/null 2>&1; then
 		DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends valkey-server >/dev/null
 	else
 		. /etc/os-release
+		# The first non-security mirror of the machine's sources (deb822 or
+		# one-line form; either file may be missing, hence the || true under
+		# pipefail), else Debian's own.
 		mirror=$(cat /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null |
-			awk '/^URIs:/ && $2 !~ /security/ {print $2; exit} /^deb / && $2 !~ /security/ {print $2; exit}')
+			awk '/^URIs:/ && $2 !~ /security/ {print $2; exit} /^deb / && $2 !~ /security/ {print $2; exit}' || true)
+		mirror="${mirror:-http://deb.debian.org/debian}"
 		bpo=$(mktemp -d)
+		chmod 755 "$bpo" # apt fetches as _apt
 		printf 'Types: deb\nURIs: %s\nSuites: %s-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
 			"$mirror" "$VERSION_CODENAME" >"$bpo/bpo.sources"
 		mkdir -p "$bpo/lists/partial"
