@@ -3,6 +3,7 @@ package distributed
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -115,6 +116,76 @@ func TestRedisDefect3PauseExtended(t *testing.T) {
 				t.Errorf("turns %d and %d are %dµs apart; want ≥ 100000 (3 units with burst 2 at 10/s)", i-2, i, d)
 			}
 		}
+	}
+}
+
+// TestRedisDefect3PauseExtendedAtItsEnd: 10/s, burst 10, the bucket
+// full; a pause of 600ms, k waits queued in it (k ≤ burst: all due exactly
+// at its end, the bucket not in debt), the pause extended to 1.5 s from
+// then, and 10 more waits queued in the extension. The k + 10 units find
+// a full bucket at the extended end: 10 go then, the rest one per 100ms.
+// (The old scripts moved the queue's end only when its last turn,
+// tat − burst·interval, was after the pause's start: a queue due exactly
+// at the end was not moved, while its sleeping waits were, so the next
+// waits, the extension being longer than k intervals (≥ 0.9 s), found the
+// bucket full again and k + 10 went at the end: 13 with k = 3, 20 with
+// k = 10.)
+func TestRedisDefect3PauseExtendedAtItsEnd(t *testing.T) {
+	const (
+		burst    = 10
+		interval = 100e3 // µs per unit at 10/s
+	)
+	for _, k := range []int{3, burst} {
+		t.Run(fmt.Sprintf("k=%d", k), func(t *testing.T) {
+			_, c := startRedis(t)
+			q := New(c, "defect3end", 10, burst)
+			q.Timeout = time.Second
+			defer q.Close()
+			w := q.For("k").(*keyWaiter)
+			ctx := context.Background()
+			if err := w.Pause(ctx, 600*time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+			_, end1, _ := hashState(t, c, w.rkey)
+			var waits []func() (int64, error)
+			for range k {
+				waits = append(waits, startWait(ctx, w, 1))
+			}
+			// The k waits are queued and the first pause has not ended:
+			// the extension comes while they are due exactly at its end.
+			if st, err := w.State(ctx); err != nil || st.Queued != int64(k) {
+				t.Fatalf("State = %+v, %v; want %d units queued", st, err, k)
+			}
+			if now := redisNow(t, c); now >= end1 {
+				t.Fatalf("the first pause ended %.1fms before its extension; the machine is too slow for this test", (now-end1)/1e3)
+			}
+			if err := w.Pause(ctx, 1500*time.Millisecond); err != nil { // extends it
+				t.Fatal(err)
+			}
+			_, end, _ := hashState(t, c, w.rkey)
+			for range burst {
+				waits = append(waits, startWait(ctx, w, 1))
+			}
+			var turns []int64
+			for _, f := range waits {
+				turn, err := f()
+				if err != nil {
+					t.Fatal(err)
+				}
+				turns = append(turns, turn)
+			}
+			slices.Sort(turns)
+			t.Logf("pause extended by %.0fms; turns from its end (ms): %v", (end-end1)/1e3, relMs(turns, end))
+			// A full bucket at the end: the first burst units go then,
+			// each further one an interval after the one before. The
+			// turns are Redis's µs; 2µs is the rounding of a wait to µs.
+			for i, turn := range turns {
+				want := end + float64(max(0, i-burst+1))*interval
+				if d := float64(turn) - want; d < -2 || d > 2 {
+					t.Errorf("turn %d at %+.3fms from the extended pause's end; want %+.3fms (burst %d, then 10/s)", i, (float64(turn)-end)/1e3, (want-end)/1e3, burst)
+				}
+			}
+		})
 	}
 }
 
