@@ -36,6 +36,15 @@ type Feedback struct {
 	Window       time.Duration
 	HasRemaining bool
 
+	// Available: the units a bucket of the server's that refills
+	// continuously (OpenAI's, Anthropic's: [ratelimit.Policy].Refills)
+	// holds now, as the most restrictive such policy of the counted unit
+	// says. No more than that, less the units in flight that it has not
+	// counted yet, may go at once; the bucket refills at the pace in
+	// force. Valid if HasAvailable.
+	Available    float64
+	HasAvailable bool
+
 	// Declared: the pace the server declares, for a key with no
 	// configured limit: a policy of n units per window is DeclaredRate
 	// n/window (units per second) and DeclaredBurst n (units). Valid if

@@ -107,52 +107,65 @@ func TestTransportLongWindowSpread(t *testing.T) {
 // a minute); 8 workers, told nothing. They used to pause the key until
 // the bucket was full (up to a minute), then probe one request a second
 // while every response said 59 of 60 remain: 0.76 of capacity.
+//
+// Paced by the declared limit, what the bucket holds caps the key's own
+// (Feedback.Available), so it is never found spent and nothing is
+// refused; with DisableDeclaredLimits nothing paces the key but the
+// pauses of a spent bucket, each one request's refill.
 func TestTransportRefillingBucket(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := throttletest.NewOpenAI(60, 6000)
-		s.PromptTokens = 2
-		var (
-			mu     sync.Mutex
-			pauses []time.Duration
-		)
-		tr := &Transport{Base: &throttletest.Direct{Handler: s, Latency: 100 * time.Millisecond, Jitter: 10 * time.Millisecond, Seed: 1},
-			OnEvent: func(e Event) {
-				if e.Kind == EventPause && e.StatusCode == http.StatusOK {
-					mu.Lock()
-					pauses = append(pauses, e.Delay)
-					mu.Unlock()
+	for _, undeclared := range []bool{false, true} {
+		t.Run(fmt.Sprintf("DisableDeclaredLimits=%v", undeclared), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := throttletest.NewOpenAI(60, 6000)
+				s.PromptTokens = 2
+				var (
+					mu     sync.Mutex
+					pauses []time.Duration
+				)
+				tr := &Transport{Base: &throttletest.Direct{Handler: s, Latency: 100 * time.Millisecond, Jitter: 10 * time.Millisecond, Seed: 1},
+					DisableDeclaredLimits: undeclared,
+					OnEvent: func(e Event) {
+						if e.Kind == EventPause && e.StatusCode == http.StatusOK {
+							mu.Lock()
+							pauses = append(pauses, e.Delay)
+							mu.Unlock()
+						}
+					}}
+				start := time.Now()
+				closedLoop(t, &http.Client{Transport: tr}, 8, 3*time.Minute, `{"max_tokens":20}`)
+				wall := time.Since(start)
+				capacity := 60 + 60*wall.Minutes() // full, then a request a second
+				st := s.Stats()
+				if got := float64(st.Admitted) / capacity; got < 0.95 {
+					t.Errorf("%d admitted in %v: %.2f of capacity; want ≥ 0.95", st.Admitted, wall, got)
 				}
-			}}
-		start := time.Now()
-		closedLoop(t, &http.Client{Transport: tr}, 8, 3*time.Minute, `{"max_tokens":20}`)
-		wall := time.Since(start)
-		capacity := 60 + 60*wall.Minutes() // full, then a request a second
-		st := s.Stats()
-		if got := float64(st.Admitted) / capacity; got < 0.95 {
-			t.Errorf("%d admitted in %v: %.2f of capacity; want ≥ 0.95", st.Admitted, wall, got)
-		}
-		var gap time.Duration
-		adm := s.Admissions()
-		for i := 1; i < len(adm); i++ {
-			gap = max(gap, adm[i].Sub(adm[i-1]))
-		}
-		// A request frees every second; a refused one (dispatch jitter
-		// of 10 ms against a bucket at its last unit) costs a round trip
-		// of 200 ms more before its retry.
-		if gap > 1500*time.Millisecond {
-			t.Errorf("longest gap between admissions %v; want ≤ 1.5s: a request frees every second", gap)
-		}
-		for _, p := range pauses {
-			if p > time.Second {
-				t.Errorf("a 200 paused the key %v; want ≤ 1s, one request's refill", p)
-				break
-			}
-		}
-		if len(pauses) == 0 {
-			t.Errorf("no 200 said the bucket was spent; the test does not exercise a spent bucket")
-		}
-		t.Logf("admitted %d, rejected %d, pauses on 200 %d, longest gap %v", st.Admitted, st.Rejected, len(pauses), gap)
-	})
+				var gap time.Duration
+				adm := s.Admissions()
+				for i := 1; i < len(adm); i++ {
+					gap = max(gap, adm[i].Sub(adm[i-1]))
+				}
+				// A request frees every second; a refused one (dispatch jitter
+				// of 10 ms against a bucket at its last unit) costs a round trip
+				// of 200 ms more before its retry.
+				if gap > 1500*time.Millisecond {
+					t.Errorf("longest gap between admissions %v; want ≤ 1.5s: a request frees every second", gap)
+				}
+				for _, p := range pauses {
+					if p > time.Second {
+						t.Errorf("a 200 paused the key %v; want ≤ 1s, one request's refill", p)
+						break
+					}
+				}
+				switch {
+				case !undeclared && st.Rejected > 0:
+					t.Errorf("%d refused; want 0: the declared pace, capped by what the bucket holds, never meets a spent one", st.Rejected)
+				case undeclared && len(pauses) == 0:
+					t.Errorf("no 200 said the bucket was spent; the test does not exercise a spent bucket")
+				}
+				t.Logf("admitted %d, rejected %d, pauses on 200 %d, longest gap %v", st.Admitted, st.Rejected, len(pauses), gap)
+			})
+		})
+	}
 }
 
 // TestTransportRetryDelayFloor checks the floor on retry delays: a server

@@ -43,13 +43,10 @@ func (t *Transport) feedback(resp *http.Response, q ratelimit.Reading, age time.
 		f.Throttled = !known || status == http.StatusTooManyRequests
 	}
 
-	unit := t.CostUnit
-	if unit == "" {
-		unit = "requests"
-	}
+	unit := t.unit()
 	best := math.Inf(1)
 	for _, p := range q.Policies {
-		if p.Unit != unit && !(p.Unit == "" && unit == "requests") {
+		if !sameUnit(p.Unit, unit) {
 			continue
 		}
 		// Windows are tracked when they are long enough for whole-second
@@ -88,6 +85,9 @@ func (t *Transport) feedback(resp *http.Response, q ratelimit.Reading, age time.
 				}
 			}
 		}
+		if p.Refills && p.HasRemaining && (!f.HasAvailable || float64(p.Remaining) < f.Available) {
+			f.Available, f.HasAvailable = float64(p.Remaining), true
+		}
 		if !t.DisableDeclaredLimits && p.HasLimit && p.HasWindow && p.Limit > 0 && p.Window > 0 {
 			l := rate.Limit(float64(p.Limit) / p.Window.Seconds())
 			// A declared pace slower than one unit per MaxRetryAfter
@@ -101,6 +101,14 @@ func (t *Transport) feedback(resp *http.Response, q ratelimit.Reading, age time.
 		}
 	}
 	return f, wait, said
+}
+
+// unit returns the unit Cost counts: CostUnit, "requests" when unset.
+func (t *Transport) unit() string {
+	if t.CostUnit == "" {
+		return "requests"
+	}
+	return t.CostUnit
 }
 
 // minTrackedWindow: shorter windows are not tracked (see feedback).

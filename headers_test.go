@@ -241,16 +241,17 @@ func TestFeedback(t *testing.T) {
 			Feedback{}},
 		// A bucket that refills (OpenAI: the reset is the time until full)
 		// is no window: its rate paces the key, and a spent one pauses it
-		// for one unit's refill, not until full.
+		// for one unit's refill, not until full; what it holds caps the
+		// key's bucket (Available).
 		{"tokens counted: a refilling bucket paces at its rate", 200, map[string]string{
 			"x-ratelimit-limit-tokens": "6000", "x-ratelimit-remaining-tokens": "5798", "x-ratelimit-reset-tokens": "2.02s"}, &Transport{CostUnit: "tokens"},
-			Feedback{HasDeclared: true, DeclaredRate: 100, DeclaredBurst: 6000}},
+			Feedback{HasDeclared: true, DeclaredRate: 100, DeclaredBurst: 6000, Available: 5798, HasAvailable: true}},
 		{"a spent refilling bucket pauses one unit's refill", 200, map[string]string{
 			"x-ratelimit-limit-requests": "60", "x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "59.833s"}, &Transport{},
-			Feedback{Pause: time.Second, HasDeclared: true, DeclaredRate: 1, DeclaredBurst: 60}},
+			Feedback{Pause: time.Second, HasDeclared: true, DeclaredRate: 1, DeclaredBurst: 60, HasAvailable: true}},
 		{"a refilling bucket's numbers of no standard length", 200, map[string]string{
 			"x-ratelimit-limit-tokens": "1000", "x-ratelimit-remaining-tokens": "10", "x-ratelimit-reset-tokens": "30s"}, &Transport{CostUnit: "tokens"},
-			Feedback{}},
+			Feedback{Available: 10, HasAvailable: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -467,6 +467,9 @@ func (b *bucket) Adapt(ctx context.Context, f Feedback) error {
 		s.window(now, max(f.Remaining, 0), float64(max(f.Reset, 0)), max(f.Size, 0), float64(max(f.Window, 0)), b.pacing)
 		moved = true
 	}
+	if f.HasAvailable && !math.IsNaN(f.Available) && s.level(now, b.pacing, f.Available) {
+		moved = true
+	}
 	if f.Throttled && s.reject(now, now-float64(max(f.Age, 0)), float64(max(f.Cost, 1)), b.pacing) {
 		moved = true
 	}

@@ -958,6 +958,27 @@ func (s *schedule) declare(now float64, c pacing, interval, burst float64) {
 	s.rescale(now, c) // the bucket's units at the old pace, from now on at the new
 }
 
+// level caps the bucket at now, after advance, to avail units at once: a
+// server's bucket that refills continuously holds avail units (as it
+// counted them: the units in flight it has not counted yet are taken off),
+// so no more may go before it refills, at the pace in force. tat moves
+// later only (a bucket the server says is fuller than ours gives no
+// units: ours may know of units the server has not counted). It reports
+// whether tat moved.
+func (s *schedule) level(now float64, c pacing, avail float64) bool {
+	interval, tau := s.pace(now, c)
+	if interval <= 0 || math.IsInf(interval, 0) {
+		return false
+	}
+	avail = math.Floor(max(avail-s.pending, 0))
+	t := now + tau - avail*interval
+	if t <= s.tat {
+		return false
+	}
+	s.tat = t
+	return true
+}
+
 // answered counts a response to n units that went.
 func (s *schedule) answered(n float64) {
 	s.pending = max(s.pending-n, 0)

@@ -149,6 +149,7 @@ type Transport struct {
 	server Limiter     // what servers said, for waiters that cannot keep it
 	budget retryBudget // shared by every request of the Transport
 	rtt    roundTrips  // how long recent round trips took
+	others otherUnits  // what a request costs in the other units servers count
 }
 
 func (t *Transport) base() http.RoundTripper {
@@ -412,7 +413,11 @@ func (t *Transport) tooLateToSend(ctx context.Context, now time.Time) bool {
 func (t *Transport) observe(ctx context.Context, o *Outcome, w Waiter, key string, n int, sent, now time.Time) (d Decision, slowed bool) {
 	resp := o.Response
 	o.Reading = ratelimit.Parse(resp.Header, now)
-	f, wait, said := t.feedback(resp, o.Reading, now.Sub(sent))
+	// The limits in other units than Cost's, read in Cost's unit where
+	// the key's responses told what a request costs in them (otherunits.go).
+	rejected := resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable
+	q := t.others.read(key, o.Reading, t.unit(), n, rejected, now)
+	f, wait, said := t.feedback(resp, q, now.Sub(sent))
 	f.Cost = n
 	o.Wait, o.HasWait = wait, said
 	d = t.Retry.classify(*o)

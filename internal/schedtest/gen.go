@@ -163,6 +163,9 @@ func (o Op) String() string {
 		if f.Throttled {
 			fmt.Fprintf(&b, "Throttled, Age: %v, ", f.Age)
 		}
+		if f.HasAvailable {
+			fmt.Fprintf(&b, "Available: %v, ", f.Available)
+		}
 		if f.HasDeclared {
 			fmt.Fprintf(&b, "DeclaredRate: %v, DeclaredBurst: %d, ", f.DeclaredRate, f.DeclaredBurst)
 		}
@@ -343,6 +346,10 @@ func Generate(seed int64, cfg Config, opt Options) Sequence {
 				// A declared burst holds the largest cost: a wait of more
 				// units than the burst conforms to no bucket.
 				o.Kind, o.F = Adapt, throttle.Feedback{HasDeclared: true, DeclaredRate: lims[r.IntN(len(lims))], DeclaredBurst: maxN + r.IntN(4)}
+				if r.IntN(2) == 0 {
+					// A refilling bucket's level, which caps the key's.
+					o.F.Available, o.F.HasAvailable = float64(r.IntN(o.F.DeclaredBurst+1)), true
+				}
 			}
 			s.Ops = append(s.Ops, o)
 			continue
