@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"math"
 	"net/http"
 	"strconv"
 	"sync"
@@ -277,13 +278,30 @@ func FuzzFeedback(f *testing.F) {
 	f.Add(200, "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "99999999999999")
 	f.Add(503, "x-ratelimit-reset-requests", "2m59.56s", "x-ratelimit-remaining-requests", "-1")
 	f.Add(200, "RateLimit-Limit", "10, 10;w=1, 50;w=60", "RateLimit-Remaining", "NaN")
+	f.Add(200, "x-ratelimit-remaining-tokens", "5000", "x-ratelimit-limit-tokens", "6000")
+	f.Add(200, "X-RateLimit-Remaining-Tokens", "1", "X-Ratelimit-Limit-Tokens", "9223372036854775807")
 	f.Fuzz(func(t *testing.T, status int, k1, v1, k2, v2 string) {
 		h := http.Header{}
 		h.Add(k1, v1)
 		h.Add(k2, v2)
 		tr := &Transport{Retry: RetryPolicy{MaxRetryAfter: 10 * time.Second}}
 		limit := tr.Retry.maxRetryAfter()
-		fb, _, _ := tr.feedback(&http.Response{StatusCode: status, Header: h}, ratelimit.Parse(h, time.Now()), 0)
+		// Through the other units' estimate too: the response with the
+		// first field, then both, a second later (a fall to learn from).
+		now := time.Now()
+		h1 := http.Header{}
+		h1.Add(k1, v1)
+		tr.others.read("k", ratelimit.Parse(h1, now), "requests", 1, false, now)
+		q := tr.others.read("k", ratelimit.Parse(h, now.Add(time.Second)), "requests", 1, false, now.Add(time.Second))
+		for _, p := range q.Policies {
+			if p.Limit < 0 || p.Remaining < 0 || p.Reset < 0 || p.Window < 0 {
+				t.Fatalf("policy %+v: a negative number", p)
+			}
+		}
+		fb, _, _ := tr.feedback(&http.Response{StatusCode: status, Header: h}, q, 0)
+		if fb.HasAvailable && (fb.Available < 0 || math.IsNaN(fb.Available)) {
+			t.Fatalf("feedback %+v: Available negative or NaN", fb)
+		}
 		// A window's reset is not capped (it is spread over, not waited
 		// for), but parsing bounds it at a year.
 		if fb.Pause < 0 || fb.Pause > limit || fb.Reset < 0 || fb.Reset > 366*24*time.Hour || fb.Remaining < 0 {
