@@ -36,12 +36,12 @@ type Feedback struct {
 	Window       time.Duration
 	HasRemaining bool
 
-	// Available: the units a bucket of the server's that refills
-	// continuously (OpenAI's, Anthropic's: [ratelimit.Policy].Refills)
-	// holds now, as the most restrictive such policy of the counted unit
-	// says. No more than that, less the units in flight that it has not
-	// counted yet, may go at once; the bucket refills at the pace in
-	// force. Valid if HasAvailable.
+	// Available: the units the server would take now, as the policy of
+	// the counted unit with the least remaining says (a bucket that
+	// refills continuously, OpenAI's or Anthropic's; a sliding window's
+	// count; a fixed window's rest). No more than that, less the units in
+	// flight that it has not counted yet, may go at once; the key's bucket
+	// refills from there at the pace in force. Valid if HasAvailable.
 	Available    float64
 	HasAvailable bool
 

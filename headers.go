@@ -85,7 +85,10 @@ func (t *Transport) feedback(resp *http.Response, q ratelimit.Reading, age time.
 				}
 			}
 		}
-		if p.Refills && p.HasRemaining && (!f.HasAvailable || float64(p.Remaining) < f.Available) {
+		// What remains caps the key's bucket, whatever the policy's
+		// kind: a refilling bucket's level, a sliding window's count, a
+		// fixed window's rest (see schedule.level).
+		if p.HasRemaining && (!f.HasAvailable || float64(p.Remaining) < f.Available) {
 			f.Available, f.HasAvailable = float64(p.Remaining), true
 		}
 		if !t.DisableDeclaredLimits && p.HasLimit && p.HasWindow && p.Limit > 0 && p.Window > 0 {

@@ -206,6 +206,8 @@ func TestPauseReachesQueuedWaits(t *testing.T) {
 }
 
 // TestFeedback checks what Transport reads from a response for the waiter.
+// What remains of the counted unit's most restrictive policy caps the
+// key's bucket (Available), whatever the policy's kind.
 func TestFeedback(t *testing.T) {
 	now := time.Now()
 	tests := []struct {
@@ -222,24 +224,24 @@ func TestFeedback(t *testing.T) {
 		{"Retry-After on a 200 is not a pause", 200, map[string]string{"Retry-After": "3"}, &Transport{}, Feedback{}},
 		{"exhausted window on a 200", 200, map[string]string{"RateLimit-Policy": `"h";q=100;w=60`, "RateLimit": `"h";r=0;t=40`}, &Transport{},
 			Feedback{Pause: 40 * time.Second, HasRemaining: true, Remaining: 0, Reset: 40 * time.Second, Size: 100, Window: time.Minute,
-				HasDeclared: true, DeclaredRate: rate.Limit(100.0 / 60), DeclaredBurst: 100}},
+				HasDeclared: true, DeclaredRate: rate.Limit(100.0 / 60), DeclaredBurst: 100, HasAvailable: true}},
 		{"declared off", 200, map[string]string{"RateLimit-Policy": `"h";q=100;w=60`, "RateLimit": `"h";r=5;t=40`}, &Transport{DisableDeclaredLimits: true},
-			Feedback{HasRemaining: true, Remaining: 5, Reset: 40 * time.Second, Size: 100, Window: time.Minute}},
+			Feedback{HasRemaining: true, Remaining: 5, Reset: 40 * time.Second, Size: 100, Window: time.Minute, Available: 5, HasAvailable: true}},
 		{"per-second window is not tracked", 200, map[string]string{"RateLimit-Policy": `"s";q=10;w=1`, "RateLimit": `"s";r=5;t=1`}, &Transport{},
-			Feedback{HasDeclared: true, DeclaredRate: 10, DeclaredBurst: 10}},
+			Feedback{HasDeclared: true, DeclaredRate: 10, DeclaredBurst: 10, Available: 5, HasAvailable: true}},
 		{"tokens ignored when Cost counts requests", 200, map[string]string{
 			"x-ratelimit-limit-tokens": "1000", "x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "30s"}, &Transport{},
 			Feedback{Pause: 30 * time.Second}},
 		// MaxRetryAfter caps the pause (one wait the server asks for), not
 		// the window: what remains of it is spread over its whole time.
 		{"a long window keeps its reset; its pause is capped", 200, map[string]string{"RateLimit-Policy": `"y";q=1;w=31000000`, "RateLimit": `"y";r=0;t=30000000`}, &Transport{},
-			Feedback{Pause: time.Minute, HasRemaining: true, Remaining: 0, Reset: 30000000 * time.Second, Size: 1, Window: 31000000 * time.Second}},
+			Feedback{Pause: time.Minute, HasRemaining: true, Remaining: 0, Reset: 30000000 * time.Second, Size: 1, Window: 31000000 * time.Second, HasAvailable: true}},
 		{"GitHub's hour: 450 left for 50 min", 200, map[string]string{"Date": now.UTC().Format(http.TimeFormat),
 			"X-RateLimit-Limit": "5000", "X-RateLimit-Remaining": "450", "X-RateLimit-Reset": strconv.FormatInt(now.Unix()+3000, 10)}, &Transport{},
-			Feedback{HasRemaining: true, Remaining: 450, Reset: 3000 * time.Second, Size: 5000}},
+			Feedback{HasRemaining: true, Remaining: 450, Reset: 3000 * time.Second, Size: 5000, Available: 450, HasAvailable: true}},
 		{"a token bucket's short reset is not a window", 200, map[string]string{"Date": now.UTC().Format(http.TimeFormat),
 			"X-RateLimit-Limit": "50", "X-RateLimit-Remaining": "3", "X-RateLimit-Reset": strconv.FormatInt(now.Unix()+2, 10)}, &Transport{},
-			Feedback{}},
+			Feedback{Available: 3, HasAvailable: true}},
 		// A bucket that refills (OpenAI: the reset is the time until full)
 		// is no window: its rate paces the key, and a spent one pauses it
 		// for one unit's refill, not until full; what it holds caps the
@@ -291,8 +293,8 @@ func FuzzFeedback(f *testing.F) {
 		now := time.Now()
 		h1 := http.Header{}
 		h1.Add(k1, v1)
-		tr.others.read("k", ratelimit.Parse(h1, now), "requests", 1, false, now)
-		q := tr.others.read("k", ratelimit.Parse(h, now.Add(time.Second)), "requests", 1, false, now.Add(time.Second))
+		tr.learned.read("k", ratelimit.Parse(h1, now), "requests", 1, false, now)
+		q := tr.learned.read("k", ratelimit.Parse(h, now.Add(time.Second)), "requests", 1, false, now.Add(time.Second))
 		for _, p := range q.Policies {
 			if p.Limit < 0 || p.Remaining < 0 || p.Reset < 0 || p.Window < 0 {
 				t.Fatalf("policy %+v: a negative number", p)

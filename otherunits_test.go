@@ -50,7 +50,7 @@ func TestOtherUnitsLearnsCost(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var o otherUnits
+			var o learned
 			var q ratelimit.Reading
 			for i, r := range tt.remaining {
 				rejected := tt.rejected != nil && tt.rejected[i]
@@ -81,7 +81,7 @@ func TestOtherUnitsLearnsCost(t *testing.T) {
 // more request: it is spent until its refill covers the difference.
 func TestOtherUnitsSpent(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var o otherUnits
+	var o learned
 	o.read("api", tokens(400), "requests", 1, false, t0)
 	o.read("api", tokens(250), "requests", 1, false, t0.Add(time.Second))        // 250: 150 + 100 refilled
 	q := o.read("api", tokens(150), "requests", 1, false, t0.Add(2*time.Second)) // 200: the median of two is the larger
@@ -106,7 +106,7 @@ func TestOtherUnitsWindow(t *testing.T) {
 				HasLimit: true, HasRemaining: true, HasWindow: true, HasReset: true},
 		}}
 	}
-	var o otherUnits
+	var o learned
 	o.read("api", win(900, 30*time.Second), "requests", 2, false, t0)
 	o.read("api", win(1000, 60*time.Second), "requests", 2, false, t0.Add(time.Second)) // a new window
 	q := o.read("api", win(950, 59*time.Second), "requests", 2, false, t0.Add(2*time.Second))
@@ -123,16 +123,16 @@ func TestOtherUnitsWindow(t *testing.T) {
 // come.
 func TestOtherUnitsBounded(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var o otherUnits
-	for i := range otherKeys + 100 {
+	var o learned
+	for i := range learnedKeys + 100 {
 		o.read(fmt.Sprint("key", i), tokens(5000), "requests", 1, false, t0)
-		if len(o.keys) > otherKeys {
-			t.Fatalf("%d keys remembered after %d; want ≤ %d", len(o.keys), i+1, otherKeys)
+		if len(o.keys) > learnedKeys {
+			t.Fatalf("%d keys remembered after %d; want ≤ %d", len(o.keys), i+1, learnedKeys)
 		}
 	}
 	// A reading in the counted unit alone costs nothing.
 	q := ratelimit.Reading{Policies: tokens(5000).Policies[:1]}
-	var p otherUnits
+	var p learned
 	p.read("api", q, "requests", 1, false, t0)
 	if p.keys != nil {
 		t.Errorf("a reading with no other unit was remembered")

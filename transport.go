@@ -146,10 +146,10 @@ type Transport struct {
 	// False means enforcing.
 	DryRun bool
 
-	server Limiter     // what servers said, for waiters that cannot keep it
-	budget retryBudget // shared by every request of the Transport
-	rtt    roundTrips  // how long recent round trips took
-	others otherUnits  // what a request costs in the other units servers count
+	server  Limiter     // what servers said, for waiters that cannot keep it
+	budget  retryBudget // shared by every request of the Transport
+	rtt     roundTrips  // how long recent round trips took
+	learned learned     // what the keys' responses told, beyond one response
 }
 
 func (t *Transport) base() http.RoundTripper {
@@ -416,7 +416,7 @@ func (t *Transport) observe(ctx context.Context, o *Outcome, w Waiter, key strin
 	// The limits in other units than Cost's, read in Cost's unit where
 	// the key's responses told what a request costs in them (otherunits.go).
 	rejected := resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable
-	q := t.others.read(key, o.Reading, t.unit(), n, rejected, now)
+	q := t.learned.read(key, o.Reading, t.unit(), n, rejected, now)
 	f, wait, said := t.feedback(resp, q, now.Sub(sent))
 	f.Cost = n
 	o.Wait, o.HasWait = wait, said

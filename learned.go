@@ -1,0 +1,110 @@
+package throttle
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/throttle-go/throttle/ratelimit"
+)
+
+// learned is what a Transport learns of each key from its responses,
+// beyond what one response says: what a request costs in the other units
+// a server counts (otherunits.go), and the length of a window a server
+// does not state (windowlen.go). read applies both to a response's
+// Reading before the key's waiter is told of it.
+//
+// The zero value knows nothing; it is safe for concurrent use. Memory is
+// bounded: at most learnedKeys keys are remembered, and past that an
+// arbitrary one is forgotten (what it had learned is learned again from
+// its next responses), and at most learnedPolicies policies a key.
+type learned struct {
+	mu   sync.Mutex // protects keys
+	keys map[string][]policySeen
+}
+
+const (
+	learnedKeys     = 4096
+	learnedPolicies = 8
+)
+
+// policySeen is what a key's responses said of one of its policies (by
+// name and unit).
+type policySeen struct {
+	name, unit string
+
+	// For a policy of another unit (otherunits.go): the last response.
+	at        time.Time // when it came
+	remaining float64   // units left then
+	limit     float64   // units per window
+	refill    float64   // units a second the bucket refills; 0 for a window
+	end       time.Time // a window's end; zero for a refilling bucket
+	costs     []float64 // recent costs of one of the Transport's units, in this unit
+
+	// For a policy that states no window (windowlen.go).
+	first    time.Time     // the first response that gave a reset
+	resetMax time.Duration // the longest reset given since
+}
+
+// read returns q as the key's waiter is to take it, after learning from
+// it (a response at now to a request of n of the Transport's units, unit;
+// rejected if it was a refusal): each policy that states no window has
+// the one its resets showed, and each policy of another unit than unit
+// that the key's estimate covers is added as a policy of unit. It
+// returns q itself when there is nothing to add or change, and never
+// changes q's own Policies.
+func (o *learned) read(key string, q ratelimit.Reading, unit string, n int, rejected bool, now time.Time) ratelimit.Reading {
+	if !slices.ContainsFunc(q.Policies, func(p ratelimit.Policy) bool {
+		return unwindowed(p) || (!sameUnit(p.Unit, unit) && p.HasLimit && p.HasRemaining && p.Limit > 0)
+	}) {
+		return q
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.keys == nil {
+		o.keys = make(map[string][]policySeen)
+	}
+	seen, ok := o.keys[key]
+	if !ok && len(o.keys) >= learnedKeys {
+		for k := range o.keys {
+			delete(o.keys, k)
+			break
+		}
+	}
+	policies := q.Policies
+	cloned := false
+	for i, p := range q.Policies {
+		j := slices.IndexFunc(seen, func(s policySeen) bool { return s.name == p.Name && s.unit == p.Unit })
+		if j < 0 {
+			if len(seen) >= learnedPolicies {
+				continue
+			}
+			seen = append(seen, policySeen{name: p.Name, unit: p.Unit})
+			j = len(seen) - 1
+		}
+		s := &seen[j]
+		if unwindowed(p) {
+			s.seeReset(p, now)
+			if w, ok := s.window(now); ok {
+				if !cloned {
+					policies, cloned = slices.Clone(policies), true
+				}
+				p.Window, p.HasWindow = w, true
+				policies[i] = p
+			}
+		}
+		if sameUnit(p.Unit, unit) || !p.HasLimit || !p.HasRemaining || p.Limit <= 0 {
+			continue
+		}
+		s.learn(p, float64(max(n, 1)), rejected, now)
+		if c, ok := s.cost(); ok {
+			if !cloned {
+				policies, cloned = slices.Clone(policies), true
+			}
+			policies = append(policies, s.policy(p, c, unit))
+		}
+	}
+	o.keys[key] = seen
+	q.Policies = policies
+	return q
+}

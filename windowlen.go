@@ -1,0 +1,49 @@
+package throttle
+
+import (
+	"time"
+
+	"github.com/throttle-go/throttle/ratelimit"
+)
+
+// Many servers state a limit and when it resets but not over how long
+// (X-RateLimit-Limit, -Remaining, -Reset: go-chi/httprate, Envoy, most
+// gateways): without the window, the limit declares no pace, and a
+// client told nothing runs unpaced into it, pausing at each refusal
+// (httprate's sliding window of 50 a second: 0.46 429s per success, 0.64
+// of its capacity).
+//
+// The resets tell the window. A window's reset is never further than the
+// window's length, and is that far at its start (resets in whole seconds
+// are rounded up, as the IETF draft's t and an epoch end measured against
+// a whole-second Date are): the longest reset a policy gave, once the
+// responses span at least that long (so that a window start was seen,
+// whatever the phase of the first), is its window. A rolling window
+// ("reset" the time until the oldest unit counted leaves) gives its
+// length at every response, and is the same limit. The window is rounded
+// up to whole seconds (resets of finer resolution are seen a little after
+// their window started). A window told this way declares its pace
+// (Limit per window, see Transport.DisableDeclaredLimits) as a stated one
+// does.
+
+// unwindowed reports whether p states a limit and a reset but no window:
+// one whose window its resets may tell.
+func unwindowed(p ratelimit.Policy) bool {
+	return !p.HasWindow && !p.Refills && p.HasLimit && p.HasReset && p.Reset > 0
+}
+
+// seeReset takes p's reset, given by a response at now.
+func (s *policySeen) seeReset(p ratelimit.Policy, now time.Time) {
+	if s.first.IsZero() {
+		s.first = now
+	}
+	s.resetMax = max(s.resetMax, p.Reset)
+}
+
+// window returns the window the resets told, once the responses span it.
+func (s *policySeen) window(now time.Time) (time.Duration, bool) {
+	if s.first.IsZero() || s.resetMax <= 0 || now.Sub(s.first) < s.resetMax {
+		return 0, false
+	}
+	return (s.resetMax + time.Second - 1).Truncate(time.Second), true
+}
