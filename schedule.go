@@ -96,7 +96,7 @@ const (
 	// strict server (no burst, a limit told exactly) rejects what timer
 	// jitter brings early, and the margin it needs is learned. Units that
 	// go give it back, a step per 1/trimTarget − 1 units (so that it
-	// settles where about trimTarget of the requests are rejected); a key
+	// rests where about trimTarget of the requests are rejected); a key
 	// that has had no rejection for trimKeep forgets it. A rejection past trimMax (an outage, a budget below the
 	// limit) cuts, and the cut, which regrows, replaces the trim.
 	trimStep   = 0.01
@@ -588,7 +588,7 @@ func (s *schedule) advance(now float64, c pacing) {
 			s.count(now, n, c.sec)
 		}
 	}
-	s.settle(now, c)
+	s.floorTat(now, c)
 }
 
 // rescale keeps the units the bucket holds ((now − tat + τ)/interval,
@@ -610,10 +610,10 @@ func (s *schedule) rescale(now float64, c pacing) {
 		s.spK = now + tau - s.credTau*s.spRho
 		// The bucket: the same map, its debt (tat past now) included, and
 		// no more units than the new depth holds or the head's ticket
-		// needs (settle). Units a pause that ended held arrived at its
+		// needs (floorTat). Units a pause that ended held arrived at its
 		// end (GCRA's max(tat, arrival)).
 		s.tat = s.spK - (now-max(s.tat, min(s.hold, now)))*s.spRho
-		s.settle(now, c)
+		s.floorTat(now, c)
 	}
 	s.credInt, s.credTau = interval, tau
 }
@@ -650,13 +650,13 @@ func (s *schedule) dueUnits(now float64, c pacing, hi float64) float64 {
 	return lo
 }
 
-// settle applies GCRA's max(tat, arrival) at now: a bucket fills to its
+// floorTat applies GCRA's max(tat, arrival) at now: a bucket fills to its
 // burst and no further. The units still queued have their turns after
 // now; a head that waited on something other than the bucket (a pause, a
 // window, a pace yet to start) claims no credit from before now, and one
 // that waits on the bucket keeps what it gathered at the pace in force now
 // (a ticket larger than the bucket's depth gathers it over time), no more.
-func (s *schedule) settle(now float64, c pacing) {
+func (s *schedule) floorTat(now float64, c pacing) {
 	floor := now
 	if interval, tau := s.pace(now, c); interval > 0 && s.queued() > 0 {
 		first, last := s.ticketAt(1)

@@ -164,7 +164,7 @@ func TestPropSchedule(t *testing.T) {
 
 // TestPropRealClock runs a few sequences against Limiter on the real
 // clock, as the distributed package runs them against Redis: spaced ops,
-// no settle func, a tolerance for timer slack. It checks the real-clock
+// no idle func, a tolerance for timer slack. It checks the real-clock
 // mode of the suite itself (no false violations from scheduling noise);
 // the bubble runs above check the Limiter.
 func TestPropRealClock(t *testing.T) {

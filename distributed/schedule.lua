@@ -476,8 +476,8 @@ local function arrival(e)
 	end
 	return math.max(e, s.spK - (s.spAt - e) * s.spRho)
 end
--- settle: GCRA's max(tat, arrival) at now (see settle in schedule.go).
-local function settle()
+-- floorTat: GCRA's max(tat, arrival) at now (see floorTat in schedule.go).
+local function floorTat()
 	local interval, tau = pace(now)
 	local floor = now
 	if interval > 0 and queued() > 0 then
@@ -494,7 +494,7 @@ local function rescale()
 		s.spAt, s.spRho = now, interval / s.credInt
 		s.spK = now + tau - s.credTau * s.spRho
 		s.tat = s.spK - (now - math.max(s.tat, math.min(s.hold, now))) * s.spRho
-		settle()
+		floorTat()
 	end
 	s.credInt, s.credTau = interval, tau
 end
@@ -621,7 +621,7 @@ local function advance()
 			count(gone)
 		end
 	end
-	settle()
+	floorTat()
 end
 local function position(qi, e)
 	local p = ahead(s.q[qi], e)

@@ -25,7 +25,7 @@
 //
 // On the real clock (the distributed package, a fresh quota key per
 // sequence): ops spaced so that the order of calls is known, a give-up
-// that bounds a wedged run, no settle func, and a tolerance for the round
+// that bounds a wedged run, no idle func, and a tolerance for the round
 // trip and timer slack:
 //
 //	opt := schedtest.Options{Ops: 12, Horizon: time.Second, Step: 10 * time.Millisecond,
@@ -211,7 +211,7 @@ type Options struct {
 	// ops meet turns exactly in a bubble); 0 means 1 ms.
 	Step time.Duration
 	// MinGap: consecutive ops are at least this far apart; 0 lets several
-	// ops share an instant (fine in a bubble with a settle func; on the
+	// ops share an instant (fine in a bubble with an idle func; on the
 	// real clock use a few ms, so that the order of calls is known).
 	MinGap time.Duration
 	// GiveUp: see Sequence; 0 means 1 h.

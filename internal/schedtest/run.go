@@ -26,7 +26,7 @@ type Result struct {
 type Log struct {
 	Results []Result
 	// Ordered: calls at the same instant were made in the order of the
-	// ops (Run had a settle func).
+	// ops (Run had an idle func).
 	Ordered bool
 }
 
@@ -38,10 +38,10 @@ var errGaveUp = errors.New("schedtest: gave up")
 // [throttle.RetryWaiter], [throttle.Pauser] and [throttle.Adapter] as far
 // as seq uses them (Run fails t otherwise).
 //
-// settle, if not nil, is called after each op is started and before the
+// idle, if not nil, is called after each op is started and before the
 // next: synctest.Wait in a bubble, so that ops at one instant take effect
 // in their order. Pass nil on the real clock.
-func Run(t testing.TB, w throttle.Waiter, seq Sequence, settle func()) Log {
+func Run(t testing.TB, w throttle.Waiter, seq Sequence, idle func()) Log {
 	t.Helper()
 	rw, _ := w.(throttle.RetryWaiter)
 	pw, _ := w.(throttle.Pauser)
@@ -62,7 +62,7 @@ func Run(t testing.TB, w throttle.Waiter, seq Sequence, settle func()) Log {
 			t.Fatalf("op %d: %T does not implement throttle.Adapter", i, w)
 		}
 	}
-	lg := Log{Results: make([]Result, len(seq.Ops)), Ordered: settle != nil}
+	lg := Log{Results: make([]Result, len(seq.Ops)), Ordered: idle != nil}
 	start := time.Now()
 	since := func() time.Duration { return time.Since(start) }
 	// Every wait's context derives from base, which gives up on waits
@@ -136,8 +136,8 @@ func Run(t testing.TB, w throttle.Waiter, seq Sequence, settle func()) Log {
 			res.Err = aw.Adapt(context.Background(), o.F)
 			res.Return = since()
 		}
-		if settle != nil {
-			settle()
+		if idle != nil {
+			idle()
 		}
 	}
 	wg.Wait()
