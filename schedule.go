@@ -46,6 +46,28 @@ import (
 //   - a store that loses the state loses no rule: a fresh state is a full
 //     bucket at the configured pace, never a slower one.
 //
+// # Settled costs
+//
+// A wait spends an estimate; its real cost may be known only from the
+// response (an LLM call's tokens). Settling amends the cost of units that
+// have gone (schedule_settle.go, the script's op settle): actual − spent
+// more units, at the pace in force, moving tat, and with it every queued
+// turn. A charge (actual > spent) is a debt: tat moves later, past now if
+// need be, and the next waits pay it. A give-back (actual < spent, at
+// most spent units since actual ≥ 0) moves tat earlier, then GCRA's floor
+// applies (floorTat): the bucket never holds more than its burst at once,
+// so units given back to a bucket that has refilled meanwhile are lost,
+// never over-spent. Either way the queued turns move, and their sleepers
+// are told (a Limiter's are woken; the script publishes the move). A
+// charge also spends from the server's window (the server counted those
+// units); a give-back does not refill it (the units may have gone in a
+// window that is over: the server's next response says what is left).
+// The units in flight, those counted as sent, the cut and the trim are
+// about requests and their responses, which a settle follows: they stay.
+// Never over then holds for the settled costs: the admissions, replayed
+// through GCRA with each wait's units amended at its settle, conform to
+// the bucket.
+//
 // # Invariants
 //
 // The property suite (schedule_prop_test.go, and the distributed package's
