@@ -6,7 +6,7 @@
 -- Redis's clock (TIME), never a worker's.
 --
 -- KEYS[1]  the key's hash
--- ARGV[1]  op: wait, turns, cancel, pause, adapt, try, state
+-- ARGV[1]  op: wait, turns, cancel, pause, adapt, settle, try, state
 -- ARGV[2]  interval: configured µs per unit (0: no limit)
 -- ARGV[3]  burst
 -- ARGV[4]  the quota's channel: a change that moves queued turns is
@@ -696,6 +696,25 @@ local function reject(sentAt, cost)
 	rescale() -- the bucket's units at the old pace, from now on at the new
 	return true
 end
+-- settle: a wait that spent `spent` units really cost `actual`: the
+-- bucket's tat moves by the difference at the pace in force (a debt, or
+-- units back under GCRA's floor), a charge spends from the window, and
+-- queued turns move (see settle in schedule_settle.go).
+local function settle(spent, actual)
+	local d = actual - spent
+	if d == 0 then
+		return false
+	end
+	if d > 0 then
+		spend(d)
+	end
+	local interval = pace(now)
+	if interval > 0 then
+		s.tat = s.tat + d * interval
+		floorTat()
+	end
+	return queued() > 0
+end
 local function recheck()
 	local t = nextStep(now)
 	if t == INF then
@@ -845,6 +864,19 @@ elseif op == 'adapt' then
 	end
 	local age = tonumber(ARGV[11])
 	if age ~= nil and reject(now - age, cost) then
+		moved = true
+	end
+	reply = 1
+elseif op == 'settle' then
+	-- ARGV[5] spent, ARGV[6] actual (both ≥ 0, spent within the burst:
+	-- checked by the caller). Returns 1. A give-back to a key without
+	-- state (a full bucket) writes nothing.
+	local spent, actual = tonumber(ARGV[5]), tonumber(ARGV[6])
+	if fresh and actual <= spent then
+		return 1
+	end
+	advance()
+	if settle(spent, actual) then
 		moved = true
 	end
 	reply = 1
