@@ -64,9 +64,15 @@ import (
 // window that is over: the server's next response says what is left).
 // The units in flight, those counted as sent, the cut and the trim are
 // about requests and their responses, which a settle follows: they stay.
-// Never over then holds for the settled costs: the admissions, replayed
-// through GCRA with each wait's units amended at its settle, conform to
-// the bucket.
+// Never over then holds for the settled costs: the admissions and the
+// settles, replayed through GCRA in time order (a charge as units going
+// at its settle, a give-back as units coming back under the floor),
+// conform to the bucket. A give-back counts when it is settled, not when
+// its wait went (the schedule does not keep when that was): units given
+// back to a bucket that refilled over them are lost if it is full then,
+// but go to the next waits if waits emptied it meanwhile, so the units
+// that go in an interval t may pass burst + rate·t by the units given
+// back in it; those that go less those given back never do.
 //
 // # Invariants
 //

@@ -32,6 +32,10 @@ func (s *schedule) settle(now float64, c pacing, spent, actual float64) bool {
 	}
 	interval, _ := s.pace(now, c)
 	if interval > 0 {
+		// GCRA's max(tat, now) first: a bucket idle since tat has
+		// refilled to its burst, no further, and the units are amended
+		// from there (advance leaves tat as it is with nothing queued).
+		s.floorTat(now, c)
 		s.tat += d * interval
 		s.floorTat(now, c)
 	}

@@ -15,7 +15,10 @@ import (
 // Either way the queued turns move at once, and their sleepers learn it.
 // Units given back never make the bucket hold more than its burst (a
 // bucket that has refilled meanwhile keeps only its burst): settling
-// cannot let more through at once than the bucket allows.
+// cannot let more through at once than the bucket allows. Units given
+// back count when they are settled, not when their wait went: if waits
+// emptied the bucket meanwhile, they go to the next waits even though
+// the bucket had refilled over them.
 //
 // Settle each wait at most once, with the spent of that wait: the waiter
 // keeps no receipt, so it trusts spent (a [Transport] settles each

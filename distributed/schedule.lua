@@ -710,6 +710,7 @@ local function settle(spent, actual)
 	end
 	local interval = pace(now)
 	if interval > 0 then
+		floorTat() -- GCRA's max(tat, now) first (see settle in schedule_settle.go)
 		s.tat = s.tat + d * interval
 		floorTat()
 	end

@@ -107,6 +107,35 @@ func TestRedisSettleBounded(t *testing.T) {
 	}
 }
 
+// TestRedisSettleAfterIdle: a charge to a bucket that has refilled since
+// the wait is taken from the full bucket: at 10/s burst 5, a wait of 1, a
+// second idle, the wait settled as 3: the next wait of 5 has its turn
+// 200ms after the settle.
+func TestRedisSettleAfterIdle(t *testing.T) {
+	_, c := startRedis(t)
+	q := New(c, "settle-idle", 10, 5)
+	q.Timeout = time.Second
+	defer q.Close()
+	w := q.For("k").(*keyWaiter)
+	ctx := context.Background()
+	if _, err := w.waitN(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	before := redisNow(t, c)
+	if err := w.Settle(ctx, 1, 3); err != nil {
+		t.Fatal(err)
+	}
+	after := redisNow(t, c)
+	turn, err := w.waitN(ctx, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lo, hi := before+200e3-2, after+200e3+2; float64(turn) < lo || float64(turn) > hi {
+		t.Errorf("the wait of 5 went %.0fµs after the settle's call; want 200000 (to %.0f)", float64(turn)-before, after-before+200e3)
+	}
+}
+
 // TestOneCommandPerSettle: a settle is one EVALSHA; a give-back to a key
 // without state writes nothing.
 func TestOneCommandPerSettle(t *testing.T) {

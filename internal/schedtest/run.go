@@ -20,6 +20,11 @@ type Result struct {
 	// never.
 	Deadline, Cancel time.Duration
 	GaveUp           bool // cancelled at the sequence's GiveUp: wedged
+	// Settled: the wait was settled (Op.SettleAfter) at SettleAt, with
+	// SettleErr.
+	Settled   bool
+	SettleAt  time.Duration
+	SettleErr error
 }
 
 // Log is what a run recorded: Results[i] is Ops[i]'s.
@@ -48,12 +53,15 @@ func Run(t testing.TB, w throttle.Waiter, seq Sequence, idle func()) Log {
 	aw, _ := w.(throttle.Adapter)
 	tw, _ := w.(throttle.Trier)
 	sw, _ := w.(throttle.Reserver)
+	stw, _ := w.(throttle.Settler)
 	for i, o := range seq.Ops {
 		switch {
 		case o.Kind == Wait && o.Reserve && sw == nil:
 			t.Fatalf("op %d: %T does not implement throttle.Reserver", i, w)
 		case o.Kind == Wait && o.Try && tw == nil:
 			t.Fatalf("op %d: %T does not implement throttle.Trier", i, w)
+		case o.Kind == Wait && o.SettleAfter > 0 && stw == nil:
+			t.Fatalf("op %d: %T does not implement throttle.Settler", i, w)
 		case o.Kind == Wait && o.Retry && rw == nil:
 			t.Fatalf("op %d: %T does not implement throttle.RetryWaiter", i, w)
 		case o.Kind == Pause && pw == nil:
@@ -126,6 +134,11 @@ func Run(t testing.TB, w throttle.Waiter, seq Sequence, idle func()) Log {
 				}
 				res.Return = since()
 				res.GaveUp = res.Err != nil && errors.Is(context.Cause(ctx), errGaveUp)
+				if res.Err == nil && o.SettleAfter > 0 {
+					time.Sleep(o.SettleAfter)
+					res.Settled, res.SettleAt = true, since()
+					res.SettleErr = stw.Settle(context.Background(), o.N, o.Actual)
+				}
 			}()
 		case Pause:
 			res.Call = since()
