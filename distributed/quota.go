@@ -243,8 +243,9 @@ func (q *Quota) Adapt(ctx context.Context, f throttle.Feedback) error {
 // is the turn as learned then, its Wait sleeps and asks again as a wait
 // does, its Cancel is one call), [throttle.Inspector] (State: one
 // read-only call that writes nothing) and [throttle.Settler] (Settle: one
-// script call amends a wait's cost for the whole fleet; see
-// keyWaiter.Settle in settle.go). FailMode decides a try or a
+// script call amends a wait's cost for the whole fleet, a debt that every
+// process's next waits pay or units back that move every process's
+// queued turns earlier). FailMode decides a try or a
 // reservation that Redis cannot answer as it decides a wait; State and
 // Settle then fail with [ErrStoreUnavailable].
 //
