@@ -3,7 +3,6 @@ package throttle_test
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -18,85 +17,24 @@ import (
 	"github.com/throttle-go/throttle/throttletest"
 )
 
-// usageLLM is a fake LLM API that counts the tokens really used: a
-// tokens-per-minute bucket (Rate tokens a second, Cap at most) admits a
-// request when it holds the request's estimate (its max_tokens), takes
-// the estimate, and when the completion is done (Gen later) gives back
-// or charges the difference to the tokens used, which differ from the
-// estimate by up to ±50% and are reported in the response's usage. A
-// refusal is a 429 with retry-after-ms. (throttletest.OpenAI charges the
-// estimate and keeps it, as OpenAI documents: settling to the usage would
-// be wrong against it.)
-type usageLLM struct {
-	Rate, Cap float64
-	Gen       time.Duration
-	// Used: the tokens used are the estimate times a fraction uniform in
-	// [Used[0], Used[1]).
-	Used [2]float64
-
-	mu       sync.Mutex
-	rng      *rand.Rand
-	started  bool
-	at       time.Time
-	toks     float64
-	used     float64 // tokens used by admitted requests
-	rejected int
-	admitted int
-}
-
-func (s *usageLLM) refill(now time.Time) {
-	if !s.started {
-		s.started, s.at, s.toks = true, now, s.Cap
-		return
-	}
-	s.toks = min(s.toks+now.Sub(s.at).Seconds()*s.Rate, s.Cap)
-	s.at = now
-}
-
-func (s *usageLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		MaxTokens int `json:"max_tokens"`
-	}
-	body, _ := io.ReadAll(r.Body)
-	json.Unmarshal(body, &req)
-	est := float64(req.MaxTokens)
-	s.mu.Lock()
-	s.refill(time.Now())
-	if s.toks < est {
-		wait := time.Duration(math.Ceil((est - s.toks) / s.Rate * 1e3))
-		s.rejected++
-		s.mu.Unlock()
-		w.Header().Set("Retry-After-Ms", strconv.FormatInt(int64(max(wait, 1)), 10))
-		w.WriteHeader(http.StatusTooManyRequests)
-		return
-	}
-	s.toks -= est
-	used := math.Round(est * (s.Used[0] + (s.Used[1]-s.Used[0])*s.rng.Float64()))
-	s.admitted++
-	s.used += used
-	s.mu.Unlock()
-	time.Sleep(s.Gen)
-	s.mu.Lock()
-	s.refill(time.Now())
-	s.toks += est - used // the usage, counted when the completion is done
-	s.mu.Unlock()
-	fmt.Fprintf(w, `{"usage":{"total_tokens":%d}}`, int(used))
-}
-
 // llmRun sends requests from goroutines through one Transport for run
-// against a usageLLM, settling each from its usage if settle, and
+// against a throttletest.Usage, settling each from its usage if settle, and
 // returns the 429s the server sent and its goodput: the tokens used by
 // the requests it admitted over the most its bucket allows in run.
 func llmRun(t *testing.T, goroutines int, settle bool, used [2]float64, run time.Duration) (rejected int, goodput float64) {
-	const rate, capacity = 1000.0, 5000.0 // tokens: 60,000 a minute, 5,000 at once
-	srv := &usageLLM{Rate: rate, Cap: capacity, Gen: 500 * time.Millisecond, Used: used, rng: rand.New(rand.NewPCG(1, 2))}
-	var estimates sync.Map // *http.Request → its estimate
+	const rate, capacity = 1000.0, 5000 // tokens: 60,000 a minute, 5,000 at once
+	srv := throttletest.NewUsage(60*rate, capacity)
+	srv.Gen = 500 * time.Millisecond
+	rng := rand.New(rand.NewPCG(1, 2))
+	srv.Used = func(est int) int {
+		return int(math.Round(float64(est) * (used[0] + (used[1]-used[0])*rng.Float64())))
+	}
 	client := &http.Client{Transport: &throttle.Transport{
 		Base:   &throttletest.Direct{Handler: srv, Latency: 100 * time.Millisecond},
 		Waiter: &throttle.Limiter{Limit: rate, Burst: capacity},
-		Cost: func(r *http.Request) int {
-			n, _ := estimates.Load(r.Header.Get("X-Id"))
-			return n.(int)
+		Cost: func(r *http.Request) int { // the estimate: max_tokens
+			n, _ := strconv.Atoi(r.Header.Get("X-Max-Tokens"))
+			return n
 		},
 	}}
 	start := time.Now()
@@ -104,13 +42,11 @@ func llmRun(t *testing.T, goroutines int, settle bool, used [2]float64, run time
 	for g := range goroutines {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(g), 3))
-			for i := 0; time.Since(start) < run; i++ {
+			for time.Since(start) < run {
 				est := 200 + rng.IntN(601)
-				id := fmt.Sprint(g, "-", i)
-				estimates.Store(id, est)
 				req, _ := http.NewRequest("POST", "http://llm.example/v1/chat/completions",
 					strings.NewReader(fmt.Sprintf(`{"max_tokens":%d}`, est)))
-				req.Header.Set("X-Id", id)
+				req.Header.Set("X-Max-Tokens", strconv.Itoa(est))
 				resp, err := client.Do(req)
 				if err != nil {
 					t.Error(err)
@@ -132,10 +68,8 @@ func llmRun(t *testing.T, goroutines int, settle bool, used [2]float64, run time
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	srv.mu.Lock()
-	defer srv.mu.Unlock()
-	return srv.rejected, srv.used / (capacity + rate*elapsed.Seconds())
+	st := srv.Stats()
+	return st.Rejected, float64(st.Units) / (capacity + rate*time.Since(start).Seconds())
 }
 
 // TestSettleFakeLLM: 8 and 32 goroutines through one Transport against a
