@@ -118,8 +118,8 @@ func TestSettleResponse(t *testing.T) {
 }
 
 // TestSettleResponseNoSettler: responses that did not come from a
-// Transport, or whose waiter cannot settle, are refused with
-// ErrNoSettler.
+// Transport, whose waiter cannot settle, or from a dry run are refused
+// with ErrNoSettler.
 func TestSettleResponseNoSettler(t *testing.T) {
 	req, _ := http.NewRequest("GET", "http://api.example/", nil)
 	plain, _ := usageBase(1).RoundTrip(req)
@@ -127,7 +127,11 @@ func TestSettleResponseNoSettler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, resp := range map[string]*http.Response{"nil": nil, "plain": plain, "rate.Limiter": viaRate, "no request": {}} {
+	dry, err := (&throttle.Transport{Waiter: &throttle.Limiter{Limit: 10, Burst: 5}, Base: usageBase(1), DryRun: true}).RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, resp := range map[string]*http.Response{"nil": nil, "plain": plain, "rate.Limiter": viaRate, "dry run": dry, "no request": {}} {
 		if err := throttle.SettleResponse(resp, 1); !errors.Is(err, throttle.ErrNoSettler) {
 			t.Errorf("%s: SettleResponse = %v; want ErrNoSettler", name, err)
 		}

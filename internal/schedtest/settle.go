@@ -1,6 +1,7 @@
 package schedtest
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -35,7 +36,15 @@ func (c *checker) amends() []amend {
 			a = append(a, amend{ns(r.SettleAt), d})
 		}
 	}
-	slices.SortStableFunc(a, func(x, y amend) int { return int(x.t - y.t) })
+	// At one instant, give-backs before charges: the later ideal schedule
+	// of the two orders (a give-back first meets the floor before the
+	// charge fills the bucket), for conserve; ledger allows both.
+	slices.SortStableFunc(a, func(x, y amend) int {
+		if x.t != y.t {
+			return int(x.t - y.t)
+		}
+		return cmp.Compare(x.d, y.d)
+	})
 	return a
 }
 
@@ -56,63 +65,104 @@ func (a amend) apply(tat, interval float64) float64 {
 // ledger replays the admissions adm (in time order) and the amends am
 // through a bucket of interval and burst, and reports the first admission
 // it does not allow: never over, counting settled costs. Events within
-// tol of each other are one instant, whose order the log cannot tell
-// (a settle lets the units whose turns have come go first, then amends:
-// an admission may come before or after a give-back of its instant):
-// its give-backs are applied one by one only when an admission needs
-// them, its charges after its admissions, so that no order the
-// implementation could have taken is flagged.
+// tol of each other are one instant, whose order the log cannot tell (a
+// settle lets the units whose turns have come go first, then amends, and
+// two settles of one instant may run in either order; a give-back and a
+// charge do not commute: GCRA's floor meets the one that comes first): an
+// instant passes if some order of its events admits every admission, and
+// leaves the bucket that the emptiest such order leaves, so that no order
+// the implementation could have taken is flagged.
 func (c *checker) ledger(adm []int, am []amend, interval, burst float64, what string) {
-	type ev struct {
-		t, n float64
-		i    int // the admitted wait; -1 for an amend
-	}
-	var evs []ev
+	var evs []ledgerEv
 	for _, i := range adm {
-		evs = append(evs, ev{c.ret(i), float64(c.seq.Ops[i].N), i})
+		evs = append(evs, ledgerEv{c.ret(i), float64(c.seq.Ops[i].N), i})
 	}
 	for _, a := range am {
-		evs = append(evs, ev{a.t, a.d, -1})
+		evs = append(evs, ledgerEv{a.t, a.d, -1})
 	}
-	slices.SortStableFunc(evs, func(x, y ev) int { return int(x.t - y.t) })
-	tau := burst * interval
+	slices.SortStableFunc(evs, func(x, y ledgerEv) int { return int(x.t - y.t) })
+	l := ledgerRun{interval: interval, tau: burst * interval, tol: c.tol}
 	tat := math.Inf(-1)
 	for k := 0; k < len(evs); {
 		j := k
 		for j < len(evs) && evs[j].t <= evs[k].t+c.tol {
 			j++
 		}
-		var backs, charges []amend
-		for _, e := range evs[k:j] {
-			switch {
-			case e.i < 0 && e.n < 0:
-				backs = append(backs, amend{e.t, e.n})
-			case e.i < 0:
-				charges = append(charges, amend{e.t, e.n})
+		next, ok := l.instant(tat, evs[k:j])
+		if !ok {
+			// Name the first admission that fails with the instant's
+			// give-backs first and its charges last.
+			chk := tat
+			for _, e := range evs[k:j] {
+				if e.i < 0 && e.n < 0 {
+					chk = l.apply(chk, e)
+				}
 			}
-		}
-		for _, e := range evs[k:j] {
-			if e.i < 0 {
-				continue
+			for _, e := range evs[k:j] {
+				if e.i < 0 {
+					continue
+				}
+				if early := chk + e.n*interval - l.tau; e.t+c.tol < early {
+					c.errorf("never over (%s, settled costs): wait %d admitted %v units at %v; the bucket allows them from %v",
+						what, e.i, e.n, time.Duration(e.t), time.Duration(early))
+					return
+				}
+				chk = l.apply(chk, e)
 			}
-			for len(backs) > 0 && tat+e.n*interval-tau > e.t+c.tol {
-				tat, backs = backs[0].apply(tat, interval), backs[1:]
-			}
-			if early := tat + e.n*interval - tau; e.t+c.tol < early {
-				c.errorf("never over (%s, settled costs): wait %d admitted %v units at %v; the bucket allows them from %v",
-					what, e.i, e.n, time.Duration(e.t), time.Duration(early))
-				return
-			}
-			tat = max(tat, e.t) + e.n*interval
+			c.errorf("never over (%s, settled costs): no order of the events at %v admits them all", what, time.Duration(evs[k].t))
+			return
 		}
-		for _, a := range charges {
-			tat = a.apply(tat, interval)
-		}
-		for _, a := range backs {
-			tat = a.apply(tat, interval)
-		}
-		k = j
+		tat, k = next, j
 	}
+}
+
+// ledgerEv is an admission (i ≥ 0: wait i, n units) or an amend (i < 0:
+// n units more, or back) at t.
+type ledgerEv struct {
+	t, n float64
+	i    int
+}
+
+type ledgerRun struct{ interval, tau, tol float64 }
+
+// apply returns tat after e (an admission that conforms, or an amend).
+func (l ledgerRun) apply(tat float64, e ledgerEv) float64 {
+	if e.i >= 0 || e.n > 0 {
+		return max(tat, e.t) + e.n*l.interval
+	}
+	return max(tat+e.n*l.interval, e.t)
+}
+
+// instant returns the least tat that some order of evs, every admission
+// conforming, leaves from tat; false if no order does. An instant holds a
+// few events: every order is tried (those of equal events once).
+func (l ledgerRun) instant(tat float64, evs []ledgerEv) (float64, bool) {
+	if len(evs) == 0 {
+		return tat, true
+	}
+	if len(evs) > 8 { // too many to try every order: the instant's events in time order
+		for _, e := range evs {
+			if e.i >= 0 && e.t+l.tol < tat+e.n*l.interval-l.tau {
+				return 0, false
+			}
+			tat = l.apply(tat, e)
+		}
+		return tat, true
+	}
+	best, ok := math.Inf(1), false
+	for k, e := range evs {
+		if slices.ContainsFunc(evs[:k], func(x ledgerEv) bool { return x.t == e.t && (x.i < 0) == (e.i < 0) && x.n == e.n }) {
+			continue // the same event tried already
+		}
+		if e.i >= 0 && e.t+l.tol < tat+e.n*l.interval-l.tau {
+			continue // not admitted here
+		}
+		rest := append(slices.Clone(evs[:k]), evs[k+1:]...)
+		if t, good := l.instant(l.apply(tat, e), rest); good && t < best {
+			best, ok = t, true
+		}
+	}
+	return best, ok
 }
 
 // debt returns the units charged by settles before t.
