@@ -28,7 +28,9 @@ import (
 //     trip measured while it waited is not sent either (its units are
 //     spent): the request could only time out in flight.
 //  3. Send through Base. The caller's request is never modified.
-//  4. Read the response's headers ([ratelimit.Parse]), and decide what follows
+//  4. Settle the attempt's cost from the response if Settle tells it (see
+//     [Settler]; a cost in the body is settled with [SettleResponse]).
+//     Read the response's headers ([ratelimit.Parse]), and decide what follows
 //     ([RetryPolicy].Classify). If the server says the quota is spent (a
 //     429 or 503 with Retry-After, a rate-limit 403, or remaining 0 with a
 //     reset), pause the key until then, so every caller of that key holds
