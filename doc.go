@@ -41,9 +41,11 @@
 //
 // Besides the blocking wait, a key's waiter of either implements [Trier]
 // (TryN: spend now or not at all, never blocking), [Reserver] (ReserveN:
-// a turn as a [Reservation], to wait for or cancel) and [Inspector]
-// (State: a read-only view of the key, [State]); [Limiter.SetRate]
-// changes a key's rate while the program runs.
+// a turn as a [Reservation], to wait for or cancel), [Inspector]
+// (State: a read-only view of the key, [State]) and [Settler] (Settle: a
+// wait's cost amended after the fact, an LLM call's tokens from its
+// usage; through a Transport, [Transport].Settle and [SettleResponse]);
+// [Limiter.SetRate] changes a key's rate while the program runs.
 //
 // # The schedule
 //
@@ -75,6 +77,7 @@
 //
 // Errors are sentinels wrapped with context: [ErrWouldExceedDeadline] (also
 // [context.DeadlineExceeded]; type [DeadlineError]), [ErrCostExceedsBurst],
-// [ErrInvalidLimit]. HTTP statuses are never errors: a final 429 is a
+// [ErrInvalidLimit], and for settling a response [ErrSettled] and
+// [ErrNoSettler]. HTTP statuses are never errors: a final 429 is a
 // response.
 package throttle

@@ -169,9 +169,9 @@ func (l *Limiter) WaitN(ctx context.Context, n int) error {
 }
 
 // For returns the waiter of key's quota; it also implements [Pauser],
-// [Adapter], [RetryWaiter], [Trier], [Reserver] and [Inspector]. For
-// allocates only the first time a key is seen (or seen again after it was
-// forgotten).
+// [Adapter], [RetryWaiter], [Trier], [Reserver], [Inspector] and
+// [Settler]. For allocates only the first time a key is seen (or seen
+// again after it was forgotten).
 func (l *Limiter) For(key string) Waiter {
 	return l.bucket(key)
 }

@@ -46,6 +46,34 @@ import (
 //   - a store that loses the state loses no rule: a fresh state is a full
 //     bucket at the configured pace, never a slower one.
 //
+// # Settled costs
+//
+// A wait spends an estimate; its real cost may be known only from the
+// response (an LLM call's tokens). Settling amends the cost of units that
+// have gone (schedule_settle.go, the script's op settle): actual − spent
+// more units, at the pace in force, moving tat, and with it every queued
+// turn. A charge (actual > spent) is a debt: tat moves later, past now if
+// need be, and the next waits pay it. A give-back (actual < spent, at
+// most spent units since actual ≥ 0) moves tat earlier, then GCRA's floor
+// applies (floorTat): the bucket never holds more than its burst at once,
+// so units given back to a bucket that has refilled meanwhile are lost,
+// never over-spent. Either way the queued turns move, and their sleepers
+// are told (a Limiter's are woken; the script publishes the move). A
+// charge also spends from the server's window (the server counted those
+// units); a give-back does not refill it (the units may have gone in a
+// window that is over: the server's next response says what is left).
+// The units in flight, those counted as sent, the cut and the trim are
+// about requests and their responses, which a settle follows: they stay.
+// Never over then holds for the settled costs: the admissions and the
+// settles, replayed through GCRA in time order (a charge as units going
+// at its settle, a give-back as units coming back under the floor),
+// conform to the bucket. A give-back counts when it is settled, not when
+// its wait went (the schedule does not keep when that was): units given
+// back to a bucket that refilled over them are lost if it is full then,
+// but go to the next waits if waits emptied it meanwhile, so the units
+// that go in an interval t may pass burst + rate·t by the units given
+// back in it; those that go less those given back never do.
+//
 // # Invariants
 //
 // The property suite (schedule_prop_test.go, and the distributed package's
@@ -96,7 +124,7 @@ const (
 	// strict server (no burst, a limit told exactly) rejects what timer
 	// jitter brings early, and the margin it needs is learned. Units that
 	// go give it back, a step per 1/trimTarget − 1 units (so that it
-	// settles where about trimTarget of the requests are rejected); a key
+	// rests where about trimTarget of the requests are rejected); a key
 	// that has had no rejection for trimKeep forgets it. A rejection past trimMax (an outage, a budget below the
 	// limit) cuts, and the cut, which regrows, replaces the trim.
 	trimStep   = 0.01
@@ -588,7 +616,7 @@ func (s *schedule) advance(now float64, c pacing) {
 			s.count(now, n, c.sec)
 		}
 	}
-	s.settle(now, c)
+	s.floorTat(now, c)
 }
 
 // rescale keeps the units the bucket holds ((now − tat + τ)/interval,
@@ -610,10 +638,10 @@ func (s *schedule) rescale(now float64, c pacing) {
 		s.spK = now + tau - s.credTau*s.spRho
 		// The bucket: the same map, its debt (tat past now) included, and
 		// no more units than the new depth holds or the head's ticket
-		// needs (settle). Units a pause that ended held arrived at its
+		// needs (floorTat). Units a pause that ended held arrived at its
 		// end (GCRA's max(tat, arrival)).
 		s.tat = s.spK - (now-max(s.tat, min(s.hold, now)))*s.spRho
-		s.settle(now, c)
+		s.floorTat(now, c)
 	}
 	s.credInt, s.credTau = interval, tau
 }
@@ -650,13 +678,13 @@ func (s *schedule) dueUnits(now float64, c pacing, hi float64) float64 {
 	return lo
 }
 
-// settle applies GCRA's max(tat, arrival) at now: a bucket fills to its
+// floorTat applies GCRA's max(tat, arrival) at now: a bucket fills to its
 // burst and no further. The units still queued have their turns after
 // now; a head that waited on something other than the bucket (a pause, a
 // window, a pace yet to start) claims no credit from before now, and one
 // that waits on the bucket keeps what it gathered at the pace in force now
 // (a ticket larger than the bucket's depth gathers it over time), no more.
-func (s *schedule) settle(now float64, c pacing) {
+func (s *schedule) floorTat(now float64, c pacing) {
 	floor := now
 	if interval, tau := s.pace(now, c); interval > 0 && s.queued() > 0 {
 		first, last := s.ticketAt(1)

@@ -25,7 +25,7 @@ import (
 // Environment:
 //
 //	THROTTLE_PROP_N=20000    sequences per suite (default propDefaultN:
-//	                         12 suites × 500 run in about 10 s with -race)
+//	                         16 suites × 500 run in about 10 s with -race)
 //	THROTTLE_PROP_SEED=1234  replay that one seed (as a failure reports
 //	                         it, with the suite to -run), verbosely
 //	THROTTLE_PROP_BASE=99    first seed (default: from the clock, logged)
@@ -62,7 +62,15 @@ var propSuites = []struct {
 	{"all/1per_s/burst1", schedtest.Config{Limit: 1, Burst: 1}, propAll},
 	// The zero Limiter: no limit, only what servers say.
 	{"all/nolimit", schedtest.Config{}, propAll},
+	// Costs settled after the fact: never over counting the settled
+	// costs; without feedback, exact settle against the ideal schedule.
+	{"settles/10per_s/burst5", schedtest.Config{Limit: 10, Burst: 5}, schedtest.Options{Deadlines: true, Cancels: true, Settles: true}},
+	{"settles/tries/10per_s/burst3", schedtest.Config{Limit: 10, Burst: 3}, schedtest.Options{Deadlines: true, Cancels: true, Tries: true, Reserves: true, Settles: true}},
+	{"settles/all/10per_s/burst2", schedtest.Config{Limit: 10, Burst: 2}, propAllSettles},
+	{"settles/all/50per_s/burst10", schedtest.Config{Limit: 50, Burst: 10}, propAllSettles},
 }
+
+var propAllSettles = func() schedtest.Options { o := propAll; o.Settles = true; return o }()
 
 var propAll = schedtest.Options{Retries: true, Tries: true, Reserves: true, Deadlines: true, Cancels: true, Pauses: true, Windows: true, Rejects: true, Declares: true}
 
@@ -164,7 +172,7 @@ func TestPropSchedule(t *testing.T) {
 
 // TestPropRealClock runs a few sequences against Limiter on the real
 // clock, as the distributed package runs them against Redis: spaced ops,
-// no settle func, a tolerance for timer slack. It checks the real-clock
+// no idle func, a tolerance for timer slack. It checks the real-clock
 // mode of the suite itself (no false violations from scheduling noise);
 // the bubble runs above check the Limiter.
 func TestPropRealClock(t *testing.T) {

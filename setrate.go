@@ -45,7 +45,7 @@ func (l *Limiter) SetRate(key string, r Rate) error {
 			b.advanceLocked(now) // what went at the old pace
 			// The units the bucket holds now, at most its burst (GCRA),
 			// however long it was idle: those are what rescale keeps.
-			b.s.settle(now, b.pacing)
+			b.s.floorTat(now, b.pacing)
 			if iv, _ := b.s.pace(now, b.pacing); iv == 0 {
 				// No pace was in force: no debt either (a tat left from
 				// an earlier pace is not one).

@@ -28,7 +28,9 @@ import (
 //     trip measured while it waited is not sent either (its units are
 //     spent): the request could only time out in flight.
 //  3. Send through Base. The caller's request is never modified.
-//  4. Read the response's headers ([ratelimit.Parse]), and decide what follows
+//  4. Settle the attempt's cost from the response if Settle tells it (see
+//     [Settler]; a cost in the body is settled with [SettleResponse]).
+//     Read the response's headers ([ratelimit.Parse]), and decide what follows
 //     ([RetryPolicy].Classify). If the server says the quota is spent (a
 //     429 or 503 with Retry-After, a rate-limit 403, or remaining 0 with a
 //     reset), pause the key until then, so every caller of that key holds
@@ -72,6 +74,16 @@ type Transport struct {
 	// Cost is how many units of quota a request spends (tokens of an LLM
 	// call, a batch's size). Nil means 1 per request.
 	Cost func(*http.Request) int
+
+	// Settle, if not nil, tells from each attempt's response what the
+	// attempt really cost (an LLM call's tokens, in a header): ok true
+	// and actual ≥ 0 settle the attempt's Cost as actual on the key's
+	// waiter, when it is a [Settler] (the difference is given back or
+	// charged: see Settler), before the response's rate-limit headers
+	// are applied. ok false leaves the estimate as spent. A cost known
+	// only from the body is settled with [SettleResponse] instead. Nil
+	// means no settling from headers. Not called in a dry run.
+	Settle func(*http.Response) (actual int, ok bool)
 
 	// Retry says what is retried and when. The zero value is the default
 	// policy.
@@ -232,6 +244,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// last is the previous attempt's response, its body read into memory,
 	// while its retry waits: a retry given up before it is sent returns it.
 	var last *http.Response
+	var lastRec *settlement // last's settlement (see SettleResponse)
 	ev := Event{Request: req, Key: key}
 	for attempt := 1; ; attempt++ {
 		ev.Attempt = attempt
@@ -256,13 +269,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			if answer {
 				ev.Attempt, ev.StatusCode = attempt-1, last.StatusCode
 				t.giveUp(ev, reason, nil)
-				return last, nil
+				return attach(last, req, lastRec), nil
 			}
 			closeResponse(last)
 			return nil, t.giveUp(ev, reason, err)
 		}
 		closeResponse(last)
-		last = nil
+		last, lastRec = nil, nil
 
 		sent := time.Now()
 		resp, err := t.base().RoundTrip(r)
@@ -278,8 +291,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		o := Outcome{Request: req, Response: resp, Err: err, Attempt: attempt}
 		var d Decision
 		slowed := false // the key's waiter slowed down for a bare rejection
+		var rec *settlement
 		if resp != nil {
 			t.rtt.observe(received, received.Sub(sent))
+			rec = t.settleAttempt(ectx, w, resp, n)
 			d, slowed = t.observe(ectx, &o, fb, key, n, sent, received)
 		} else {
 			if a, ok := fb.(Adapter); ok {
@@ -297,7 +312,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				ev.Delay = delay // a wait past MaxRetryAfter: when the quota frees up
 				t.giveUp(ev, reason, err)
 			}
-			return resp, err
+			return attach(resp, req, rec), err
 		}
 		if t.DryRun {
 			ev.Kind, ev.Delay = EventWouldRetry, delay
@@ -308,7 +323,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.emit(ev)
 		ev.Delay = 0
 		if resp != nil {
-			last = keep(ctx, resp)
+			last, lastRec = keep(ctx, resp), rec
 		}
 		if err := sleep(ctx, delay-time.Since(received)); err != nil {
 			closeResponse(last)

@@ -80,7 +80,7 @@ func TestFailover(t *testing.T) {
 		// 300ms at worst; 500ms leaves room for a loaded 2-core
 		// machine under -race and is far from a hang.
 		maxWait = 500 * time.Millisecond
-		settle  = 3 * time.Second // observed after each disruption
+		calm    = 3 * time.Second // observed after each disruption
 		back    = 2 * time.Second // the pace is back within this
 	)
 	st := redistest.StartSentinel(t)
@@ -138,7 +138,7 @@ func TestFailover(t *testing.T) {
 			t.Fatalf("%s: the setup did not come back", name)
 		}
 		ds = append(ds, d)
-		time.Sleep(settle)
+		time.Sleep(calm)
 	}
 	time.Sleep(2 * time.Second)
 	do("SENTINEL FAILOVER", true, func() bool {
@@ -222,7 +222,7 @@ func TestFailover(t *testing.T) {
 	var table strings.Builder
 	fmt.Fprintf(&table, "%-32s %12s %8s %9s %12s %16s %10s\n", "disruption", "at", "lasted", "fallback", "longest wait", "max 1-s (Redis)", "pace back")
 	for i, d := range ds {
-		until := d.end.Add(settle)
+		until := d.end.Add(calm)
 		if i+1 < len(ds) {
 			until = ds[i+1].start
 		}

@@ -12,7 +12,7 @@ import (
 
 // The property suite of the schedule (internal/schedtest), run against
 // Quota on a real redis-server: the same random sequences of waits,
-// retries, tries, reservations, cancels, deadlines, pauses, windows and bare rejections the root
+// retries, tries, reservations, cancels, deadlines, pauses, windows, bare rejections and settles the root
 // package runs against Limiter in synctest bubbles, and the same
 // invariants (never over, nothing inside a pause, windows, FIFO, exact
 // refunds, no wedge, deadlines), on the real clock.
@@ -73,6 +73,12 @@ func TestPropRedis(t *testing.T) {
 		{"reserves", with(func(o *schedtest.Options) { o.Reserves = true })},
 		{"all", with(func(o *schedtest.Options) {
 			o.Retries, o.Pauses, o.Windows, o.Rejects, o.Tries, o.Reserves = true, true, true, true, true, true
+		})},
+		// Settled costs: never over counting them, and without feedback
+		// exact settle against the ideal schedule.
+		{"settles", with(func(o *schedtest.Options) { o.Settles = true })},
+		{"settles-all", with(func(o *schedtest.Options) {
+			o.Retries, o.Pauses, o.Windows, o.Rejects, o.Reserves, o.Settles = true, true, true, true, true, true
 		})},
 	}
 	cfg := schedtest.Config{Limit: 20, Burst: 4}

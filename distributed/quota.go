@@ -241,10 +241,13 @@ func (q *Quota) Adapt(ctx context.Context, f throttle.Feedback) error {
 // script call, spends now or nothing), [throttle.Reserver] (ReserveN:
 // one script call takes a ticket as a wait does; the Reservation's Delay
 // is the turn as learned then, its Wait sleeps and asks again as a wait
-// does, its Cancel is one call) and [throttle.Inspector] (State: one
-// read-only call that writes nothing). FailMode decides a try or a
-// reservation that Redis cannot answer as it decides a wait; State then
-// fails with [ErrStoreUnavailable].
+// does, its Cancel is one call), [throttle.Inspector] (State: one
+// read-only call that writes nothing) and [throttle.Settler] (Settle: one
+// script call amends a wait's cost for the whole fleet, a debt that every
+// process's next waits pay or units back that move every process's
+// queued turns earlier). FailMode decides a try or a
+// reservation that Redis cannot answer as it decides a wait; State and
+// Settle then fail with [ErrStoreUnavailable].
 //
 // The result's WaitN(ctx, n) keeps the [throttle.Waiter] contract:
 //

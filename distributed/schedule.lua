@@ -6,7 +6,7 @@
 -- Redis's clock (TIME), never a worker's.
 --
 -- KEYS[1]  the key's hash
--- ARGV[1]  op: wait, turns, cancel, pause, adapt, try, state
+-- ARGV[1]  op: wait, turns, cancel, pause, adapt, settle, try, state
 -- ARGV[2]  interval: configured µs per unit (0: no limit)
 -- ARGV[3]  burst
 -- ARGV[4]  the quota's channel: a change that moves queued turns is
@@ -476,8 +476,8 @@ local function arrival(e)
 	end
 	return math.max(e, s.spK - (s.spAt - e) * s.spRho)
 end
--- settle: GCRA's max(tat, arrival) at now (see settle in schedule.go).
-local function settle()
+-- floorTat: GCRA's max(tat, arrival) at now (see floorTat in schedule.go).
+local function floorTat()
 	local interval, tau = pace(now)
 	local floor = now
 	if interval > 0 and queued() > 0 then
@@ -494,7 +494,7 @@ local function rescale()
 		s.spAt, s.spRho = now, interval / s.credInt
 		s.spK = now + tau - s.credTau * s.spRho
 		s.tat = s.spK - (now - math.max(s.tat, math.min(s.hold, now))) * s.spRho
-		settle()
+		floorTat()
 	end
 	s.credInt, s.credTau = interval, tau
 end
@@ -621,7 +621,7 @@ local function advance()
 			count(gone)
 		end
 	end
-	settle()
+	floorTat()
 end
 local function position(qi, e)
 	local p = ahead(s.q[qi], e)
@@ -695,6 +695,26 @@ local function reject(sentAt, cost)
 	s.trim, s.trimGone = 0, 0 -- the cut, which regrows, replaces it
 	rescale() -- the bucket's units at the old pace, from now on at the new
 	return true
+end
+-- settle: a wait that spent `spent` units really cost `actual`: the
+-- bucket's tat moves by the difference at the pace in force (a debt, or
+-- units back under GCRA's floor), a charge spends from the window, and
+-- queued turns move (see settle in schedule_settle.go).
+local function settle(spent, actual)
+	local d = actual - spent
+	if d == 0 then
+		return false
+	end
+	if d > 0 then
+		spend(d)
+	end
+	local interval = pace(now)
+	if interval > 0 then
+		floorTat() -- GCRA's max(tat, now) first (see settle in schedule_settle.go)
+		s.tat = s.tat + d * interval
+		floorTat()
+	end
+	return queued() > 0
 end
 local function recheck()
 	local t = nextStep(now)
@@ -845,6 +865,19 @@ elseif op == 'adapt' then
 	end
 	local age = tonumber(ARGV[11])
 	if age ~= nil and reject(now - age, cost) then
+		moved = true
+	end
+	reply = 1
+elseif op == 'settle' then
+	-- ARGV[5] spent, ARGV[6] actual (both ≥ 0, spent within the burst:
+	-- checked by the caller). Returns 1. A give-back to a key without
+	-- state (a full bucket) writes nothing.
+	local spent, actual = tonumber(ARGV[5]), tonumber(ARGV[6])
+	if fresh and actual <= spent then
+		return 1
+	end
+	advance()
+	if settle(spent, actual) then
 		moved = true
 	end
 	reply = 1

@@ -21,6 +21,7 @@ func TestStateMatchesLimiter(t *testing.T) {
 		throttle.Pauser
 		throttle.Adapter
 		throttle.Inspector
+		throttle.Settler
 	}
 	ctx := context.Background()
 	tests := []struct {
@@ -44,6 +45,19 @@ func TestStateMatchesLimiter(t *testing.T) {
 		}},
 		{"window spent", func(k key) {
 			_ = k.Adapt(ctx, throttle.Feedback{HasRemaining: true, Remaining: 0, Size: 50, Reset: 4 * time.Second})
+		}},
+		{"settled back", func(k key) {
+			_ = k.WaitN(ctx, 5)
+			_ = k.Settle(ctx, 5, 2)
+		}},
+		{"settled debt", func(k key) {
+			_ = k.WaitN(ctx, 4)
+			_ = k.Settle(ctx, 4, 9)
+		}},
+		{"settled in a window", func(k key) {
+			_ = k.Adapt(ctx, throttle.Feedback{HasRemaining: true, Remaining: 8, Size: 50, Reset: 10 * time.Second})
+			_ = k.WaitN(ctx, 2)
+			_ = k.Settle(ctx, 2, 5)
 		}},
 	}
 	for i, tt := range tests {

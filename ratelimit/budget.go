@@ -61,10 +61,10 @@ func (l *lines) add(v []string) {
 	}
 }
 
-// settle sorts merged lines, whose order came from the map's random one,
+// fit sorts merged lines, whose order came from the map's random one,
 // and charges the field against the response's budget left, dropping it
 // when it does not fit.
-func (l *lines) settle(left *int) {
+func (l *lines) fit(left *int) {
 	if l.v == nil {
 		return
 	}
@@ -83,9 +83,9 @@ func (l *lines) settle(left *int) {
 func (f *fields) budget() {
 	left := maxResponseBytes
 	for i := range f.slot {
-		f.slot[i].settle(&left)
+		f.slot[i].fit(&left)
 	}
 	for i := range f.ext[:f.next] {
-		f.ext[i].vals.settle(&left)
+		f.ext[i].vals.fit(&left)
 	}
 }

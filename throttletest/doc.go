@@ -34,6 +34,10 @@
 //     until full ("6s", "167ms"), 429 with retry-after-ms and
 //     retry-after, the token cost read from the JSON body's max_tokens
 //     and reported back in a usage body.
+//   - [Usage]: tokens per minute counted as used: the estimate
+//     (max_tokens) taken at admission, the usage when the completion is
+//     done (a client that settles its costs is paced exactly), 429 with
+//     retry-after-ms and retry-after.
 //   - [InFlight]: a cap on concurrent requests, each served for a hold
 //     time; a bare 429, or one with Retry-After.
 //   - [Chain]: several limits at once, layered as middleware (a

@@ -72,7 +72,8 @@ type checker struct {
 	seq   Sequence
 	lg    Log
 	tol   float64
-	waits []int // indices of the wait ops, in the order of their calls
+	waits []int   // indices of the wait ops, in the order of their calls
+	am    []amend // the settles that took effect, in time order
 	bad   []string
 }
 
@@ -126,6 +127,7 @@ func Violations(seq Sequence, lg Log, tol time.Duration) []string {
 	slices.SortStableFunc(c.waits, func(i, j int) int {
 		return int(lg.Results[i].Call - lg.Results[j].Call)
 	})
+	c.am = c.amends()
 	c.neverOver()
 	c.pauses()
 	c.windows()
@@ -176,7 +178,12 @@ func (c *checker) neverOver() {
 	adm := c.admitted()
 	cfg := c.seq.Config
 	if cfg.Limit > 0 {
-		c.gcra(adm, 1e9/cfg.Limit, float64(cfg.burst()), fmt.Sprintf("%v/s burst %d", cfg.Limit, cfg.burst()))
+		what := fmt.Sprintf("%v/s burst %d", cfg.Limit, cfg.burst())
+		if len(c.am) > 0 {
+			c.ledger(adm, c.am, 1e9/cfg.Limit, float64(cfg.burst()), what)
+			return
+		}
+		c.gcra(adm, 1e9/cfg.Limit, float64(cfg.burst()), what)
 		return
 	}
 	// A declared limit applies from its op until the next: the bucket is
@@ -275,7 +282,8 @@ func (c *checker) fifo() {
 func (c *checker) contexts() {
 	// Without feedback or retries (which go ahead of first attempts), a
 	// turn never moves later: a wait is refused at once or not at all.
-	fb := c.seq.feedback() || slices.ContainsFunc(c.seq.Ops, func(o Op) bool { return o.Retry })
+	// A charge settled moves turns later too.
+	fb := c.seq.feedback() || c.seq.charges() || slices.ContainsFunc(c.seq.Ops, func(o Op) bool { return o.Retry })
 	for _, i := range c.waits {
 		r := c.lg.Results[i]
 		call, ret, dl, cn := c.call(i), c.ret(i), ns(r.Deadline), ns(r.Cancel)

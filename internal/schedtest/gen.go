@@ -1,8 +1,9 @@
 // Package schedtest is the model-based property suite of the schedule (see
 // schedule.go in the throttle package): it generates random sequences of
 // operations on one quota — waits of n units (first attempts or retries,
-// without a limit, with a deadline, or cancelled after a delay), pauses and
-// their extensions, server windows, bare rejections and declared limits —,
+// without a limit, with a deadline, or cancelled after a delay, and settled
+// after they went), pauses and their extensions, server windows, bare
+// rejections and declared limits —,
 // runs them against an implementation of the waiter contract, and checks
 // the invariants on what callers saw.
 //
@@ -25,7 +26,7 @@
 //
 // On the real clock (the distributed package, a fresh quota key per
 // sequence): ops spaced so that the order of calls is known, a give-up
-// that bounds a wedged run, no settle func, and a tolerance for the round
+// that bounds a wedged run, no idle func, and a tolerance for the round
 // trip and timer slack:
 //
 //	opt := schedtest.Options{Ops: 12, Horizon: time.Second, Step: 10 * time.Millisecond,
@@ -36,7 +37,7 @@
 //	lg := schedtest.Run(t, q.For("k"), seq, nil)
 //	schedtest.Check(t, seq, lg, 15*time.Millisecond)
 //
-// Retries need the waiter to implement [throttle.RetryWaiter], pauses
+// Settles need [throttle.Settler]; retries need the waiter to implement [throttle.RetryWaiter], pauses
 // [throttle.Pauser], the other feedback [throttle.Adapter]; Run fails the
 // test if an op needs what the waiter lacks. Violations returns the
 // violations without failing, for shrinking a failing sequence ([Shrink])
@@ -46,7 +47,10 @@
 //
 //   - never over: the admitted units, replayed in time order through GCRA
 //     with the configured (Limit, Burst), or with a declared limit from its
-//     op to the next where none is configured, are never early;
+//     op to the next where none is configured, are never early; with
+//     settles (Options.Settles), the admissions and the settles replayed
+//     through GCRA in time order, each wait's units amended at its
+//     settle (never over counting settled costs; see settle.go);
 //   - pause: nothing is admitted inside a pause (Pause, or Adapt's Pause);
 //   - window: from a window's op to its reset (or the next window's op),
 //     no more units are admitted than it said remain;
@@ -54,7 +58,9 @@
 //     and a retry queued before a first attempt goes no later than it;
 //   - refund (sequences of first attempts without feedback): every wait
 //     goes by its turn in the ideal FIFO GCRA schedule in which refused
-//     waits take no place and failed ones leave when they fail; no wait
+//     waits take no place, failed ones leave when they fail, and settles
+//     amend the units of the waits they settle when they come (exact
+//     settle: units given back go to the next waits); no wait
 //     fails after that turn; no wait is refused whose turn at its call
 //     was within its deadline;
 //   - no wedge (sequences with feedback): see [Recovery];
@@ -108,6 +114,10 @@ type Op struct {
 	Reserve  bool
 	Deadline time.Duration
 	Cancel   time.Duration
+	// Settle: SettleAfter after a wait that succeeded, its cost is
+	// settled as Actual units (throttle.Settler); 0 for no settle.
+	SettleAfter time.Duration
+	Actual      int
 
 	// Pause.
 	D time.Duration
@@ -148,6 +158,9 @@ func (o Op) String() string {
 		}
 		if o.Cancel > 0 {
 			fmt.Fprintf(&b, " cancel after %v", o.Cancel)
+		}
+		if o.SettleAfter > 0 {
+			fmt.Fprintf(&b, " settled as %d after %v", o.Actual, o.SettleAfter)
 		}
 	case Pause:
 		fmt.Fprintf(&b, "Pause(%v)", o.D)
@@ -214,7 +227,7 @@ type Options struct {
 	// ops meet turns exactly in a bubble); 0 means 1 ms.
 	Step time.Duration
 	// MinGap: consecutive ops are at least this far apart; 0 lets several
-	// ops share an instant (fine in a bubble with a settle func; on the
+	// ops share an instant (fine in a bubble with an idle func; on the
 	// real clock use a few ms, so that the order of calls is known).
 	MinGap time.Duration
 	// GiveUp: see Sequence; 0 means 1 h.
@@ -229,6 +242,10 @@ type Options struct {
 	Windows   bool // Adapt{HasRemaining}
 	Rejects   bool // Adapt{Throttled}
 	Declares  bool // Adapt{HasDeclared}: only for a Config without a limit
+	// Settles: some waits that succeed are settled (throttle.Settler) a
+	// while after, as 0 to twice their units: only for a Config with a
+	// limit.
+	Settles bool
 }
 
 // sameWindow is schedule.go's sameWindow: resets closer than this are
@@ -366,6 +383,9 @@ func Generate(seed int64, cfg Config, opt Options) Sequence {
 		}
 		if opt.Reserves && !o.Try && r.IntN(3) == 0 {
 			o.Reserve, o.Retry = true, false
+		}
+		if opt.Settles && cfg.Limit > 0 && r.IntN(2) == 0 {
+			o.SettleAfter, o.Actual = steps(step, 3*unit), r.IntN(2*o.N+1)
 		}
 		s.Ops = append(s.Ops, o)
 	}

@@ -8,11 +8,13 @@ import (
 // conserve, for sequences of first attempts with no feedback: every wait
 // is admitted by its turn in the ideal FIFO schedule of the configured
 // bucket, in which a wait refused at its reservation takes no place, one
-// that failed later leaves the queue when it failed, and one that
-// succeeded spends its units at its ideal turn. This catches refunds that
-// leave units unused (a wait later than its ideal turn), turns handed to
-// two callers (caught by neverOver), waits that fail after their ideal
-// turn had come, and refusals whose turn was within their deadline.
+// that failed later leaves the queue when it failed, one that succeeded
+// spends its units at its ideal turn, and a settle amends them when it
+// comes (exact settle: units given back are used by the next waits, a
+// charge delays them; see settle.go). This catches refunds that leave
+// units unused (a wait later than its ideal turn), turns handed to two
+// callers (caught by neverOver), waits that fail after their ideal turn
+// had come, and refusals whose turn was within their deadline.
 func (c *checker) conserve() {
 	cfg := c.seq.Config
 	interval := 0.0
@@ -20,9 +22,10 @@ func (c *checker) conserve() {
 		interval = 1e9 / cfg.Limit
 	}
 	tau := float64(cfg.burst()) * interval
-	type gone struct{ t, n float64 }
+	am := c.am
 	var (
-		tat   = math.Inf(-1) // the ideal bucket, after adm
+		tat   = math.Inf(-1) // the ideal bucket, after adm and am[:next]
+		next  int            // the amends that took effect in tat
 		adm   []gone         // ideal admissions, in order
 		last  = math.Inf(-1) // when the waits ahead have all left the queue
 		queue []struct{ leave, n float64 }
@@ -32,12 +35,7 @@ func (c *checker) conserve() {
 		if c.refused(i) {
 			// Its turn at its call: the ideal bucket as of then, and the
 			// units still queued ahead.
-			t0 := math.Inf(-1)
-			for _, a := range adm {
-				if a.t <= call {
-					t0 = max(t0, a.t) + a.n*interval
-				}
-			}
+			t0 := c.bucketAt(call, interval, adm, am)
 			// A wait that left at the instant of the call may have left
 			// after it (a cancel and a call at one instant run in either
 			// order): it counts as ahead.
@@ -57,16 +55,13 @@ func (c *checker) conserve() {
 			}
 			continue
 		}
-		t := max(call, last)
-		if interval > 0 {
-			t = max(t, tat+n*interval-tau)
-		}
+		t, at, k := c.idealTurn(max(call, last), tat, n, interval, tau, am, next)
 		if c.ok(i) {
 			if ret := c.ret(i); ret > t+c.tol {
 				c.errorf("refund: wait %d admitted at %v, later than its turn %v in the ideal FIFO schedule",
 					i, time.Duration(ret), time.Duration(t))
 			}
-			tat = max(tat, t) + n*interval
+			tat, next = max(at, t)+n*interval, k
 			adm = append(adm, gone{t, n})
 			last = max(last, t)
 			queue = append(queue, struct{ leave, n float64 }{t, n})
@@ -81,6 +76,9 @@ func (c *checker) conserve() {
 		queue = append(queue, struct{ leave, n float64 }{min(f, t), n})
 	}
 }
+
+// gone is an ideal admission: n units at t.
+type gone struct{ t, n float64 }
 
 // noWedge, for sequences with feedback: every wait that succeeded was
 // admitted by
@@ -151,6 +149,8 @@ func (c *checker) noWedge() {
 				tickets++
 			}
 		}
+		// A charge settled before it returned is units to pay too.
+		units += debt(c.am, ret)
 		bound := from + units*perUnit
 		if windows {
 			bound += tickets * 2 * ns(probePeriod)

@@ -20,13 +20,18 @@ type Result struct {
 	// never.
 	Deadline, Cancel time.Duration
 	GaveUp           bool // cancelled at the sequence's GiveUp: wedged
+	// Settled: the wait was settled (Op.SettleAfter) at SettleAt, with
+	// SettleErr.
+	Settled   bool
+	SettleAt  time.Duration
+	SettleErr error
 }
 
 // Log is what a run recorded: Results[i] is Ops[i]'s.
 type Log struct {
 	Results []Result
 	// Ordered: calls at the same instant were made in the order of the
-	// ops (Run had a settle func).
+	// ops (Run had an idle func).
 	Ordered bool
 }
 
@@ -38,22 +43,25 @@ var errGaveUp = errors.New("schedtest: gave up")
 // [throttle.RetryWaiter], [throttle.Pauser] and [throttle.Adapter] as far
 // as seq uses them (Run fails t otherwise).
 //
-// settle, if not nil, is called after each op is started and before the
+// idle, if not nil, is called after each op is started and before the
 // next: synctest.Wait in a bubble, so that ops at one instant take effect
 // in their order. Pass nil on the real clock.
-func Run(t testing.TB, w throttle.Waiter, seq Sequence, settle func()) Log {
+func Run(t testing.TB, w throttle.Waiter, seq Sequence, idle func()) Log {
 	t.Helper()
 	rw, _ := w.(throttle.RetryWaiter)
 	pw, _ := w.(throttle.Pauser)
 	aw, _ := w.(throttle.Adapter)
 	tw, _ := w.(throttle.Trier)
 	sw, _ := w.(throttle.Reserver)
+	stw, _ := w.(throttle.Settler)
 	for i, o := range seq.Ops {
 		switch {
 		case o.Kind == Wait && o.Reserve && sw == nil:
 			t.Fatalf("op %d: %T does not implement throttle.Reserver", i, w)
 		case o.Kind == Wait && o.Try && tw == nil:
 			t.Fatalf("op %d: %T does not implement throttle.Trier", i, w)
+		case o.Kind == Wait && o.SettleAfter > 0 && stw == nil:
+			t.Fatalf("op %d: %T does not implement throttle.Settler", i, w)
 		case o.Kind == Wait && o.Retry && rw == nil:
 			t.Fatalf("op %d: %T does not implement throttle.RetryWaiter", i, w)
 		case o.Kind == Pause && pw == nil:
@@ -62,7 +70,7 @@ func Run(t testing.TB, w throttle.Waiter, seq Sequence, settle func()) Log {
 			t.Fatalf("op %d: %T does not implement throttle.Adapter", i, w)
 		}
 	}
-	lg := Log{Results: make([]Result, len(seq.Ops)), Ordered: settle != nil}
+	lg := Log{Results: make([]Result, len(seq.Ops)), Ordered: idle != nil}
 	start := time.Now()
 	since := func() time.Duration { return time.Since(start) }
 	// Every wait's context derives from base, which gives up on waits
@@ -126,6 +134,11 @@ func Run(t testing.TB, w throttle.Waiter, seq Sequence, settle func()) Log {
 				}
 				res.Return = since()
 				res.GaveUp = res.Err != nil && errors.Is(context.Cause(ctx), errGaveUp)
+				if res.Err == nil && o.SettleAfter > 0 {
+					time.Sleep(o.SettleAfter)
+					res.Settled, res.SettleAt = true, since()
+					res.SettleErr = stw.Settle(context.Background(), o.N, o.Actual)
+				}
 			}()
 		case Pause:
 			res.Call = since()
@@ -136,8 +149,8 @@ func Run(t testing.TB, w throttle.Waiter, seq Sequence, settle func()) Log {
 			res.Err = aw.Adapt(context.Background(), o.F)
 			res.Return = since()
 		}
-		if settle != nil {
-			settle()
+		if idle != nil {
+			idle()
 		}
 	}
 	wg.Wait()

@@ -1,0 +1,116 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+)
+
+// ErrSettled is returned (wrapped) by [SettleResponse] for a response
+// whose cost was settled already (by it, or by [Transport]'s Settle).
+var ErrSettled = errors.New("throttle: response settled already")
+
+// ErrNoSettler is returned (wrapped) by [SettleResponse] for a response
+// that has nothing to settle: it did not come from a [Transport], or its
+// key's waiter is not a [Settler] (a *rate.Limiter), or it came from a
+// dry run.
+var ErrNoSettler = errors.New("throttle: response has no settler")
+
+// SettleResponse settles the cost of the request that resp answers as
+// actual units, for costs known only once the body is read (an LLM
+// call's usage in its JSON): the attempt spent Cost(req) units of its
+// key's quota, and the difference is given back or charged (see
+// [Settler]). resp must be the response a [Transport] returned (through
+// an [http.Client] too) whose key's waiter is a Settler; each response
+// can be settled once: a second settle, or one after Transport's Settle
+// settled it, fails with [ErrSettled] and changes nothing. A negative
+// actual fails with [ErrInvalidLimit] and leaves the response to settle.
+// If the waiter fails (a shared store away), the error is returned and
+// the response may be settled again.
+//
+// It may be called before or after the body is closed, from any
+// goroutine. The Transport finds the response through resp.Request's
+// context (a copy of the request sent, which it sets; the caller's
+// request is never modified), so that an [http.Client]'s own wrapping of
+// the body does not hide it.
+func SettleResponse(resp *http.Response, actual int) error {
+	if resp == nil || resp.Request == nil {
+		return fmt.Errorf("throttle: settle a response without its request: %w", ErrNoSettler)
+	}
+	rec, _ := resp.Request.Context().Value(settleKey{}).(*settlement)
+	if rec == nil || rec.resp != resp {
+		return fmt.Errorf("throttle: settle a response of %s %s: %w", resp.Request.Method, resp.Request.URL.Redacted(), ErrNoSettler)
+	}
+	return rec.settle(resp.Request.Context(), actual)
+}
+
+// settleKey is the context key of a response's settlement.
+type settleKey struct{}
+
+// settlement is what settling one attempt's response needs.
+type settlement struct {
+	w     Settler
+	spent int
+	resp  *http.Response // the response it settles
+
+	mu      sync.Mutex // protects settled
+	settled bool
+}
+
+// settle settles the attempt's cost as actual, once.
+func (s *settlement) settle(ctx context.Context, actual int) error {
+	if actual < 0 {
+		return fmt.Errorf("throttle: settle a response as %d units: costs are never negative: %w", actual, ErrInvalidLimit)
+	}
+	s.mu.Lock()
+	if s.settled {
+		s.mu.Unlock()
+		return ErrSettled
+	}
+	s.settled = true
+	s.mu.Unlock()
+	if err := s.w.Settle(ctx, s.spent, actual); err != nil {
+		s.mu.Lock()
+		s.settled = false // not settled: may be tried again
+		s.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// settleAttempt makes the settlement of an attempt's response, which
+// spent n units of w's quota, and settles it by Transport's Settle if
+// that tells the cost. It returns nil if there is nothing to settle: w
+// is not a Settler, or in a dry run (whose probes spend nothing but the
+// turns that came at once). A settle the waiter fails is dropped: the
+// waiter's own events report a store's failures.
+func (t *Transport) settleAttempt(ctx context.Context, w Waiter, resp *http.Response, n int) *settlement {
+	sw, ok := w.(Settler)
+	if !ok || t.DryRun || resp == nil {
+		return nil
+	}
+	rec := &settlement{w: sw, spent: n, resp: resp}
+	if t.Settle != nil {
+		if actual, ok := t.Settle(resp); ok && actual >= 0 {
+			_ = rec.settle(ctx, actual)
+		}
+	}
+	return rec
+}
+
+// attach lets [SettleResponse] find rec from resp, which RoundTrip is
+// about to return: resp.Request becomes a copy (of the request that was
+// sent, or of req if the Base set none) whose context holds rec.
+func attach(resp *http.Response, req *http.Request, rec *settlement) *http.Response {
+	if rec == nil || resp == nil {
+		return resp
+	}
+	r := resp.Request
+	if r == nil {
+		r = req
+	}
+	resp.Request = r.WithContext(context.WithValue(r.Context(), settleKey{}, rec))
+	return resp
+}
