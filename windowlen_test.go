@@ -1,0 +1,155 @@
+package throttle
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/throttle-go/throttle/ratelimit"
+	"github.com/throttle-go/throttle/throttletest"
+)
+
+// TestWindowFromResets checks the window told by a policy's resets when
+// it states none: the longest reset, once the responses span it.
+func TestWindowFromResets(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	type resp struct {
+		at    time.Duration // from the first response
+		reset time.Duration
+	}
+	tests := []struct {
+		name  string
+		resps []resp
+		want  time.Duration // 0: none yet
+	}{
+		{"one response tells nothing", []resp{{0, time.Second}}, 0},
+		// httprate: the reset is the end of the current second.
+		{"a second's window, once a second has passed", []resp{{0, time.Second}, {500 * time.Millisecond, time.Second}, {time.Second, time.Second}}, time.Second},
+		{"not before", []resp{{0, time.Second}, {999 * time.Millisecond, time.Second}}, 0},
+		// A fixed minute first seen 20 s before its end: 20 s is no
+		// window until 20 s have passed, by when the next one began.
+		{"a minute first seen near its end", []resp{{0, 20 * time.Second}, {19 * time.Second, time.Second}, {21 * time.Second, 59 * time.Second}, {50 * time.Second, 30 * time.Second}}, 0},
+		{"… told once the responses span it", []resp{{0, 20 * time.Second}, {21 * time.Second, 59 * time.Second}, {59 * time.Second, 21 * time.Second}, {80 * time.Second, time.Second}, {81 * time.Second, 60 * time.Second}}, time.Minute},
+		// A rolling window gives its length at every response.
+		{"a rolling minute", []resp{{0, time.Minute}, {30 * time.Second, time.Minute}, {time.Minute, time.Minute}}, time.Minute},
+		// Resets finer than a second are seen after their window began.
+		{"a fine reset rounds up to whole seconds", []resp{{0, 980 * time.Millisecond}, {time.Second, 990 * time.Millisecond}}, time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var l learned
+			var q ratelimit.Reading
+			for _, r := range tt.resps {
+				q = l.read("api", ratelimit.Reading{Policies: []ratelimit.Policy{{Limit: 50, Remaining: 10, Reset: r.reset,
+					HasLimit: true, HasRemaining: true, HasReset: true}}}, "requests", 1, false, t0.Add(r.at))
+			}
+			p := q.Policies[0]
+			switch {
+			case tt.want == 0 && p.HasWindow:
+				t.Errorf("window %v; want none yet", p.Window)
+			case tt.want != 0 && (!p.HasWindow || p.Window != tt.want):
+				t.Errorf("window %v (%v); want %v", p.Window, p.HasWindow, tt.want)
+			}
+		})
+	}
+}
+
+// TestWindowFromResetsKeepsStated checks that a stated window, and a
+// refilling bucket's, are left as they are, and that the caller's
+// Reading is not changed.
+func TestWindowFromResetsKeepsStated(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var l learned
+	stated := ratelimit.Policy{Limit: 100, Remaining: 5, Reset: 30 * time.Second, Window: 10 * time.Minute,
+		HasLimit: true, HasRemaining: true, HasReset: true, HasWindow: true}
+	bare := ratelimit.Policy{Name: "b", Limit: 10, Remaining: 5, Reset: time.Second, HasLimit: true, HasRemaining: true, HasReset: true}
+	q := ratelimit.Reading{Policies: []ratelimit.Policy{stated, bare}}
+	l.read("api", q, "requests", 1, false, t0)
+	got := l.read("api", q, "requests", 1, false, t0.Add(2*time.Second))
+	if got.Policies[0] != stated {
+		t.Errorf("stated window changed: %+v", got.Policies[0])
+	}
+	if !got.Policies[1].HasWindow || got.Policies[1].Window != time.Second {
+		t.Errorf("bare policy = %+v; want a window of 1s", got.Policies[1])
+	}
+	if q.Policies[1].HasWindow {
+		t.Errorf("the caller's Reading was changed: %+v", q.Policies[1])
+	}
+}
+
+// TestTransportWindowFromResets: go-chi/httprate's sliding window of 50 a
+// second, X-RateLimit-Limit/-Remaining/-Reset (the end of the current
+// second, epoch seconds) and Retry-After: 1, 16 workers, 1,000 requests,
+// told nothing, at 8 phases of the server's second. Unpaced, the
+// Transport drew 0.46 429s per success (each a second's pause that every
+// worker left at once); the window the resets tell declares 50 a second,
+// and what remains caps the bucket. What is left: the counter sustains a
+// little under 50 a second (it refuses at a rounded 50), and a response
+// saying none remain pauses the key to the second's end, so refusals are
+// 1.5–8% by phase (2.7% in all) and the 1,000 take 26–37 s, not 20.
+func TestTransportWindowFromResets(t *testing.T) {
+	var admitted, refused int
+	for phase := range 8 {
+		synctest.Test(t, func(t *testing.T) {
+			// Epoch seconds of a bubble's clock (2000) would read as delays:
+			// move it to the present first (see throttletest's package doc).
+			time.Sleep(time.Until(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) + time.Duration(phase)*131*time.Millisecond)
+			s := throttletest.NewSlidingWindow(50, time.Second)
+			var (
+				mu       sync.Mutex
+				declared bool
+			)
+			tr := &Transport{Base: &throttletest.Direct{Handler: s, Latency: time.Millisecond, Jitter: time.Millisecond, Seed: uint64(phase)},
+				OnEvent: func(e Event) {
+					if e.Kind == EventDeclared {
+						mu.Lock()
+						declared = true
+						mu.Unlock()
+					}
+				}}
+			c := &http.Client{Transport: tr}
+			var wg sync.WaitGroup
+			var next sync.Mutex
+			n := 0
+			for range 16 {
+				wg.Go(func() {
+					for {
+						next.Lock()
+						n++
+						mine := n
+						next.Unlock()
+						if mine > 1000 {
+							return
+						}
+						resp, err := c.Get("http://api.test/x?n=" + strconv.Itoa(mine))
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						resp.Body.Close()
+					}
+				})
+			}
+			wg.Wait()
+			st := s.Stats()
+			if st.Admitted != 1000 {
+				t.Errorf("phase %d: %d admitted; want all 1000", phase, st.Admitted)
+			}
+			if float64(st.Rejected) > 0.1*float64(st.Admitted) {
+				t.Errorf("phase %d: %d refused for %d admitted; want ≤ 10%% (told nothing: 46%%)", phase, st.Rejected, st.Admitted)
+			}
+			if !declared {
+				t.Errorf("phase %d: no EventDeclared: the window told by the resets declared no pace", phase)
+			}
+			admitted += st.Admitted
+			refused += st.Rejected
+		})
+	}
+	if float64(refused) > 0.05*float64(admitted) {
+		t.Errorf("%d refused for %d admitted in all; want ≤ 5%%", refused, admitted)
+	}
+	t.Logf("admitted %d, refused %d (%.1f%%)", admitted, refused, 100*float64(refused)/float64(admitted))
+}
