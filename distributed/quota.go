@@ -143,6 +143,42 @@ type Quota struct {
 	// "throttle:". Quotas with different prefixes never share state.
 	Prefix string
 
+	// InFlight caps the units each key may hold at once across every
+	// process sharing the quota, through [throttle.Acquirer] (AcquireN on
+	// For(key)): e.g. 100 for GitHub's concurrent requests. Zero means no
+	// cap. Every process sharing the quota must set the same cap: one
+	// with another is refused with an error matching [ErrConfigMismatch],
+	// unless its Version is higher (it then replaces the cap, and those
+	// with a lower Version follow it), as for the limit and burst.
+	//
+	// Units held are leases in Redis, in the key's Cluster slot, that
+	// expire LeaseTTL after they were taken or last renewed: the process
+	// that holds them renews them every LeaseTTL/3 (one goroutine per
+	// Quota while it holds leases, one script call per key and period),
+	// so a long request keeps its units, and a process killed (kill -9),
+	// or cut off from Redis, gives its units back within LeaseTTL. An
+	// acquisition is one script call when the units fit; one that waits
+	// takes its place in a queue in Redis, served first come, first
+	// served across the fleet, and sleeps: a release (or a lease expiry)
+	// grants the head of the queue in the same script call and pushes it
+	// on the quota's channel, and the waiting process asks once more. A
+	// waiting acquisition asks again at the earliest lease's expiry and
+	// at LeaseTTL/2 at the latest, which keeps its place alive; one whose
+	// process died leaves the queue within LeaseTTL.
+	//
+	// If Redis cannot answer an acquisition, FailMode decides: FailOpen
+	// admits it, FailClosed refuses it with [ErrStoreUnavailable], and
+	// FailLocal caps this process at InFlight/Workers (rounded up).
+	InFlight int
+
+	// LeaseTTL is how long an in-flight lease lives without renewal:
+	// the longest a process killed while holding units keeps them from
+	// the fleet, and the longest Redis may be away before a request still
+	// in flight loses its lease (its units may then go to another
+	// process). Zero means DefaultLeaseTTL (30s). Every process sharing
+	// the quota should use the same.
+	LeaseTTL time.Duration
+
 	// OnEvent, if not nil, is told of the decisions the Quota takes on
 	// its own about the store: a failed call (EventStoreError, Err the
 	// real cause), the breaker opening (EventBreakerOpen, Delay the time
@@ -176,6 +212,10 @@ type Quota struct {
 	local       localBuckets
 	memo        memos  // what this process knows of each key, across outages
 	pushes      pushes // moves of queued turns, pushed to sleeping waits
+	leases      leases // in-flight leases held, and their renewer
+
+	localCapOnce sync.Once
+	localCap     *throttle.Limiter // FailLocal's in-flight cap
 
 	once sync.Once // computes def
 	def  *keyWaiter
@@ -192,6 +232,7 @@ type Quota struct {
 // subscription ends with the last of them.
 func (q *Quota) Close() error {
 	q.pushes.close()
+	q.leases.close()
 	q.refunds.Wait()
 	return nil
 }

@@ -1,0 +1,209 @@
+package distributed
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/throttle-go/throttle"
+	"golang.org/x/time/rate"
+)
+
+// capQuota returns a Quota with an in-flight cap of n on c, closed at
+// cleanup.
+func capQuota(t *testing.T, c redis.UniversalClient, name string, n int) *Quota {
+	t.Helper()
+	q := New(c, name, rate.Inf, 1000)
+	q.InFlight = n
+	q.FailMode = FailClosed // a store error must show
+	q.Timeout = 2 * time.Second
+	t.Cleanup(func() { q.Close() })
+	return q
+}
+
+func mustAcquireQ(t *testing.T, q *Quota, key string, n int) func() {
+	t.Helper()
+	release, err := q.For(key).(throttle.Acquirer).AcquireN(context.Background(), n)
+	if err != nil {
+		t.Fatalf("AcquireN(%d) = %v", n, err)
+	}
+	return release
+}
+
+// heldUnits returns the units held under key's cap in Redis now.
+func heldUnits(t *testing.T, c redis.UniversalClient, q *Quota, key string) int {
+	t.Helper()
+	members, err := c.ZRange(context.Background(), inflightKeys(redisKey(q.Prefix, q.name, key))[0], 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, m := range members {
+		var u int
+		for _, ch := range m {
+			if ch == ':' {
+				break
+			}
+			u = 10*u + int(ch-'0')
+		}
+		n += u
+	}
+	return n
+}
+
+// TestQuotaInFlightFIFO: two processes (two Quotas, two clients) share a
+// cap of 2. Waiting acquisitions are granted in arrival order across
+// them, a large head is not overtaken, and a release reaches a waiting
+// process at once (pushed, not polled: well within the TTL).
+func TestQuotaInFlightFIFO(t *testing.T) {
+	srv, c1 := startRedis(t)
+	c2 := newClient(t, srv.Addr())
+	q1, q2 := capQuota(t, c1, "fifo", 2), capQuota(t, c2, "fifo", 2)
+	r1 := mustAcquireQ(t, q1, "k", 1)
+	r2 := mustAcquireQ(t, q2, "k", 1)
+
+	type grant struct {
+		name string
+		at   time.Time
+	}
+	grants := make(chan grant, 4)
+	rels := make(chan func(), 4)
+	var wg sync.WaitGroup
+	for i, w := range []struct {
+		name string
+		q    *Quota
+		n    int
+	}{{"A2", q1, 2}, {"B1", q2, 1}, {"C2", q1, 2}} {
+		wg.Go(func() {
+			release, err := w.q.For("k").(throttle.Acquirer).AcquireN(context.Background(), w.n)
+			if err != nil {
+				t.Errorf("%s: AcquireN = %v", w.name, err)
+				return
+			}
+			grants <- grant{w.name, time.Now()}
+			rels <- release
+		})
+		// In this order into Redis's queue: wait until it is there.
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			n, _ := c1.ZCard(context.Background(), inflightKeys(redisKey("", "fifo", "k"))[1]).Result()
+			if int(n) == i+1 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	r1() // 1 free: A2 needs 2 and blocks B1 and C1
+	time.Sleep(200 * time.Millisecond)
+	select {
+	case g := <-grants:
+		t.Fatalf("%s granted with 1 unit free and A2 (2) at the head", g.name)
+	default:
+	}
+	released := time.Now()
+	r2()
+	g := <-grants
+	if g.name != "A2" {
+		t.Fatalf("first granted %s; want A2", g.name)
+	}
+	t.Logf("a release reached the waiting process after %v", g.at.Sub(released))
+	if d := g.at.Sub(released); d > time.Second {
+		t.Errorf("A2 granted %v after the release; want at once (pushed), not at a lease's expiry (TTL %v)", d, DefaultLeaseTTL)
+	}
+	(<-rels)() // A2's 2: B1, then C2 (2) waits for B1's
+	if g := <-grants; g.name != "B1" {
+		t.Fatalf("then granted %s; want B1", g.name)
+	}
+	time.Sleep(200 * time.Millisecond)
+	select {
+	case g := <-grants:
+		t.Fatalf("%s granted while B1 holds 1 of 2", g.name)
+	default:
+	}
+	(<-rels)()
+	if g := <-grants; g.name != "C2" {
+		t.Fatalf("then granted %s; want C2", g.name)
+	}
+	wg.Wait()
+	(<-rels)()
+	time.Sleep(100 * time.Millisecond) // releases are sent in the background
+	if h := heldUnits(t, c1, q1, "k"); h != 0 {
+		t.Errorf("held %d in Redis after every release; want 0", h)
+	}
+}
+
+// TestQuotaInFlightCancel: an acquisition whose ctx ends returns ctx's
+// error and holds nothing; a release called twice frees its units once.
+func TestQuotaInFlightCancel(t *testing.T) {
+	_, c := startRedis(t)
+	q := capQuota(t, c, "cancel", 2)
+	a := q.For("k").(throttle.Acquirer)
+	r1 := mustAcquireQ(t, q, "k", 1)
+	r2 := mustAcquireQ(t, q, "k", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := a.AcquireN(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("AcquireN past its deadline = %v; want DeadlineExceeded", err)
+	}
+	if d := time.Since(start); d < 300*time.Millisecond || d > time.Second {
+		t.Errorf("AcquireN with 300ms returned after %v", d)
+	}
+	r1()
+	r1()
+	r1()
+	r3 := mustAcquireQ(t, q, "k", 1) // the unit r1 freed
+	ctx, cancel = context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := a.AcquireN(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a third unit under a cap of 2 after a release called three times = %v; want DeadlineExceeded", err)
+	}
+	r2()
+	r3()
+	q.Close()
+	if h := heldUnits(t, c, q, "k"); h != 0 {
+		t.Errorf("held %d in Redis; want 0", h)
+	}
+	if _, err := a.AcquireN(context.Background(), 3); !errors.Is(err, throttle.ErrCostExceedsBurst) {
+		t.Errorf("AcquireN(3) under a cap of 2 = %v; want ErrCostExceedsBurst", err)
+	}
+}
+
+// TestQuotaInFlightRenewal: a lease held for 4 TTLs is renewed by its
+// holder, and holds its unit all along; once released, the unit goes to
+// the process waiting for it.
+func TestQuotaInFlightRenewal(t *testing.T) {
+	srv, c1 := startRedis(t)
+	q1 := capQuota(t, c1, "renew", 1)
+	q2 := capQuota(t, newClient(t, srv.Addr()), "renew", 1)
+	q1.LeaseTTL, q2.LeaseTTL = 300*time.Millisecond, 300*time.Millisecond
+	release := mustAcquireQ(t, q1, "k", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 1200*time.Millisecond)
+	defer cancel()
+	if _, err := q2.For("k").(throttle.Acquirer).AcquireN(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("AcquireN while another process holds the only unit for 4 TTLs = %v; want DeadlineExceeded (the lease renewed)", err)
+	}
+	release()
+	r := mustAcquireQ(t, q2, "k", 1)
+	r()
+}
+
+// TestQuotaInFlightMismatch: a process with another cap under the same
+// Version is refused; one with a higher Version replaces it.
+func TestQuotaInFlightMismatch(t *testing.T) {
+	_, c := startRedis(t)
+	q1 := capQuota(t, c, "mismatch", 2)
+	r := mustAcquireQ(t, q1, "k", 1)
+	defer r()
+	q2 := capQuota(t, c, "mismatch", 3)
+	if _, err := q2.For("k").(throttle.Acquirer).AcquireN(context.Background(), 1); !errors.Is(err, ErrConfigMismatch) {
+		t.Errorf("AcquireN with cap 3 where cap 2 holds = %v; want ErrConfigMismatch", err)
+	}
+	q3 := capQuota(t, c, "mismatch", 3)
+	q3.Version = 1
+	r3 := mustAcquireQ(t, q3, "k", 1)
+	r3()
+}
