@@ -3,12 +3,14 @@ package distributed
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/throttle-go/throttle"
+	"github.com/throttle-go/throttle/internal/redistest"
 	"golang.org/x/time/rate"
 )
 
@@ -206,4 +208,35 @@ func TestQuotaInFlightMismatch(t *testing.T) {
 	q3.Version = 1
 	r3 := mustAcquireQ(t, q3, "k", 1)
 	r3()
+}
+
+// TestQuotaInFlightCluster: on a real 3-master Cluster every key the
+// in-flight script touches is in the slot of the key's schedule (a
+// cross-slot script call would fail), for keys that land on each master.
+func TestQuotaInFlightCluster(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), ContextTimeoutEnabled: true})
+	defer client.Close()
+	q := capQuota(t, client, "cluster", 1)
+	for i := range 12 {
+		key := fmt.Sprintf("tenant-%d", i)
+		rkey := redisKey("", "cluster", key)
+		want, err := client.ClusterKeySlot(context.Background(), rkey).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range inflightKeys(rkey) {
+			if got, _ := client.ClusterKeySlot(context.Background(), k).Result(); got != want {
+				t.Errorf("%s in slot %d; want %d (the schedule's)", k, got, want)
+			}
+		}
+		release := mustAcquireQ(t, q, key, 1)
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		if _, err := q.For(key).(throttle.Acquirer).AcquireN(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s: a second unit under a cap of 1 = %v; want DeadlineExceeded", key, err)
+		}
+		cancel()
+		release()
+		mustAcquireQ(t, q, key, 1)()
+	}
 }
