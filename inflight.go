@@ -45,12 +45,12 @@ func noRelease() {}
 // slots is one key's in-flight cap: the units held and the acquisitions
 // waiting, first come first served (x/sync/semaphore's rule: a waiter
 // that does not fit blocks those behind it). Its fields are guarded by
-// the bucket's mu.
+// the bucket's mu, except limit.
 type slots struct {
-	limit int64 // the cap; 0: none
-	held  int64 // units held now
-	head  *slotWaiter
-	tail  *slotWaiter
+	limit int64 // the cap; 0: none; set by newBucket, read-only after
+
+	held       int64       // units held now
+	head, tail *slotWaiter // the acquisitions waiting, in arrival order
 }
 
 // slotWaiter is one acquisition waiting for its units, in a list in
@@ -115,22 +115,21 @@ func (b *bucket) AcquireN(ctx context.Context, n int) (func(), error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	s := &b.inflight
+	// The cap is set when the bucket is made and never changes: a key
+	// without one costs no lock.
+	switch {
+	case n < 0:
+		return nil, fmt.Errorf("throttle: acquire %d units of %q: %w", n, b.key, ErrInvalidLimit)
+	case s.limit == 0 || n == 0:
+		return noRelease, nil
+	case int64(n) > s.limit:
+		return nil, fmt.Errorf("throttle: acquire %d units of %q, in-flight cap %d: %w", n, b.key, s.limit, ErrCostExceedsBurst)
+	}
 	b.mu.Lock()
 	if b.dead {
 		b.mu.Unlock()
 		return b.l.bucket(b.key).AcquireN(ctx, n)
-	}
-	s := &b.inflight
-	switch {
-	case n < 0:
-		b.mu.Unlock()
-		return nil, fmt.Errorf("throttle: acquire %d units of %q: %w", n, b.key, ErrInvalidLimit)
-	case s.limit == 0 || n == 0:
-		b.mu.Unlock()
-		return noRelease, nil
-	case int64(n) > s.limit:
-		b.mu.Unlock()
-		return nil, fmt.Errorf("throttle: acquire %d units of %q, in-flight cap %d: %w", n, b.key, s.limit, ErrCostExceedsBurst)
 	}
 	if s.head == nil && s.held+int64(n) <= s.limit {
 		s.held += int64(n)
