@@ -103,7 +103,8 @@ type Limiter struct {
 	// by itself from what servers said (see [Adapter]): a slow-down
 	// (EventSlowDown) and its end (EventRecovered), queued turns moved
 	// later (EventShift), a window learned (EventWindow), a declared pace
-	// adopted (EventDeclared). It is for programs that use the Limiter
+	// adopted (EventDeclared), an acquisition that blocked on a key's
+	// in-flight cap (EventInFlight). It is for programs that use the Limiter
 	// without a [Transport] (queue workers); a Transport's OnEvent gets
 	// the decisions its responses caused without it (see [WithEvents]):
 	// set one or the other to a function, not both, or each event comes

@@ -20,7 +20,12 @@ import (
 //
 // A request's way through RoundTrip:
 //  1. key := Key(req), n := Cost(req).
-//  2. Wait for n units of key's quota. If the wait fails (ctx ends, or the
+//  2. If the key's waiter caps the units in flight ([Acquirer]), take n
+//     units under the cap (in arrival order, while the cap is full). Then
+//     wait for n units of key's quota. If either fails, nothing is held.
+//     The units in flight are held until the attempt's response body is
+//     closed or read to the end (or fails), the attempt fails, or ctx
+//     ends; a retry takes them again. If the wait fails (ctx ends, or the
 //     turn is past ctx's deadline, or so close to it that less time is
 //     left than the fastest recent round trip took), nothing is sent and
 //     nothing reserved, the request body is closed and the wait's error
@@ -107,8 +112,9 @@ type Transport struct {
 	// A rejection marked permanent (x-should-retry: false) never does.
 	DisableAdaptive bool
 
-	// OnEvent, if not nil, is called for each wait on quota that blocked,
-	// each pause and each retry, and for each request that failed and is
+	// OnEvent, if not nil, is called for each wait on quota that blocked
+	// (and, for a wait that blocked on the key's in-flight cap, an
+	// EventInFlight from the waiter), each pause and each retry, and for each request that failed and is
 	// not retried: the place for logs ([LogEvents]) and metrics. It is
 	// also told of the decisions the key's waiter takes by itself from
 	// this Transport's responses (slow-downs, shifts, windows, declared
@@ -143,6 +149,7 @@ type Transport struct {
 	//     request of this Transport, and show in the delays reported next.
 	//     A waiter shared with other processes shares them.
 	//   - no request fails early for its deadline.
+	//   - nothing is taken under an in-flight cap ([Acquirer]).
 	// False means enforcing.
 	DryRun bool
 

@@ -112,7 +112,8 @@ func luaConstants() string {
 // this process sleeps 10ms or more, one goroutine (and one Redis
 // connection) holds a subscription to the quota's pause channel; the last
 // such wait to end stops it and waits for it, so no goroutine outlives
-// the waits.
+// the waits. Likewise, while it holds in-flight leases (see InFlight),
+// one goroutine renews them; the last release stops it.
 type Quota struct {
 	// FailMode says what a wait does when Redis cannot answer. The zero
 	// value is FailLocal.
@@ -225,7 +226,10 @@ type Quota struct {
 
 // Close ends this process's subscription to the quota's pushed moves now
 // rather than a second after the last sleeping wait (see "Pauses" in the
-// package doc), and waits for the refunds of cancelled waits and the
+// package doc), stops renewing the in-flight leases still held (they
+// expire within LeaseTTL unless released; releases after Close still
+// work), and waits for the refunds of cancelled waits, the releases of
+// leases and the
 // store calls still in flight (a call a wait stopped waiting for is left
 // up to 2s to finish, so that a ticket it took is given back). A Quota needs no Close: it is for programs and tests that
 // check no goroutine is left. Waits after Close still work; their
@@ -283,7 +287,8 @@ func (q *Quota) Adapt(ctx context.Context, f throttle.Feedback) error {
 // one script call takes a ticket as a wait does; the Reservation's Delay
 // is the turn as learned then, its Wait sleeps and asks again as a wait
 // does, its Cancel is one call) and [throttle.Inspector] (State: one
-// read-only call that writes nothing). FailMode decides a try or a
+// read-only call that writes nothing) and [throttle.Acquirer] (AcquireN
+// under the key's in-flight cap: see InFlight). FailMode decides a try or a
 // reservation that Redis cannot answer as it decides a wait; State then
 // fails with [ErrStoreUnavailable].
 //
