@@ -135,8 +135,8 @@ func (q *Quota) AcquireN(ctx context.Context, n int) (func(), error) {
 }
 
 // awaitLease sleeps until the queued acquisition tok is granted: woken
-// by a push (units granted to waiting acquisitions of the key, in any
-// process), at the earliest lease's expiry, and at half the TTL at the
+// by a push (its units granted, by a release or a call that found a
+// lease expired, in any process), at the earliest lease's expiry, and at half the TTL at the
 // latest (asking again renews its place in the queue). While the
 // subscription to pushes is not up, it asks again after 5ms, doubling up
 // to pushRetry: a push it could miss then would leave it asleep until a
@@ -144,27 +144,33 @@ func (q *Quota) AcquireN(ctx context.Context, n int) (func(), error) {
 // is given back in the background.
 func (w *keyWaiter) awaitLease(ctx context.Context, tok string, n int, r leaseReply, gen uint64, sub subState) (func(), error) {
 	q := w.q
-	s := q.pushes.add(q, w.lkeys[0])
+	// The grant of this acquisition is pushed to it alone (see
+	// inflight.lua): no herd of waiters asks at each release.
+	s := q.pushes.add(q, w.lkeys[0]+"|"+tok)
 	defer q.pushes.remove(s)
 	ttl := q.leaseTTL()
 	down := 5 * time.Millisecond // the next ask while not subscribed
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	listening := false // s was registered before the last ask
 	for {
 		next := ttl / 2
 		if r.wake >= 0 {
 			next = min(next, r.wake)
 		}
+		nowGen, nowSub := q.pushes.mark()
 		switch {
-		case q.pushes.unchanged(gen, sub):
-			// Listening since before the last ask, nothing pushed since:
-			// a grant will be pushed.
-		case sub.up:
-			next = 0 // a push came meanwhile: it may be this key's
+		case sub.up && nowSub.up && nowSub.epoch == sub.epoch && (listening || nowGen == gen):
+			// Subscribed since before the last ask, and listening since
+			// then (or nothing was pushed before this acquisition
+			// listened): a grant will be pushed to s.
+		case sub.up && nowSub.up && nowSub.epoch == sub.epoch:
+			next = 0 // a push came before s listened: it may be this one's
 		default:
 			next = min(next, down)
 			down = min(2*down, pushRetry)
 		}
+		listening = true
 		timer.Reset(next)
 		select {
 		case <-timer.C:

@@ -17,9 +17,10 @@
 -- ARGV[3]  the caller's Version
 -- ARGV[4]  ttl, µs: a lease or a queued acquisition not renewed for ttl
 --          is forgotten (its process died, or lost Redis)
--- ARGV[5]  the quota's channel: units granted to waiting acquisitions
---          are published there as "0 KEYS[1]", so that their processes
---          ask again
+-- ARGV[5]  the quota's channel: units granted to a waiting acquisition
+--          are published there as "0 KEYS[1]|token", one message per
+--          acquisition granted, so that its process (and only it) asks
+--          again
 -- ARGV[6…] tokens: "n:id", n the units (acquire and release: one; renew:
 --          any number)
 --
@@ -70,7 +71,7 @@ end
 -- grant turns the queue's head into leases while its units fit: first
 -- come, first served; a head that does not fit waits, and those behind
 -- it too. At most cap acquisitions can fit.
-local granted = 0
+local granted = {}
 local function grant()
 	for _, tok in ipairs(redis.call('ZRANGE', Q, 0, cap - 1)) do
 		local n = units(tok)
@@ -81,14 +82,13 @@ local function grant()
 		redis.call('ZREM', Q, tok)
 		redis.call('ZREM', QE, tok)
 		redis.call('ZADD', L, now + ttl, tok)
-		granted = granted + 1
+		granted[#granted + 1] = tok
 	end
 end
 
 local status = WAITING
-local mine = false -- the caller's own acquisition was among the granted
+local tok = ARGV[6]
 if op == 'acquire' then
-	local tok = ARGV[6]
 	if redis.call('ZSCORE', L, tok) then
 		status = GRANTED -- granted meanwhile, on its behalf
 	elseif redis.call('ZSCORE', D, tok) then
@@ -100,11 +100,10 @@ if op == 'acquire' then
 		redis.call('ZADD', QE, now + ttl, tok)
 		grant()
 		if redis.call('ZSCORE', L, tok) then
-			status, mine = GRANTED, true
+			status = GRANTED
 		end
 	end
 elseif op == 'release' then
-	local tok = ARGV[6]
 	if redis.call('ZREM', L, tok) == 1 then
 		held = held - units(tok)
 	elseif redis.call('ZREM', Q, tok) == 1 then
@@ -123,8 +122,10 @@ elseif op == 'renew' then
 	status = renewed
 end
 
-if (mine and granted > 1) or (not mine and granted > 0) then
-	redis.call('PUBLISH', channel, '0 ' .. L)
+for _, g in ipairs(granted) do
+	if not (op == 'acquire' and g == tok) then -- the caller learns it in the reply
+		redis.call('PUBLISH', channel, '0 ' .. L .. '|' .. g)
+	end
 end
 local ms = math.ceil(2 * ttl / 1000)
 for _, k in ipairs(KEYS) do

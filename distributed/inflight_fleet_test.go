@@ -60,10 +60,12 @@ func TestInFlightFleet(t *testing.T) {
 		hold  = 50 * time.Millisecond
 	)
 	srv := startRedisServer(t)
+	rc := newClient(t, srv)
 	s := throttletest.NewInFlight(n, hold)
 	hs := httptest.NewServer(withWarm(s))
 	defer hs.Close()
 	start := time.Now().Add(1500 * time.Millisecond) // -race binaries take a while to start
+	calls0 := scriptCalls(t, rc)
 	cmds, outs := startInFlightWorkers(t, procs,
 		"HELPER_MODE=fleet",
 		"HELPER_ADDR="+srv,
@@ -92,7 +94,9 @@ func TestInFlightFleet(t *testing.T) {
 		}
 		elapsed = max(elapsed, d)
 	}
+	calls := scriptCalls(t, rc) - calls0
 	want := procs * n * perG
+	t.Logf("%d script calls (EVALSHA and EVAL, both scripts, warm-up loads aside): %.2f per request", calls, float64(calls)/float64(want))
 	ideal := float64(n) / hold.Seconds()
 	ratio := float64(st.Admitted) / elapsed.Seconds() / ideal
 	t.Logf("cap %d, %d processes × %d goroutines: peak %d in flight, %d admitted, %d refused in %v: %.3f of N/hold (%.0f/s)",
@@ -171,6 +175,26 @@ func TestInFlightKilled(t *testing.T) {
 	if back > ttl+250*time.Millisecond || back < 2*ttl/3-250*time.Millisecond {
 		t.Errorf("units back %v after the kill; want within [%v, %v]", back, 2*ttl/3, ttl)
 	}
+}
+
+// scriptCalls returns how many EVALSHA and EVAL calls the server has run.
+func scriptCalls(t *testing.T, c *redis.Client) int {
+	t.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, line := range strings.Split(info, "\n") {
+		for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), cmd); ok {
+				v, _, _ = strings.Cut(v, ",")
+				n, _ := strconv.Atoi(v)
+				total += n
+			}
+		}
+	}
+	return total
 }
 
 // withWarm serves /warm itself (the workers' warm-up, not counted) and
