@@ -104,9 +104,14 @@ func (w *keyWaiter) AcquireN(ctx context.Context, n int) (func(), error) {
 		return nil, err
 	}
 	tok := q.leases.token(n)
-	// A push read before the call is one the script has seen; one after,
-	// and before this acquisition listens, is seen through gen.
-	gen, sub := q.pushes.mark()
+	// Listening before the call: a grant pushed while the reply is on
+	// its way is not missed (the grant of this acquisition is pushed to
+	// it alone: see inflight.lua). Listening after it, a push in between
+	// would be seen only as some push on the quota's channel, and on a
+	// busy channel that made one waiter in two ask again for nothing.
+	s := q.pushes.add(q, w.lkeys[0]+"|"+tok)
+	defer q.pushes.remove(s)
+	_, sub := q.pushes.mark()
 	r, err := w.lease(ctx, "acquire", tok)
 	if err != nil {
 		return w.acquireFailed(ctx, tok, n, err)
@@ -115,7 +120,7 @@ func (w *keyWaiter) AcquireN(ctx context.Context, n int) (func(), error) {
 		return w.held(tok), nil
 	}
 	start := time.Now()
-	release, err := w.awaitLease(ctx, tok, n, r, gen, sub)
+	release, err := w.awaitLease(ctx, s, tok, n, r, sub)
 	if d := time.Since(start); d >= time.Millisecond {
 		e := throttle.Event{Kind: throttle.EventInFlight, Key: w.key, Delay: d, Err: err}
 		q.emit(ctx, e)
@@ -135,42 +140,30 @@ func (q *Quota) AcquireN(ctx context.Context, n int) (func(), error) {
 }
 
 // awaitLease sleeps until the queued acquisition tok is granted: woken
-// by a push (its units granted, by a release or a call that found a
+// by a push to s (its units granted, by a release or a call that found a
 // lease expired, in any process), at the earliest lease's expiry, and at half the TTL at the
 // latest (asking again renews its place in the queue). While the
 // subscription to pushes is not up, it asks again after 5ms, doubling up
 // to pushRetry: a push it could miss then would leave it asleep until a
 // lease expires. If ctx ends, its place (or the units granted meanwhile)
 // is given back in the background.
-func (w *keyWaiter) awaitLease(ctx context.Context, tok string, n int, r leaseReply, gen uint64, sub subState) (func(), error) {
+func (w *keyWaiter) awaitLease(ctx context.Context, s *sleeper, tok string, n int, r leaseReply, sub subState) (func(), error) {
 	q := w.q
-	// The grant of this acquisition is pushed to it alone (see
-	// inflight.lua): no herd of waiters asks at each release.
-	s := q.pushes.add(q, w.lkeys[0]+"|"+tok)
-	defer q.pushes.remove(s)
 	ttl := q.leaseTTL()
 	down := 5 * time.Millisecond // the next ask while not subscribed
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	listening := false // s was registered before the last ask
 	for {
 		next := ttl / 2
 		if r.wake >= 0 {
 			next = min(next, r.wake)
 		}
-		nowGen, nowSub := q.pushes.mark()
-		switch {
-		case sub.up && nowSub.up && nowSub.epoch == sub.epoch && (listening || nowGen == gen):
-			// Subscribed since before the last ask, and listening since
-			// then (or nothing was pushed before this acquisition
-			// listened): a grant will be pushed to s.
-		case sub.up && nowSub.up && nowSub.epoch == sub.epoch:
-			next = 0 // a push came before s listened: it may be this one's
-		default:
+		if _, now := q.pushes.mark(); !sub.up || !now.up || now.epoch != sub.epoch {
+			// Not subscribed since before the last ask: a grant could
+			// have been missed.
 			next = min(next, down)
 			down = min(2*down, pushRetry)
 		}
-		listening = true
 		timer.Reset(next)
 		select {
 		case <-timer.C:
@@ -179,7 +172,7 @@ func (w *keyWaiter) awaitLease(ctx context.Context, tok string, n int, r leaseRe
 			w.giveBackLease(ctx, tok)
 			return nil, ctx.Err()
 		}
-		gen, sub = q.pushes.mark()
+		_, sub = q.pushes.mark()
 		var err error
 		r, err = w.lease(context.WithoutCancel(ctx), "acquire", tok)
 		switch {

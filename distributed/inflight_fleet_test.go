@@ -96,7 +96,15 @@ func TestInFlightFleet(t *testing.T) {
 	}
 	calls := scriptCalls(t, rc) - calls0
 	want := procs * n * perG
-	t.Logf("%d script calls (EVALSHA and EVAL, both scripts, warm-up loads aside): %.2f per request", calls, float64(calls)/float64(want))
+	perReq := float64(calls) / float64(want)
+	t.Logf("%d script calls (EVALSHA and EVAL, both scripts, warm-up loads aside): %.2f per request", calls, perReq)
+	// A request costs an acquisition, its wait for quota and its release
+	// (3), and one more ask for each that waited for a slot (3 in 4 of
+	// them, 4N goroutines for N slots): 3.75. Polling, or every waiter
+	// asking at each release, would cost several more.
+	if perReq > 4.5 {
+		t.Errorf("%.2f script calls per request; want at most 4.5 (3.75 without waste)", perReq)
+	}
 	ideal := float64(n) / hold.Seconds()
 	ratio := float64(st.Admitted) / elapsed.Seconds() / ideal
 	t.Logf("cap %d, %d processes × %d goroutines: peak %d in flight, %d admitted, %d refused in %v: %.3f of N/hold (%.0f/s)",

@@ -162,7 +162,11 @@ type Quota struct {
 	// takes its place in a queue in Redis, served first come, first
 	// served across the fleet, and sleeps: a release (or a lease expiry)
 	// grants the head of the queue in the same script call and pushes it
-	// on the quota's channel, and the waiting process asks once more. A
+	// on the quota's channel, to that acquisition alone (an acquisition
+	// listens through the subscription sleeping waits use, from before
+	// its first call), and the waiting process asks once more: about four
+	// script calls per request with the cap full (acquire, the wait for
+	// quota, the ask after the push, the release). A
 	// waiting acquisition asks again at the earliest lease's expiry and
 	// at LeaseTTL/2 at the latest, which keeps its place alive; one whose
 	// process died leaves the queue within LeaseTTL.
