@@ -240,3 +240,37 @@ func TestQuotaInFlightCluster(t *testing.T) {
 		mustAcquireQ(t, q, key, 1)()
 	}
 }
+
+// TestQuotaInFlightStoreDown: with Redis away, FailClosed refuses an
+// acquisition with ErrStoreUnavailable, FailOpen admits it, and
+// FailLocal caps this process at InFlight/Workers.
+func TestQuotaInFlightStoreDown(t *testing.T) {
+	srv, c := startRedis(t)
+	srv.Stop()
+	closed := capQuota(t, c, "down", 4)
+	closed.Timeout = 50 * time.Millisecond
+	if _, err := closed.AcquireN(context.Background(), 1); !errors.Is(err, ErrStoreUnavailable) {
+		t.Errorf("FailClosed AcquireN with Redis down = %v; want ErrStoreUnavailable", err)
+	}
+	open := capQuota(t, c, "down", 4)
+	open.FailMode, open.Timeout = FailOpen, 50*time.Millisecond
+	for range 10 {
+		if _, err := open.AcquireN(context.Background(), 4); err != nil {
+			t.Fatalf("FailOpen AcquireN with Redis down = %v; want nil", err)
+		}
+	}
+	local := capQuota(t, c, "down", 4)
+	local.FailMode, local.Workers, local.Timeout = FailLocal, 2, 50*time.Millisecond
+	r1, err1 := local.AcquireN(context.Background(), 1)
+	r2, err2 := local.AcquireN(context.Background(), 1)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("FailLocal AcquireN = %v, %v; want nil (2 of 4 ÷ 2 workers)", err1, err2)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := local.AcquireN(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a third FailLocal AcquireN under 4 ÷ 2 workers = %v; want DeadlineExceeded", err)
+	}
+	r1()
+	r2()
+}

@@ -112,8 +112,9 @@ func luaConstants() string {
 // this process sleeps 10ms or more, one goroutine (and one Redis
 // connection) holds a subscription to the quota's pause channel; the last
 // such wait to end stops it and waits for it, so no goroutine outlives
-// the waits. Likewise, while it holds in-flight leases (see InFlight),
-// one goroutine renews them; the last release stops it.
+// the waits; an in-flight acquisition (see InFlight) listens through it
+// too. While it holds in-flight leases, one goroutine renews them; the
+// last release stops it.
 type Quota struct {
 	// FailMode says what a wait does when Redis cannot answer. The zero
 	// value is FailLocal.
