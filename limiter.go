@@ -41,7 +41,8 @@ type Rate struct {
 // [RetryWaiter], ahead of first attempts), a turn past ctx's deadline fails
 // at once with [ErrWouldExceedDeadline] reserving nothing, and a wait whose
 // ctx ends gives its units back exactly: the waits behind it move up. A
-// key can be paused ([Pauser]) and paced by what servers say ([Adapter]).
+// key can be paused ([Pauser]) and paced by what servers say ([Adapter]),
+// and cap the units it has in flight ([Limiter.InFlight], [Acquirer]).
 // A turn is never stored: it follows from the key's state whenever it is
 // asked for, so that pauses, slow-downs and refunds move every queued turn
 // at once (see schedule.go for the model and its invariants).
