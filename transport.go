@@ -197,6 +197,9 @@ func (t *Transport) waiter(key string) (w, fb Waiter, a Acquirer) {
 		w = tw
 	}
 	a, _ = w.(Acquirer)
+	if b, ok := w.(*bucket); ok && b.inflight.limit == 0 {
+		a = nil // a Limiter's key without a cap: no body to wrap
+	}
 	switch w.(type) {
 	case Adapter, Pauser:
 		return w, w, a
@@ -286,10 +289,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		} else if resp == nil {
 			err = errors.New("throttle: " + reasonNoResponse)
 		}
-		if resp == nil {
-			release() // a transport error: nothing is in flight any more
-		} else {
-			holdUntilDone(ctx, resp, release)
+		if a != nil && !t.DryRun {
+			if resp == nil {
+				release() // a transport error: nothing is in flight any more
+			} else {
+				holdUntilDone(ctx, resp, release)
+			}
 		}
 		o := Outcome{Request: req, Response: resp, Err: err, Attempt: attempt}
 		var d Decision
