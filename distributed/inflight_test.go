@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -273,4 +277,61 @@ func TestQuotaInFlightStoreDown(t *testing.T) {
 	}
 	r1()
 	r2()
+}
+
+// TestQuotaInFlightTransport: through a Transport, a request holds its
+// lease until its body is closed; the one behind it is sent then, and
+// its wait is an EventInFlight on the Transport's OnEvent.
+func TestQuotaInFlightTransport(t *testing.T) {
+	_, c := startRedis(t)
+	q := capQuota(t, c, "transport", 1)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	defer hs.Close()
+	var (
+		mu     sync.Mutex
+		events []throttle.Event
+	)
+	hc := &http.Client{Transport: &throttle.Transport{Base: hs.Client().Transport, Waiter: q,
+		OnEvent: func(e throttle.Event) {
+			mu.Lock()
+			events = append(events, e)
+			mu.Unlock()
+		}}}
+	first, err := hc.Get(hs.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := make(chan time.Time, 1)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		resp, err := hc.Get(hs.URL)
+		if err != nil {
+			t.Errorf("second Get = %v", err)
+			sent <- time.Time{}
+			return
+		}
+		sent <- time.Now()
+		resp.Body.Close()
+	})
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case <-sent:
+		t.Fatal("the second request went while the first held the only lease")
+	default:
+	}
+	closed := time.Now()
+	first.Body.Close()
+	at := <-sent
+	if d := at.Sub(closed); at.IsZero() || d > time.Second {
+		t.Errorf("second request sent %v after the first body closed; want at once", d)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	i := slices.IndexFunc(events, func(e throttle.Event) bool { return e.Kind == throttle.EventInFlight })
+	if i < 0 || events[i].Delay < 300*time.Millisecond || events[i].Request == nil {
+		t.Errorf("events %+v; want an EventInFlight of 300ms or more, with its request", events)
+	}
 }
