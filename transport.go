@@ -114,8 +114,9 @@ type Transport struct {
 
 	// OnEvent, if not nil, is called for each wait on quota that blocked
 	// (and, for a wait that blocked on the key's in-flight cap, an
-	// EventInFlight from the waiter), each pause and each retry, and for each request that failed and is
-	// not retried: the place for logs ([LogEvents]) and metrics. It is
+	// EventInFlight from the waiter), each pause and each retry, and for
+	// each request that failed and is not retried: the place for logs
+	// ([LogEvents]) and metrics. It is
 	// also told of the decisions the key's waiter takes by itself from
 	// this Transport's responses (slow-downs, shifts, windows, declared
 	// limits, and a waiter's store failures), which the Transport passes

@@ -154,23 +154,24 @@ type Quota struct {
 	// with a lower Version follow it), as for the limit and burst.
 	//
 	// Units held are leases in Redis, in the key's Cluster slot, that
-	// expire LeaseTTL after they were taken or last renewed: the process
+	// expire LeaseTTL after they were taken or last renewed. The process
 	// that holds them renews them every LeaseTTL/3 (one goroutine per
 	// Quota while it holds leases, one script call per key and period),
 	// so a long request keeps its units, and a process killed (kill -9),
-	// or cut off from Redis, gives its units back within LeaseTTL. An
-	// acquisition is one script call when the units fit; one that waits
-	// takes its place in a queue in Redis, served first come, first
-	// served across the fleet, and sleeps: a release (or a lease expiry)
-	// grants the head of the queue in the same script call and pushes it
-	// on the quota's channel, to that acquisition alone (an acquisition
+	// or cut off from Redis, gives its units back within LeaseTTL.
+	//
+	// An acquisition that fits is one script call. One that does not
+	// takes its place in a queue in Redis, first come, first served
+	// across the fleet, and sleeps: the release (or the call that finds
+	// a lease expired) that frees its units grants them in the same
+	// script call and pushes the grant on the quota's channel to that
+	// acquisition alone, and its process asks once more. An acquisition
 	// listens through the subscription sleeping waits use, from before
-	// its first call), and the waiting process asks once more: about four
-	// script calls per request with the cap full (acquire, the wait for
-	// quota, the ask after the push, the release). A
-	// waiting acquisition asks again at the earliest lease's expiry and
-	// at LeaseTTL/2 at the latest, which keeps its place alive; one whose
-	// process died leaves the queue within LeaseTTL.
+	// its first call. With the cap full a request costs about four script
+	// calls: acquire, the wait for quota, the ask after the push, the
+	// release. A waiting acquisition also asks at the earliest lease's
+	// expiry, and at LeaseTTL/2 at the latest, which keeps its place
+	// alive; one whose process died leaves the queue within LeaseTTL.
 	//
 	// If Redis cannot answer an acquisition, FailMode decides: FailOpen
 	// admits it, FailClosed refuses it with [ErrStoreUnavailable], and
@@ -232,11 +233,11 @@ type Quota struct {
 // Close ends this process's subscription to the quota's pushed moves now
 // rather than a second after the last sleeping wait (see "Pauses" in the
 // package doc), stops renewing the in-flight leases still held (they
-// expire within LeaseTTL unless released; releases after Close still
-// work), and waits for the refunds of cancelled waits, the releases of
-// leases and the
-// store calls still in flight (a call a wait stopped waiting for is left
-// up to 2s to finish, so that a ticket it took is given back). A Quota needs no Close: it is for programs and tests that
+// expire within LeaseTTL unless released; a release after Close still
+// works), and waits for the refunds of cancelled waits, the releases of
+// leases, and the store calls still in flight (a call a wait stopped
+// waiting for is left up to 2s to finish, so that a ticket it took is
+// given back). A Quota needs no Close: it is for programs and tests that
 // check no goroutine is left. Waits after Close still work; their
 // subscription ends with the last of them.
 func (q *Quota) Close() error {
