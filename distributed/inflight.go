@@ -140,13 +140,14 @@ func (q *Quota) AcquireN(ctx context.Context, n int) (func(), error) {
 }
 
 // awaitLease sleeps until the queued acquisition tok is granted: woken
-// by a push to s (its units granted, by a release or a call that found a
-// lease expired, in any process), at the earliest lease's expiry, and at half the TTL at the
-// latest (asking again renews its place in the queue). While the
-// subscription to pushes is not up, it asks again after 5ms, doubling up
-// to pushRetry: a push it could miss then would leave it asleep until a
-// lease expires. If ctx ends, its place (or the units granted meanwhile)
-// is given back in the background.
+// by a push to s (its units granted, by a release or by a call that
+// found a lease expired, in any process), at the earliest lease's
+// expiry, and at half the TTL at the latest (asking again renews its
+// place in the queue). While the subscription to pushes is not up, it
+// asks again after 5ms, doubling up to pushRetry: a push it could miss
+// then would leave it asleep until a lease expires. If ctx ends, its
+// place (or the units granted meanwhile) is given back in the
+// background.
 func (w *keyWaiter) awaitLease(ctx context.Context, s *sleeper, tok string, n int, r leaseReply, sub subState) (func(), error) {
 	q := w.q
 	ttl := q.leaseTTL()
@@ -184,6 +185,7 @@ func (w *keyWaiter) awaitLease(ctx context.Context, s *sleeper, tok string, n in
 		case err != nil:
 			return w.acquireFailed(ctx, tok, n, err)
 		case r.status != leaseWaiting:
+			w.giveBackLease(ctx, tok)
 			return nil, fmt.Errorf("unexpected status %d from the in-flight script", r.status)
 		}
 	}
