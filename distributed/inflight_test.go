@@ -335,3 +335,54 @@ func TestQuotaInFlightTransport(t *testing.T) {
 		t.Errorf("events %+v; want an EventInFlight of 300ms or more, with its request", events)
 	}
 }
+
+// TestQuotaInFlightDeadWaiter: an acquisition whose process died while
+// it waited (it never asks again) blocks the queue for at most LeaseTTL:
+// its place expires, or, granted meanwhile, its lease does.
+func TestQuotaInFlightDeadWaiter(t *testing.T) {
+	const ttl = 400 * time.Millisecond
+	for _, tc := range []struct {
+		name string
+		hold time.Duration // how long the holder keeps the unit
+		max  time.Duration // when the live waiter must have it, at the latest
+	}{
+		// The dead one's place expires while the unit is held: the
+		// release goes to the live waiter.
+		{"place expires", 3 * ttl, 3*ttl + 100*time.Millisecond},
+		// Released at once: the dead one is granted, its lease expires.
+		{"lease expires", 0, ttl + 100*time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, c := startRedis(t)
+			q := capQuota(t, c, "dead", 1)
+			q.LeaseTTL = ttl
+			w := q.For("k").(*keyWaiter)
+			start := time.Now()
+			release := mustAcquireQ(t, q, "k", 1)
+			// A waiter of another process queues, and dies.
+			if r, err := w.lease(context.Background(), "acquire", "1:dead.1"); err != nil || r.status != leaseWaiting {
+				t.Fatalf("dead waiter's acquire = %+v, %v; want waiting", r, err)
+			}
+			got := make(chan time.Duration, 1)
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			wg.Go(func() {
+				r, err := w.AcquireN(context.Background(), 1)
+				if err != nil {
+					t.Errorf("AcquireN = %v", err)
+					got <- 0
+					return
+				}
+				got <- time.Since(start)
+				r()
+			})
+			time.Sleep(tc.hold)
+			release()
+			d := <-got
+			t.Logf("the live waiter got the unit after %v (held %v, LeaseTTL %v)", d, tc.hold, ttl)
+			if d < tc.hold || d > tc.max {
+				t.Errorf("the live waiter got the unit after %v; want within [%v, %v]", d, tc.hold, tc.max)
+			}
+		})
+	}
+}
