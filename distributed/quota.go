@@ -194,8 +194,12 @@ type Quota struct {
 	// how; the first of an outage at once, then at most one a second,
 	// counting the waits answered so meanwhile). A store error is
 	// reported per failed call, not per wait: while the breaker is open,
-	// only its probes reach the store. OnEvent is called synchronously,
-	// possibly from several goroutines at once; it must not block.
+	// only its probes reach the store. An acquisition that blocked 1ms or
+	// more on the in-flight cap is an EventInFlight, told to OnEvent and
+	// to the function of the call's context ([throttle.WithEvents]: a
+	// Transport's OnEvent), as a Limiter tells it. OnEvent is called
+	// synchronously, possibly from several goroutines at once; it must
+	// not block.
 	OnEvent func(throttle.Event)
 
 	client redis.UniversalClient
