@@ -46,10 +46,14 @@ func inflightKeys(rkey string) []string {
 	return []string{rkey + ":lease", rkey + ":queue", rkey + ":queued", rkey + ":released", rkey + ":cap"}
 }
 
+// minLeaseTTL is the shortest LeaseTTL used: a shorter one would have
+// the renewer call Redis in a loop.
+const minLeaseTTL = 10 * time.Millisecond
+
 // leaseTTL returns LeaseTTL or its default.
 func (q *Quota) leaseTTL() time.Duration {
 	if q.LeaseTTL > 0 {
-		return q.LeaseTTL
+		return max(q.LeaseTTL, minLeaseTTL)
 	}
 	return DefaultLeaseTTL
 }

@@ -182,8 +182,10 @@ type Quota struct {
 	// the longest a process killed while holding units keeps them from
 	// the fleet, and the longest Redis may be away before a request still
 	// in flight loses its lease (its units may then go to another
-	// process). Zero means DefaultLeaseTTL (30s). Every process sharing
-	// the quota should use the same.
+	// process). Zero means DefaultLeaseTTL (30s); less than 10ms is
+	// taken as 10ms. Keep it well above Timeout and the longest stall of
+	// a process (a renewal is one script call every LeaseTTL/3). Every
+	// process sharing the quota should use the same.
 	LeaseTTL time.Duration
 
 	// OnEvent, if not nil, is told of the decisions the Quota takes on
