@@ -7,9 +7,8 @@
 -- KEYS[1]  leases: a sorted set, member a token, score its expiry
 -- KEYS[2]  queue: a sorted set, member a token, score its ticket
 -- KEYS[3]  queue expiries: a sorted set, member a token, score its expiry
--- KEYS[4]  released: tokens given back before they were taken (a call
---          that arrives after its own release must not take units), by
---          expiry
+-- KEYS[4]  released: tokens given back, by expiry (an acquire or a
+--          renewal that arrives after its release must not take units)
 -- KEYS[5]  a hash: seq (the last ticket), cap and ver (the cap in force
 --          and the Version that set it)
 -- ARGV[1]  op: acquire, release, renew
@@ -108,15 +107,27 @@ elseif op == 'release' then
 		held = held - units(tok)
 	elseif redis.call('ZREM', Q, tok) == 1 then
 		redis.call('ZREM', QE, tok)
-	else
-		redis.call('ZADD', D, now + ttl, tok)
 	end
+	-- The tombstone keeps a late acquire, and a renewal sent before the
+	-- release, from taking the units again.
+	redis.call('ZADD', D, now + ttl, tok)
 	grant()
 	status = RELEASED
 elseif op == 'renew' then
+	-- A lease Redis lost (a restart, a failover, an eviction) is written
+	-- again, so that the units still in flight count against the cap
+	-- again: held may then pass the cap, and nothing is granted until it
+	-- is under.
 	local renewed = 0
 	for i = 6, #ARGV do
-		renewed = renewed + redis.call('ZADD', L, 'XX', 'CH', now + ttl, ARGV[i])
+		local t = ARGV[i]
+		if not redis.call('ZSCORE', D, t) then
+			if not redis.call('ZSCORE', L, t) then
+				held = held + units(t)
+			end
+			redis.call('ZADD', L, now + ttl, t)
+			renewed = renewed + 1
+		end
 	end
 	grant()
 	status = renewed

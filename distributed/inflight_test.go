@@ -386,3 +386,34 @@ func TestQuotaInFlightDeadWaiter(t *testing.T) {
 		})
 	}
 }
+
+// TestQuotaInFlightStateLost: Redis loses the leases (FLUSHALL, as a
+// restart without persistence would); the holder's next renewal writes
+// its lease again, so that a unit still in flight counts against the cap
+// again, and a release is not undone by a renewal.
+func TestQuotaInFlightStateLost(t *testing.T) {
+	const ttl = 300 * time.Millisecond
+	srv, c1 := startRedis(t)
+	q1 := capQuota(t, c1, "lost", 1)
+	q2 := capQuota(t, newClient(t, srv.Addr()), "lost", 1)
+	q1.LeaseTTL, q2.LeaseTTL = ttl, ttl
+	release := mustAcquireQ(t, q1, "k", 1)
+	if err := c1.FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(ttl/3 + 100*time.Millisecond) // a renewal
+	if h := heldUnits(t, c1, q1, "k"); h != 1 {
+		t.Errorf("held %d in Redis a renewal after the leases were lost; want 1", h)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ttl)
+	defer cancel()
+	if _, err := q2.For("k").(throttle.Acquirer).AcquireN(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("AcquireN under a cap of 1 whose unit is in flight, its lease written again = %v; want DeadlineExceeded", err)
+	}
+	release()
+	time.Sleep(ttl) // renewals past the release
+	if h := heldUnits(t, c1, q1, "k"); h != 0 {
+		t.Errorf("held %d after the release; want 0", h)
+	}
+	mustAcquireQ(t, q2, "k", 1)()
+}

@@ -158,7 +158,11 @@ type Quota struct {
 	// that holds them renews them every LeaseTTL/3 (one goroutine per
 	// Quota while it holds leases, one script call per key and period),
 	// so a long request keeps its units, and a process killed (kill -9),
-	// or cut off from Redis, gives its units back within LeaseTTL.
+	// or cut off from Redis, gives its units back within LeaseTTL. A
+	// renewal writes again a lease Redis lost (a restart without
+	// persistence, a failover, an eviction): between the loss and the
+	// renewals (LeaseTTL/3 at most) the units in flight are not counted,
+	// and up to twice the cap may be in flight until they end.
 	//
 	// An acquisition that fits is one script call. One that does not
 	// takes its place in a queue in Redis, first come, first served
