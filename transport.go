@@ -101,8 +101,10 @@ type Transport struct {
 	// the queue ahead). A retry that cannot start within it is given up
 	// and the last response returned. It is the fail-fast choice for a
 	// caller that would rather do something else than wait out a long
-	// window (GitHub's hourly reset). Zero means no bound but the
-	// context's deadline.
+	// window (GitHub's hourly reset). A wait for a slot under an
+	// in-flight cap ([Acquirer]), whose end no one knows in advance,
+	// waits up to MaxWait and then fails the same way, holding nothing.
+	// Zero means no bound but the context's deadline.
 	MaxWait time.Duration
 
 	// DisableAdaptive: bare rejections (a 429 or 503 that says nothing of
