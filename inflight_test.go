@@ -396,3 +396,31 @@ func TestTransportSlotPerAttempt(t *testing.T) {
 		}
 	})
 }
+
+// TestTransportSlotMaxWait: a request that cannot get a slot within
+// MaxWait fails then with a *DeadlineError, sends nothing and holds
+// nothing.
+func TestTransportSlotMaxWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sent := 0
+		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			sent++
+			return okResponse(r, "ok"), nil
+		})
+		lim := &Limiter{InFlight: 1}
+		tr := &Transport{Base: base, Waiter: lim, MaxWait: time.Second}
+		first, err := tr.RoundTrip(mustRequest(t, "http://api.test/1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		_, err = tr.RoundTrip(mustRequest(t, "http://api.test/2"))
+		if !errors.Is(err, ErrWouldExceedDeadline) || time.Since(start) != time.Second || sent != 1 {
+			t.Errorf("RoundTrip with the only slot held = %v after %v, %d sent; want ErrWouldExceedDeadline after MaxWait 1s, 1 sent", err, time.Since(start), sent)
+		}
+		first.Body.Close()
+		if h := lim.bucket("api.test").inflight.held; h != 0 {
+			t.Errorf("held %d; want 0", h)
+		}
+	})
+}
