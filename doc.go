@@ -47,6 +47,17 @@
 // usage; through a Transport, [Transport].Settle and [SettleResponse]);
 // [Limiter.SetRate] changes a key's rate while the program runs.
 //
+// # In flight
+//
+// A key may also cap the units it holds at once ([Limiter].InFlight,
+// the distributed Quota's InFlight), as an API that allows 100
+// concurrent requests states it. [Acquirer] (AcquireN) takes units under
+// the cap, first come first served, and returns their release;
+// [Transport] holds each attempt's units from before its wait for quota
+// until its response body is closed or read to the end, a transport
+// error, or its context's end. The cap is its own state, beside the
+// schedule: a wait takes its slot, then its turn, or nothing.
+//
 // # The schedule
 //
 // A key's waits are tickets in a queue (retries, through [RetryWaiter],

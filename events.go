@@ -81,6 +81,12 @@ const (
 	// Quota.Version): Rate and Burst are the ones it follows now, Reason
 	// says whose and instead of what.
 	EventConfig
+	// EventInFlight: an acquisition ([Acquirer]) blocked for Delay (1ms
+	// or more) on Key's in-flight cap, until others in flight released
+	// their units; Err is set if it ended without them (its context
+	// ended). Before an attempt of a [Transport] this is part of the
+	// attempt's wait, which an EventWait reports as a whole.
+	EventInFlight
 )
 
 // Kinds reported in a dry run ([Transport].DryRun) only. Their values
@@ -98,7 +104,7 @@ const (
 // String returns the kind's name as logs show it: "wait", "pause",
 // "retry", "give-up", "would-wait", "would-retry", "slow-down",
 // "recovered", "shift", "window", "declared", "store-error",
-// "breaker-open", "breaker-close", "fallback", "config"; "unknown" for a value that
+// "breaker-open", "breaker-close", "fallback", "config", "in-flight"; "unknown" for a value that
 // is no kind.
 func (k EventKind) String() string {
 	switch k {
@@ -134,6 +140,8 @@ func (k EventKind) String() string {
 		return "fallback"
 	case EventConfig:
 		return "config"
+	case EventInFlight:
+		return "in-flight"
 	}
 	return "unknown"
 }
@@ -192,7 +200,7 @@ func (e Event) LogValue() slog.Value {
 		attrs = append(attrs, slog.Int("attempt", e.Attempt))
 	}
 	switch e.Kind {
-	case EventWait, EventPause, EventRetry, EventWouldWait, EventWouldRetry, EventShift, EventWindow, EventBreakerOpen:
+	case EventWait, EventPause, EventRetry, EventWouldWait, EventWouldRetry, EventShift, EventWindow, EventBreakerOpen, EventInFlight:
 		attrs = append(attrs, slog.Duration("delay", e.Delay))
 	}
 	switch e.Kind {

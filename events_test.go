@@ -54,6 +54,8 @@ func TestLogEvents(t *testing.T) {
 			`level=INFO msg="throttle: breaker-close" kind=breaker-close key=k`},
 		{"fallback", Event{Kind: EventFallback, Key: "k", Reason: "paced locally"},
 			`level=DEBUG msg="throttle: fallback" kind=fallback key=k reason="paced locally"`},
+		{"in-flight", Event{Kind: EventInFlight, Key: "k", Attempt: 1, Delay: 40 * time.Millisecond},
+			`level=DEBUG msg="throttle: in-flight" kind=in-flight key=k attempt=1 delay=40ms`},
 		{"unknown kind", Event{Kind: 99, Key: "k"},
 			`level=INFO msg="throttle: unknown" kind=unknown key=k`},
 	}
@@ -121,7 +123,7 @@ func TestEventKindNames(t *testing.T) {
 	kinds := []EventKind{EventWait, EventPause, EventRetry, EventGiveUp,
 		EventSlowDown, EventRecovered, EventShift, EventWindow, EventDeclared,
 		EventStoreError, EventBreakerOpen, EventBreakerClose, EventFallback,
-		EventWouldWait, EventWouldRetry}
+		EventConfig, EventInFlight, EventWouldWait, EventWouldRetry}
 	seen := map[string]EventKind{}
 	for _, k := range kinds {
 		name := k.String()

@@ -2,9 +2,11 @@ package throttle
 
 // Keys may come from user input, so a Limiter must not remember every key
 // it has seen. A key whose state is that of a new key (see schedule.idle:
-// full, nothing queued, held, cut or windowed) is forgotten without loss;
-// past MaxKeys, keys are forgotten even if not idle (such a key gets a fresh
-// burst), those with no sleeping waits first.
+// full, nothing queued, held, cut or windowed, no units in flight under its
+// in-flight cap) is forgotten without loss; past MaxKeys, keys are
+// forgotten even if not idle (such a key gets a fresh burst, and a fresh
+// in-flight cap), those with no sleeping waits and no units in flight
+// first.
 //
 // Insertions of new keys and sweeps take one mutex, so the count of keys
 // remembered never passes MaxKeys, however many goroutines insert at once.
@@ -48,7 +50,11 @@ func (b *bucket) forgetIf(now float64, pass int) bool {
 	defer b.mu.Unlock()
 	b.advanceLocked(now) // forgets a window long past its reset
 	switch {
-	case pass == 0 && !b.s.idle(now, b.pacing):
+	case pass == 0 && (!b.s.idle(now, b.pacing) || b.inflight.busy()):
+		// A key with units in flight, or waited for, is not idle: a
+		// fresh key would forget them and let more than its cap in.
+		return false
+	case pass == 1 && b.inflight.held > 0:
 		return false
 	case pass == 1 && b.sleepers > 0:
 		return false

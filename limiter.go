@@ -41,16 +41,19 @@ type Rate struct {
 // [RetryWaiter], ahead of first attempts), a turn past ctx's deadline fails
 // at once with [ErrWouldExceedDeadline] reserving nothing, and a wait whose
 // ctx ends gives its units back exactly: the waits behind it move up. A
-// key can be paused ([Pauser]) and paced by what servers say ([Adapter]).
+// key can be paused ([Pauser]) and paced by what servers say ([Adapter]),
+// and cap the units it has in flight ([Limiter.InFlight], [Acquirer]).
 // A turn is never stored: it follows from the key's state whenever it is
 // asked for, so that pauses, slow-downs and refunds move every queued turn
 // at once (see schedule.go for the model and its invariants).
 //
 // Memory is bounded however many distinct keys arrive: a key whose bucket is
-// full again, with nothing queued, paused, cut or windowed, is
-// indistinguishable from a new one, so it is forgotten losslessly when the
-// map is swept; past MaxKeys, keys are forgotten even if not idle (such a
-// key gets a fresh burst). Never more than MaxKeys are remembered.
+// full again, with nothing queued, paused, cut or windowed, and no units
+// in flight under its cap, is indistinguishable from a new one, so it is
+// forgotten losslessly when the map is swept; past MaxKeys, keys are
+// forgotten even if not idle, those with units in flight last (such a
+// key gets a fresh burst, and a fresh in-flight cap: units then in flight
+// are not counted against it). Never more than MaxKeys are remembered.
 //
 // The bucket arithmetic is x/time/rate's (same Limit unit, same burst
 // semantics), kept as a theoretical arrival time rather than in a
@@ -81,6 +84,19 @@ type Limiter struct {
 	// wait; nil means none.
 	Overrides map[string]Rate
 
+	// InFlight caps the units each key without an InFlightOverrides entry
+	// may hold at once through [Acquirer] (AcquireN on For(key)), e.g. 100
+	// for GitHub's concurrent requests: [Transport] holds a request's cost
+	// from before its wait for quota until its response body is closed or
+	// read to the end. Zero means no cap; negative is taken as zero.
+	InFlight int
+
+	// InFlightOverrides sets a different in-flight cap for particular
+	// keys, in the form Key returns, as Overrides does for rates; an entry
+	// of 0 means no cap for that key. It is read at the first wait; nil
+	// means none.
+	InFlightOverrides map[string]int
+
 	// MaxKeys bounds how many keys are remembered at once. Zero means 1<<20.
 	MaxKeys int
 
@@ -88,7 +104,8 @@ type Limiter struct {
 	// by itself from what servers said (see [Adapter]): a slow-down
 	// (EventSlowDown) and its end (EventRecovered), queued turns moved
 	// later (EventShift), a window learned (EventWindow), a declared pace
-	// adopted (EventDeclared). It is for programs that use the Limiter
+	// adopted (EventDeclared), an acquisition that blocked on a key's
+	// in-flight cap (EventInFlight). It is for programs that use the Limiter
 	// without a [Transport] (queue workers); a Transport's OnEvent gets
 	// the decisions its responses caused without it (see [WithEvents]):
 	// set one or the other to a function, not both, or each event comes
@@ -105,6 +122,7 @@ type Limiter struct {
 	once     sync.Once
 	epoch    time.Time       // time zero of the schedules; monotonic
 	rates    map[string]Rate // copy of Overrides and SetRate's rates; insertMu after once
+	caps     map[string]int  // copy of InFlightOverrides
 	keys     sync.Map        // string -> *bucket
 	count    atomic.Int64    // entries in keys
 	insertMu sync.Mutex      // serializes insertions and sweeps, so count never passes MaxKeys
@@ -125,6 +143,7 @@ type bucket struct {
 	changed  chan struct{} // closed when turns may have moved; nil if no one sleeps
 	sleepers int           // waits sleeping on s
 	dead     bool          // forgotten by l: new waits re-resolve through l
+	inflight slots         // the in-flight cap (inflight.go)
 
 	// The slow-down in force, for EventRecovered (see events_limiter.go).
 	recovery  *time.Timer // reports the cut's end; nil if none armed
@@ -136,6 +155,10 @@ func (l *Limiter) init() {
 	l.rates = make(map[string]Rate, len(l.Overrides))
 	for k, r := range l.Overrides {
 		l.rates[k] = r
+	}
+	l.caps = make(map[string]int, len(l.InFlightOverrides))
+	for k, c := range l.InFlightOverrides {
+		l.caps[k] = c
 	}
 	l.next = min(minSweep, l.maxKeys())
 	l.def = l.newBucket("")
@@ -155,6 +178,7 @@ func (l *Limiter) newBucket(key string) *bucket {
 	}
 	b := &bucket{l: l, key: key}
 	b.setRate(r)
+	b.inflight.limit = int64(l.inFlight(key))
 	// A new key's bucket is full: any time before now will do.
 	b.s.tat = math.Inf(-1)
 	b.s.lastGo = math.Inf(-1)
@@ -170,8 +194,9 @@ func (l *Limiter) WaitN(ctx context.Context, n int) error {
 
 // For returns the waiter of key's quota; it also implements [Pauser],
 // [Adapter], [RetryWaiter], [Trier], [Reserver], [Inspector] and
-// [Settler]. For allocates only the first time a key is seen (or seen
-// again after it was forgotten).
+// [Settler] and [Acquirer] (the key's in-flight cap: see InFlight). For
+// allocates only the first time a key is seen (or seen again after it was
+// forgotten).
 func (l *Limiter) For(key string) Waiter {
 	return l.bucket(key)
 }

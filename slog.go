@@ -12,8 +12,8 @@ import (
 // [Event.LogValue]). The record's context is the request's, so a handler
 // can add its trace; a decision that came from no request (EventRecovered)
 // is logged with [context.Background]. Levels:
-//   - Debug: EventWait, EventShift, EventWindow, EventFallback, the
-//     everyday cost of pacing and its causes;
+//   - Debug: EventWait, EventInFlight, EventShift, EventWindow,
+//     EventFallback, the everyday cost of pacing and its causes;
 //   - Info: EventPause, EventRetry, EventSlowDown, EventRecovered,
 //     EventDeclared, EventBreakerClose, and the dry run's EventWouldWait
 //     and EventWouldRetry, what an operator watches a limit by;
@@ -43,7 +43,7 @@ func LogEvents(l *slog.Logger) func(Event) {
 
 func (k EventKind) level() slog.Level {
 	switch k {
-	case EventWait, EventShift, EventWindow, EventFallback:
+	case EventWait, EventInFlight, EventShift, EventWindow, EventFallback:
 		return slog.LevelDebug
 	case EventGiveUp, EventStoreError, EventBreakerOpen, EventConfig:
 		return slog.LevelWarn

@@ -20,7 +20,12 @@ import (
 //
 // A request's way through RoundTrip:
 //  1. key := Key(req), n := Cost(req).
-//  2. Wait for n units of key's quota. If the wait fails (ctx ends, or the
+//  2. If the key's waiter caps the units in flight ([Acquirer]), take n
+//     units under the cap (in arrival order, while the cap is full). Then
+//     wait for n units of key's quota. If either fails, nothing is held.
+//     The units in flight are held until the attempt's response body is
+//     closed or read to the end (or fails), the attempt fails, or ctx
+//     ends; a retry takes them again. If the wait fails (ctx ends, or the
 //     turn is past ctx's deadline, or so close to it that less time is
 //     left than the fastest recent round trip took), nothing is sent and
 //     nothing reserved, the request body is closed and the wait's error
@@ -108,8 +113,10 @@ type Transport struct {
 	// the queue ahead). A retry that cannot start within it is given up
 	// and the last response returned. It is the fail-fast choice for a
 	// caller that would rather do something else than wait out a long
-	// window (GitHub's hourly reset). Zero means no bound but the
-	// context's deadline.
+	// window (GitHub's hourly reset). A wait for a slot under an
+	// in-flight cap ([Acquirer]), whose end no one knows in advance,
+	// waits up to MaxWait and then fails the same way, holding nothing.
+	// Zero means no bound but the context's deadline.
 	MaxWait time.Duration
 
 	// DisableAdaptive: bare rejections (a 429 or 503 that says nothing of
@@ -119,9 +126,11 @@ type Transport struct {
 	// A rejection marked permanent (x-should-retry: false) never does.
 	DisableAdaptive bool
 
-	// OnEvent, if not nil, is called for each wait on quota that blocked,
-	// each pause and each retry, and for each request that failed and is
-	// not retried: the place for logs ([LogEvents]) and metrics. It is
+	// OnEvent, if not nil, is called for each wait on quota that blocked
+	// (and, for a wait that blocked on the key's in-flight cap, an
+	// EventInFlight from the waiter), each pause and each retry, and for
+	// each request that failed and is not retried: the place for logs
+	// ([LogEvents]) and metrics. It is
 	// also told of the decisions the key's waiter takes by itself from
 	// this Transport's responses (slow-downs, shifts, windows, declared
 	// limits, and a waiter's store failures), which the Transport passes
@@ -155,6 +164,7 @@ type Transport struct {
 	//     request of this Transport, and show in the delays reported next.
 	//     A waiter shared with other processes shares them.
 	//   - no request fails early for its deadline.
+	//   - nothing is taken under an in-flight cap ([Acquirer]).
 	// False means enforcing.
 	DryRun bool
 
@@ -189,22 +199,29 @@ func (t *Transport) cost(req *http.Request) int {
 // server's feedback about it. A waiter that can neither adapt nor pause
 // (a *rate.Limiter) is chained behind the Transport's own per-key
 // Limiter, which keeps the server's pauses and pacing for it.
-func (t *Transport) waiter(key string) (w, fb Waiter) {
+//
+// a is the key's in-flight cap, when the key's waiter has one (an
+// [Acquirer]); nil otherwise.
+func (t *Transport) waiter(key string) (w, fb Waiter, a Acquirer) {
 	switch tw := t.Waiter.(type) {
 	case nil:
 		w = t.server.For(key)
-		return w, w
+		return w, w, nil
 	case KeyedWaiter:
 		w = tw.For(key)
 	default:
 		w = tw
 	}
+	a, _ = w.(Acquirer)
+	if b, ok := w.(*bucket); ok && b.inflight.limit == 0 {
+		a = nil // a Limiter's key without a cap: no body to wrap
+	}
 	switch w.(type) {
 	case Adapter, Pauser:
-		return w, w
+		return w, w, a
 	}
 	fb = t.server.For(key)
-	return chain{fb, w}, fb
+	return chain{fb, w}, fb, a
 }
 
 // chain waits on each waiter in turn.
@@ -238,7 +255,7 @@ func (t *Transport) emit(e Event) {
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	key, n := t.key(req), t.cost(req)
-	w, fb := t.waiter(key)
+	w, fb, a := t.waiter(key)
 	rs := &retries{t: t, req: req, start: time.Now()}
 	t.budget.request(rs.start)
 	// last is the previous attempt's response, its body read into memory,
@@ -259,7 +276,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// The waiter's own decisions during this attempt's calls reach
 		// OnEvent through ectx (see WithEvents).
 		ectx := t.withAttemptEvents(ctx, req, attempt)
-		if bound, err := t.wait(ectx, rs, w, key, n, attempt); err != nil {
+		release, bound, err := t.wait(ectx, rs, w, a, key, n, attempt)
+		if err != nil {
 			closeBody(r)
 			answer, reason := rs.waitFailed(attempt, bound, last != nil)
 			var de *DeadlineError
@@ -287,6 +305,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			resp = nil
 		} else if resp == nil {
 			err = errors.New("throttle: " + reasonNoResponse)
+		}
+		if a != nil && !t.DryRun {
+			if resp == nil {
+				release() // a transport error: nothing is in flight any more
+			} else {
+				holdUntilDone(ctx, resp, release)
+			}
 		}
 		o := Outcome{Request: req, Response: resp, Err: err, Attempt: attempt}
 		var d Decision
@@ -342,27 +367,31 @@ func (t *Transport) giveUp(ev Event, reason string, err error) error {
 	return err
 }
 
-// wait waits for n units of w's quota before an attempt, and reports a
-// wait that blocked. A turn later than the retries' bound (MaxElapsed for
-// a retry, ctx's deadline less a round trip) is refused at once, nothing
-// reserved, with a [DeadlineError] and the reason of the bound. In a dry
-// run it asks for the units without waiting, and reports what the wait
-// would have been.
-func (t *Transport) wait(ctx context.Context, rs *retries, w Waiter, key string, n, attempt int) (reason string, err error) {
+// wait takes n units under a's in-flight cap (if a is not nil), then
+// waits for n units of w's quota before an attempt, and reports a wait
+// that blocked. A turn later than the retries' bound (MaxElapsed for a
+// retry, ctx's deadline less a round trip) is refused at once, nothing
+// reserved, with a [DeadlineError] and the reason of the bound; the
+// acquisition is bounded likewise. It returns the release of the
+// in-flight units; if it fails, nothing is held. In a dry run it asks
+// for the units without waiting, and reports what the wait would have
+// been; it takes nothing under the cap.
+func (t *Transport) wait(ctx context.Context, rs *retries, w Waiter, a Acquirer, key string, n, attempt int) (release func(), reason string, err error) {
 	start := time.Now()
+	release = noRelease
 	if t.DryRun {
 		d, err := probe(ctx, w, n)
 		if ctx.Err() != nil {
-			return "", ctx.Err()
+			return release, "", ctx.Err()
 		}
 		if d > 0 || err != nil {
 			t.emit(Event{Kind: EventWouldWait, Request: rs.req, Key: key, Attempt: attempt, Delay: d, Err: err})
 		}
-		return "", nil
+		return release, "", nil
 	}
 	bound, reason := rs.bound(attempt, start)
 	if !bound.IsZero() && !start.Before(bound) {
-		return reason, &DeadlineError{Key: key} // no time left even for a turn now
+		return release, reason, &DeadlineError{Key: key} // no time left even for a turn now
 	}
 	wctx := ctx
 	if dl, _ := ctx.Deadline(); !bound.IsZero() && !bound.Equal(dl) {
@@ -370,12 +399,24 @@ func (t *Transport) wait(ctx context.Context, rs *retries, w Waiter, key string,
 		wctx, cancel = context.WithDeadline(ctx, bound)
 		defer cancel()
 	}
-	if rw, ok := w.(RetryWaiter); ok && attempt > 1 {
-		// A retry keeps its place ahead of the requests that arrived
-		// since its first attempt.
-		err = rw.WaitRetryN(wctx, n)
-	} else {
-		err = w.WaitN(wctx, n)
+	// The cap first, then the turn: a turn taken before the slot would
+	// be spent while the request waits for the slot, sending nothing.
+	// A slot held while its turn comes only delays the requests behind
+	// it, and the cap is never passed.
+	if a != nil {
+		release, err = a.AcquireN(wctx, n)
+		if err != nil {
+			release = noRelease
+		}
+	}
+	if err == nil {
+		if rw, ok := w.(RetryWaiter); ok && attempt > 1 {
+			// A retry keeps its place ahead of the requests that arrived
+			// since its first attempt.
+			err = rw.WaitRetryN(wctx, n)
+		} else {
+			err = w.WaitN(wctx, n)
+		}
 	}
 	var end time.Time
 	if !bound.IsZero() || t.OnEvent != nil {
@@ -393,20 +434,22 @@ func (t *Transport) wait(ctx context.Context, rs *retries, w Waiter, key string,
 		err, reason = &DeadlineError{Key: key, Delay: end.Sub(start)}, reasonDeadline
 	}
 	if err != nil {
+		release() // all or none: a failed wait holds no slot either
+		release = noRelease
 		if ctx.Err() == nil && (wctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)) {
 			if !errors.Is(err, ErrWouldExceedDeadline) {
 				err = &DeadlineError{Key: key}
 			}
-			return reason, err
+			return release, reason, err
 		}
-		return "", err
+		return release, "", err
 	}
 	if t.OnEvent != nil {
 		if d := end.Sub(start); d >= minReportedWait {
 			t.emit(Event{Kind: EventWait, Request: rs.req, Key: key, Attempt: attempt, Delay: d})
 		}
 	}
-	return "", nil
+	return release, "", nil
 }
 
 // tooLateToSend reports whether an attempt sent at now would leave less

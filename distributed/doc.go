@@ -109,7 +109,12 @@
 // fields schedule.lua describes: the state's id, the bucket, the two
 // queues' counters, units in flight and per second, and, while any is in
 // force, the window, the cut and the queues' holes in one MessagePack
-// field.
+// field. A key's in-flight cap ([Quota].InFlight) lives beside it, at
+// the same name with the suffixes ":lease", ":queue", ":queued",
+// ":released" and ":cap" after the closing brace (the same hash tag, so
+// the same Cluster slot): the leases and the acquisitions waiting, as
+// sorted sets, and the cap in force (inflight.lua describes them). They
+// expire twice LeaseTTL after the last call.
 //
 // # Redis as operators run it
 //

@@ -19,8 +19,10 @@ const defaultPrefix = "throttle:"
 //   - One slot. The braces make the whole encoded pair the Cluster hash tag
 //     (Redis hashes the text between the first "{" and the first "}" after
 //     it), and neither brace can occur inside the encoding, so user text
-//     cannot move the tag. Every key a script of this quota touches — today
-//     one hash — is in one slot, while distinct quotas spread over slots.
+//     cannot move the tag. Every key a script of this quota touches — the
+//     schedule's hash, and the in-flight cap's keys, this name with a
+//     suffix after the closing brace (see inflightKeys) — is in one slot,
+//     while distinct quotas spread over slots.
 //     If prefix itself holds a "{…}", that becomes the tag instead: all of
 //     the Quota's keys then share that one slot, still without collisions.
 //   - Greppable: the prefix keeps the keyspace recognizable in redis-cli.

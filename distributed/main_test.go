@@ -14,7 +14,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(helperEnv) != "" || os.Getenv(restartEnv) != "" {
+	if os.Getenv(helperEnv) != "" || os.Getenv(restartEnv) != "" || os.Getenv(inflightEnv) != "" {
 		// A child of TestProcesses*: run only the helper, no leak check
 		// (it exits from inside the test).
 		os.Exit(m.Run())

@@ -112,7 +112,9 @@ func luaConstants() string {
 // this process sleeps 10ms or more, one goroutine (and one Redis
 // connection) holds a subscription to the quota's pause channel; the last
 // such wait to end stops it and waits for it, so no goroutine outlives
-// the waits.
+// the waits; an in-flight acquisition (see InFlight) listens through it
+// too. While it holds in-flight leases, one goroutine renews them; the
+// last release stops it.
 type Quota struct {
 	// FailMode says what a wait does when Redis cannot answer. The zero
 	// value is FailLocal.
@@ -143,6 +145,53 @@ type Quota struct {
 	// "throttle:". Quotas with different prefixes never share state.
 	Prefix string
 
+	// InFlight caps the units each key may hold at once across every
+	// process sharing the quota, through [throttle.Acquirer] (AcquireN on
+	// For(key)): e.g. 100 for GitHub's concurrent requests. Zero means no
+	// cap. Every process sharing the quota must set the same cap: one
+	// with another is refused with an error matching [ErrConfigMismatch],
+	// unless its Version is higher (it then replaces the cap, and those
+	// with a lower Version follow it), as for the limit and burst.
+	//
+	// Units held are leases in Redis, in the key's Cluster slot, that
+	// expire LeaseTTL after they were taken or last renewed. The process
+	// that holds them renews them every LeaseTTL/3 (one goroutine per
+	// Quota while it holds leases, one script call per key and period),
+	// so a long request keeps its units, and a process killed (kill -9),
+	// or cut off from Redis, gives its units back within LeaseTTL. A
+	// renewal writes again a lease Redis lost (a restart without
+	// persistence, a failover, an eviction): between the loss and the
+	// renewals (LeaseTTL/3 at most) the units in flight are not counted,
+	// and up to twice the cap may be in flight until they end.
+	//
+	// An acquisition that fits is one script call. One that does not
+	// takes its place in a queue in Redis, first come, first served
+	// across the fleet, and sleeps: the release (or the call that finds
+	// a lease expired) that frees its units grants them in the same
+	// script call and pushes the grant on the quota's channel to that
+	// acquisition alone, and its process asks once more. An acquisition
+	// listens through the subscription sleeping waits use, from before
+	// its first call. With the cap full a request costs about four script
+	// calls: acquire, the wait for quota, the ask after the push, the
+	// release. A waiting acquisition also asks at the earliest lease's
+	// expiry, and at LeaseTTL/2 at the latest, which keeps its place
+	// alive; one whose process died leaves the queue within LeaseTTL.
+	//
+	// If Redis cannot answer an acquisition, FailMode decides: FailOpen
+	// admits it, FailClosed refuses it with [ErrStoreUnavailable], and
+	// FailLocal caps this process at InFlight/Workers (rounded up).
+	InFlight int
+
+	// LeaseTTL is how long an in-flight lease lives without renewal:
+	// the longest a process killed while holding units keeps them from
+	// the fleet, and the longest Redis may be away before a request still
+	// in flight loses its lease (its units may then go to another
+	// process). Zero means DefaultLeaseTTL (30s); less than 10ms is
+	// taken as 10ms. Keep it well above Timeout and the longest stall of
+	// a process (a renewal is one script call every LeaseTTL/3). Every
+	// process sharing the quota should use the same.
+	LeaseTTL time.Duration
+
 	// OnEvent, if not nil, is told of the decisions the Quota takes on
 	// its own about the store: a failed call (EventStoreError, Err the
 	// real cause), the breaker opening (EventBreakerOpen, Delay the time
@@ -151,8 +200,12 @@ type Quota struct {
 	// how; the first of an outage at once, then at most one a second,
 	// counting the waits answered so meanwhile). A store error is
 	// reported per failed call, not per wait: while the breaker is open,
-	// only its probes reach the store. OnEvent is called synchronously,
-	// possibly from several goroutines at once; it must not block.
+	// only its probes reach the store. An acquisition that blocked 1ms or
+	// more on the in-flight cap is an EventInFlight, told to OnEvent and
+	// to the function of the call's context ([throttle.WithEvents]: a
+	// Transport's OnEvent), as a Limiter tells it. OnEvent is called
+	// synchronously, possibly from several goroutines at once; it must
+	// not block.
 	OnEvent func(throttle.Event)
 
 	client redis.UniversalClient
@@ -176,6 +229,10 @@ type Quota struct {
 	local       localBuckets
 	memo        memos  // what this process knows of each key, across outages
 	pushes      pushes // moves of queued turns, pushed to sleeping waits
+	leases      leases // in-flight leases held, and their renewer
+
+	localCapOnce sync.Once
+	localCap     *throttle.Limiter // FailLocal's in-flight cap
 
 	once sync.Once // computes def
 	def  *keyWaiter
@@ -185,13 +242,17 @@ type Quota struct {
 
 // Close ends this process's subscription to the quota's pushed moves now
 // rather than a second after the last sleeping wait (see "Pauses" in the
-// package doc), and waits for the refunds of cancelled waits and the
-// store calls still in flight (a call a wait stopped waiting for is left
-// up to 2s to finish, so that a ticket it took is given back). A Quota needs no Close: it is for programs and tests that
+// package doc), stops renewing the in-flight leases still held (they
+// expire within LeaseTTL unless released; a release after Close still
+// works), and waits for the refunds of cancelled waits, the releases of
+// leases, and the store calls still in flight (a call a wait stopped
+// waiting for is left up to 2s to finish, so that a ticket it took is
+// given back). A Quota needs no Close: it is for programs and tests that
 // check no goroutine is left. Waits after Close still work; their
 // subscription ends with the last of them.
 func (q *Quota) Close() error {
 	q.pushes.close()
+	q.leases.close()
 	q.refunds.Wait()
 	return nil
 }
@@ -242,12 +303,13 @@ func (q *Quota) Adapt(ctx context.Context, f throttle.Feedback) error {
 // one script call takes a ticket as a wait does; the Reservation's Delay
 // is the turn as learned then, its Wait sleeps and asks again as a wait
 // does, its Cancel is one call), [throttle.Inspector] (State: one
-// read-only call that writes nothing) and [throttle.Settler] (Settle: one
+// read-only call that writes nothing), [throttle.Settler] (Settle: one
 // script call amends a wait's cost for the whole fleet, a debt that every
 // process's next waits pay or units back that move every process's
-// queued turns earlier). FailMode decides a try or a
-// reservation that Redis cannot answer as it decides a wait; State and
-// Settle then fail with [ErrStoreUnavailable].
+// queued turns earlier) and [throttle.Acquirer] (AcquireN under the key's
+// in-flight cap: see InFlight). FailMode decides a try or a reservation
+// that Redis cannot answer as it decides a wait; State and Settle then
+// fail with [ErrStoreUnavailable].
 //
 // The result's WaitN(ctx, n) keeps the [throttle.Waiter] contract:
 //

@@ -22,11 +22,18 @@ type keyWaiter struct {
 	// channel is where the script announces moves of the key's queued
 	// turns (see pushChannel).
 	channel string
+	// lkeys are the in-flight script's KEYS (see inflightKeys); nil
+	// without a cap.
+	lkeys []string
 }
 
 func newKeyWaiter(q *Quota, key string) *keyWaiter {
 	rkey := redisKey(q.Prefix, q.name, key)
-	return &keyWaiter{q: q, key: key, rkey: rkey, keys: []string{rkey}, channel: pushChannel(q.Prefix, q.name)}
+	w := &keyWaiter{q: q, key: key, rkey: rkey, keys: []string{rkey}, channel: pushChannel(q.Prefix, q.name)}
+	if q.InFlight > 0 {
+		w.lkeys = inflightKeys(rkey)
+	}
+	return w
 }
 
 // run calls the schedule script's op with its own arguments, and the

@@ -1,0 +1,419 @@
+package distributed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/throttle-go/throttle"
+	"github.com/throttle-go/throttle/internal/redistest"
+	"golang.org/x/time/rate"
+)
+
+// capQuota returns a Quota with an in-flight cap of n on c, closed at
+// cleanup.
+func capQuota(t *testing.T, c redis.UniversalClient, name string, n int) *Quota {
+	t.Helper()
+	q := New(c, name, rate.Inf, 1000)
+	q.InFlight = n
+	q.FailMode = FailClosed // a store error must show
+	q.Timeout = 2 * time.Second
+	t.Cleanup(func() { q.Close() })
+	return q
+}
+
+func mustAcquireQ(t *testing.T, q *Quota, key string, n int) func() {
+	t.Helper()
+	release, err := q.For(key).(throttle.Acquirer).AcquireN(context.Background(), n)
+	if err != nil {
+		t.Fatalf("AcquireN(%d) = %v", n, err)
+	}
+	return release
+}
+
+// heldUnits returns the units held under key's cap in Redis now.
+func heldUnits(t *testing.T, c redis.UniversalClient, q *Quota, key string) int {
+	t.Helper()
+	members, err := c.ZRange(context.Background(), inflightKeys(redisKey(q.Prefix, q.name, key))[0], 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, m := range members {
+		var u int
+		for _, ch := range m {
+			if ch == ':' {
+				break
+			}
+			u = 10*u + int(ch-'0')
+		}
+		n += u
+	}
+	return n
+}
+
+// TestQuotaInFlightFIFO: two processes (two Quotas, two clients) share a
+// cap of 2. Waiting acquisitions are granted in arrival order across
+// them, a large head is not overtaken, and a release reaches a waiting
+// process at once (pushed, not polled: well within the TTL).
+func TestQuotaInFlightFIFO(t *testing.T) {
+	srv, c1 := startRedis(t)
+	c2 := newClient(t, srv.Addr())
+	q1, q2 := capQuota(t, c1, "fifo", 2), capQuota(t, c2, "fifo", 2)
+	r1 := mustAcquireQ(t, q1, "k", 1)
+	r2 := mustAcquireQ(t, q2, "k", 1)
+
+	type grant struct {
+		name string
+		at   time.Time
+	}
+	grants := make(chan grant, 4)
+	rels := make(chan func(), 4)
+	var wg sync.WaitGroup
+	for i, w := range []struct {
+		name string
+		q    *Quota
+		n    int
+	}{{"A2", q1, 2}, {"B1", q2, 1}, {"C2", q1, 2}} {
+		wg.Go(func() {
+			release, err := w.q.For("k").(throttle.Acquirer).AcquireN(context.Background(), w.n)
+			if err != nil {
+				t.Errorf("%s: AcquireN = %v", w.name, err)
+				return
+			}
+			grants <- grant{w.name, time.Now()}
+			rels <- release
+		})
+		// In this order into Redis's queue: wait until it is there.
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			n, _ := c1.ZCard(context.Background(), inflightKeys(redisKey("", "fifo", "k"))[1]).Result()
+			if int(n) == i+1 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	r1() // 1 free: A2 needs 2 and blocks B1 and C1
+	time.Sleep(200 * time.Millisecond)
+	select {
+	case g := <-grants:
+		t.Fatalf("%s granted with 1 unit free and A2 (2) at the head", g.name)
+	default:
+	}
+	released := time.Now()
+	r2()
+	g := <-grants
+	if g.name != "A2" {
+		t.Fatalf("first granted %s; want A2", g.name)
+	}
+	t.Logf("a release reached the waiting process after %v", g.at.Sub(released))
+	if d := g.at.Sub(released); d > time.Second {
+		t.Errorf("A2 granted %v after the release; want at once (pushed), not at a lease's expiry (TTL %v)", d, DefaultLeaseTTL)
+	}
+	(<-rels)() // A2's 2: B1, then C2 (2) waits for B1's
+	if g := <-grants; g.name != "B1" {
+		t.Fatalf("then granted %s; want B1", g.name)
+	}
+	time.Sleep(200 * time.Millisecond)
+	select {
+	case g := <-grants:
+		t.Fatalf("%s granted while B1 holds 1 of 2", g.name)
+	default:
+	}
+	(<-rels)()
+	if g := <-grants; g.name != "C2" {
+		t.Fatalf("then granted %s; want C2", g.name)
+	}
+	wg.Wait()
+	(<-rels)()
+	time.Sleep(100 * time.Millisecond) // releases are sent in the background
+	if h := heldUnits(t, c1, q1, "k"); h != 0 {
+		t.Errorf("held %d in Redis after every release; want 0", h)
+	}
+}
+
+// TestQuotaInFlightCancel: an acquisition whose ctx ends returns ctx's
+// error and holds nothing; a release called twice frees its units once.
+func TestQuotaInFlightCancel(t *testing.T) {
+	_, c := startRedis(t)
+	q := capQuota(t, c, "cancel", 2)
+	a := q.For("k").(throttle.Acquirer)
+	r1 := mustAcquireQ(t, q, "k", 1)
+	r2 := mustAcquireQ(t, q, "k", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := a.AcquireN(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("AcquireN past its deadline = %v; want DeadlineExceeded", err)
+	}
+	if d := time.Since(start); d < 300*time.Millisecond || d > time.Second {
+		t.Errorf("AcquireN with 300ms returned after %v", d)
+	}
+	r1()
+	r1()
+	r1()
+	r3 := mustAcquireQ(t, q, "k", 1) // the unit r1 freed
+	ctx, cancel = context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := a.AcquireN(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a third unit under a cap of 2 after a release called three times = %v; want DeadlineExceeded", err)
+	}
+	r2()
+	r3()
+	q.Close()
+	if h := heldUnits(t, c, q, "k"); h != 0 {
+		t.Errorf("held %d in Redis; want 0", h)
+	}
+	if _, err := a.AcquireN(context.Background(), 3); !errors.Is(err, throttle.ErrCostExceedsBurst) {
+		t.Errorf("AcquireN(3) under a cap of 2 = %v; want ErrCostExceedsBurst", err)
+	}
+}
+
+// TestQuotaInFlightRenewal: a lease held for 4 TTLs is renewed by its
+// holder, and holds its unit all along; once released, the unit goes to
+// the process waiting for it.
+func TestQuotaInFlightRenewal(t *testing.T) {
+	srv, c1 := startRedis(t)
+	q1 := capQuota(t, c1, "renew", 1)
+	q2 := capQuota(t, newClient(t, srv.Addr()), "renew", 1)
+	q1.LeaseTTL, q2.LeaseTTL = 300*time.Millisecond, 300*time.Millisecond
+	release := mustAcquireQ(t, q1, "k", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 1200*time.Millisecond)
+	defer cancel()
+	if _, err := q2.For("k").(throttle.Acquirer).AcquireN(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("AcquireN while another process holds the only unit for 4 TTLs = %v; want DeadlineExceeded (the lease renewed)", err)
+	}
+	release()
+	r := mustAcquireQ(t, q2, "k", 1)
+	r()
+}
+
+// TestQuotaInFlightMismatch: a process with another cap under the same
+// Version is refused; one with a higher Version replaces it.
+func TestQuotaInFlightMismatch(t *testing.T) {
+	_, c := startRedis(t)
+	q1 := capQuota(t, c, "mismatch", 2)
+	r := mustAcquireQ(t, q1, "k", 1)
+	defer r()
+	q2 := capQuota(t, c, "mismatch", 3)
+	if _, err := q2.For("k").(throttle.Acquirer).AcquireN(context.Background(), 1); !errors.Is(err, ErrConfigMismatch) {
+		t.Errorf("AcquireN with cap 3 where cap 2 holds = %v; want ErrConfigMismatch", err)
+	}
+	q3 := capQuota(t, c, "mismatch", 3)
+	q3.Version = 1
+	r3 := mustAcquireQ(t, q3, "k", 1)
+	r3()
+}
+
+// TestQuotaInFlightCluster: on a real 3-master Cluster every key the
+// in-flight script touches is in the slot of the key's schedule (a
+// cross-slot script call would fail), for keys that land on each master.
+func TestQuotaInFlightCluster(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), ContextTimeoutEnabled: true})
+	defer client.Close()
+	q := capQuota(t, client, "cluster", 1)
+	for i := range 12 {
+		key := fmt.Sprintf("tenant-%d", i)
+		rkey := redisKey("", "cluster", key)
+		want, err := client.ClusterKeySlot(context.Background(), rkey).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range inflightKeys(rkey) {
+			if got, _ := client.ClusterKeySlot(context.Background(), k).Result(); got != want {
+				t.Errorf("%s in slot %d; want %d (the schedule's)", k, got, want)
+			}
+		}
+		release := mustAcquireQ(t, q, key, 1)
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		if _, err := q.For(key).(throttle.Acquirer).AcquireN(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s: a second unit under a cap of 1 = %v; want DeadlineExceeded", key, err)
+		}
+		cancel()
+		release()
+		mustAcquireQ(t, q, key, 1)()
+	}
+}
+
+// TestQuotaInFlightStoreDown: with Redis away, FailClosed refuses an
+// acquisition with ErrStoreUnavailable, FailOpen admits it, and
+// FailLocal caps this process at InFlight/Workers.
+func TestQuotaInFlightStoreDown(t *testing.T) {
+	srv, c := startRedis(t)
+	srv.Stop()
+	closed := capQuota(t, c, "down", 4)
+	closed.Timeout = 50 * time.Millisecond
+	if _, err := closed.AcquireN(context.Background(), 1); !errors.Is(err, ErrStoreUnavailable) {
+		t.Errorf("FailClosed AcquireN with Redis down = %v; want ErrStoreUnavailable", err)
+	}
+	open := capQuota(t, c, "down", 4)
+	open.FailMode, open.Timeout = FailOpen, 50*time.Millisecond
+	for range 10 {
+		if _, err := open.AcquireN(context.Background(), 4); err != nil {
+			t.Fatalf("FailOpen AcquireN with Redis down = %v; want nil", err)
+		}
+	}
+	local := capQuota(t, c, "down", 4)
+	local.FailMode, local.Workers, local.Timeout = FailLocal, 2, 50*time.Millisecond
+	r1, err1 := local.AcquireN(context.Background(), 1)
+	r2, err2 := local.AcquireN(context.Background(), 1)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("FailLocal AcquireN = %v, %v; want nil (2 of 4 ÷ 2 workers)", err1, err2)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := local.AcquireN(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a third FailLocal AcquireN under 4 ÷ 2 workers = %v; want DeadlineExceeded", err)
+	}
+	r1()
+	r2()
+}
+
+// TestQuotaInFlightTransport: through a Transport, a request holds its
+// lease until its body is closed; the one behind it is sent then, and
+// its wait is an EventInFlight on the Transport's OnEvent.
+func TestQuotaInFlightTransport(t *testing.T) {
+	_, c := startRedis(t)
+	q := capQuota(t, c, "transport", 1)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	defer hs.Close()
+	var (
+		mu     sync.Mutex
+		events []throttle.Event
+	)
+	hc := &http.Client{Transport: &throttle.Transport{Base: hs.Client().Transport, Waiter: q,
+		OnEvent: func(e throttle.Event) {
+			mu.Lock()
+			events = append(events, e)
+			mu.Unlock()
+		}}}
+	first, err := hc.Get(hs.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := make(chan time.Time, 1)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		resp, err := hc.Get(hs.URL)
+		if err != nil {
+			t.Errorf("second Get = %v", err)
+			sent <- time.Time{}
+			return
+		}
+		sent <- time.Now()
+		resp.Body.Close()
+	})
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case <-sent:
+		t.Fatal("the second request went while the first held the only lease")
+	default:
+	}
+	closed := time.Now()
+	first.Body.Close()
+	at := <-sent
+	if d := at.Sub(closed); at.IsZero() || d > time.Second {
+		t.Errorf("second request sent %v after the first body closed; want at once", d)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	i := slices.IndexFunc(events, func(e throttle.Event) bool { return e.Kind == throttle.EventInFlight })
+	if i < 0 || events[i].Delay < 300*time.Millisecond || events[i].Request == nil {
+		t.Errorf("events %+v; want an EventInFlight of 300ms or more, with its request", events)
+	}
+}
+
+// TestQuotaInFlightDeadWaiter: an acquisition whose process died while
+// it waited (it never asks again) blocks the queue for at most LeaseTTL:
+// its place expires, or, granted meanwhile, its lease does.
+func TestQuotaInFlightDeadWaiter(t *testing.T) {
+	const ttl = 400 * time.Millisecond
+	for _, tc := range []struct {
+		name string
+		hold time.Duration // how long the holder keeps the unit
+		max  time.Duration // when the live waiter must have it, at the latest
+	}{
+		// The dead one's place expires while the unit is held: the
+		// release goes to the live waiter.
+		{"place expires", 3 * ttl, 3*ttl + 100*time.Millisecond},
+		// Released at once: the dead one is granted, its lease expires.
+		{"lease expires", 0, ttl + 100*time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, c := startRedis(t)
+			q := capQuota(t, c, "dead", 1)
+			q.LeaseTTL = ttl
+			w := q.For("k").(*keyWaiter)
+			start := time.Now()
+			release := mustAcquireQ(t, q, "k", 1)
+			// A waiter of another process queues, and dies.
+			if r, err := w.lease(context.Background(), "acquire", "1:dead.1"); err != nil || r.status != leaseWaiting {
+				t.Fatalf("dead waiter's acquire = %+v, %v; want waiting", r, err)
+			}
+			got := make(chan time.Duration, 1)
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			wg.Go(func() {
+				r, err := w.AcquireN(context.Background(), 1)
+				if err != nil {
+					t.Errorf("AcquireN = %v", err)
+					got <- 0
+					return
+				}
+				got <- time.Since(start)
+				r()
+			})
+			time.Sleep(tc.hold)
+			release()
+			d := <-got
+			t.Logf("the live waiter got the unit after %v (held %v, LeaseTTL %v)", d, tc.hold, ttl)
+			if d < tc.hold || d > tc.max {
+				t.Errorf("the live waiter got the unit after %v; want within [%v, %v]", d, tc.hold, tc.max)
+			}
+		})
+	}
+}
+
+// TestQuotaInFlightStateLost: Redis loses the leases (FLUSHALL, as a
+// restart without persistence would); the holder's next renewal writes
+// its lease again, so that a unit still in flight counts against the cap
+// again, and a release is not undone by a renewal.
+func TestQuotaInFlightStateLost(t *testing.T) {
+	const ttl = 300 * time.Millisecond
+	srv, c1 := startRedis(t)
+	q1 := capQuota(t, c1, "lost", 1)
+	q2 := capQuota(t, newClient(t, srv.Addr()), "lost", 1)
+	q1.LeaseTTL, q2.LeaseTTL = ttl, ttl
+	release := mustAcquireQ(t, q1, "k", 1)
+	if err := c1.FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(ttl/3 + 100*time.Millisecond) // a renewal
+	if h := heldUnits(t, c1, q1, "k"); h != 1 {
+		t.Errorf("held %d in Redis a renewal after the leases were lost; want 1", h)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ttl)
+	defer cancel()
+	if _, err := q2.For("k").(throttle.Acquirer).AcquireN(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("AcquireN under a cap of 1 whose unit is in flight, its lease written again = %v; want DeadlineExceeded", err)
+	}
+	release()
+	time.Sleep(ttl) // renewals past the release
+	if h := heldUnits(t, c1, q1, "k"); h != 0 {
+		t.Errorf("held %d after the release; want 0", h)
+	}
+	mustAcquireQ(t, q2, "k", 1)()
+}
