@@ -788,7 +788,10 @@ func (s *schedule) goNow(now float64, c pacing, qi int, n int64) bool {
 	}
 	interval, burst := s.base(c)
 	tat := max(s.tat, now)
-	if interval > 0 && tat+float64(n)*interval-burst*interval > now {
+	// (tat − now) + (n − burst)·interval, not tat + n·interval − τ: at a
+	// tiny rate (an interval of 1e19 ns) the sum of a time and an
+	// interval rounds by microseconds, and a full bucket would refuse.
+	if interval > 0 && (tat-now)+(float64(n)-burst)*interval > 0 {
 		return false
 	}
 	s.maxCost = max(s.maxCost, float64(n))

@@ -122,7 +122,8 @@ if not got[2] and (op == 'wait' or op == 'try') and ARGV[5] == '1' and ARGV[6] =
 	fin = fin + 1
 	local t = hold
 	if I > 0 then
-		t = math.max(hold, math.max(tat, hold) + (fin - rel) * I - tau)
+		-- (fin − rel)·I − τ first: see goNow in schedule.go.
+		t = math.max(hold, math.max(tat, hold) + ((fin - rel) * I - tau))
 	end
 	local wt = 0
 	if t > now then
