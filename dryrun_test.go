@@ -35,11 +35,13 @@ func TestTransportDryRun(t *testing.T) {
 		}
 		var got []string
 		for _, e := range ev.all {
-			got = append(got, e.Kind.String()+" "+e.Delay.String())
+			// To the µs: the trimmed pace is a float.
+			got = append(got, e.Kind.String()+" "+e.Delay.Round(time.Microsecond).String())
 		}
 		want := []string{
 			"would-wait 1s", // the second request: the first took the turn at 0
 			"would-wait 1s", // nothing reserved for the second: the same delay
+			"slow-down 0s",  // the 429 under a known limit trims the pace
 			"pause 2s", "would-retry 2s",
 			"would-wait 2s", // the pause
 		}

@@ -27,6 +27,13 @@ type Feedback struct {
 	// saying for how long. The waiter should slow down.
 	Throttled bool
 
+	// Refused: the server refused the request (429 or 503), whether or
+	// not it said for how long. A refusal with a Pause under a known
+	// limit trims the key's pace a little, as a bare one does (see
+	// [Limiter]'s strict servers), so that a server bucket left with no
+	// slack gains some after the pause.
+	Refused bool
+
 	// The window: Remaining units may be spent until Reset from now, as
 	// the most restrictive policy of the counted unit says; Size units per
 	// window of length Window (each 0 if not said). Valid if HasRemaining.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -36,6 +37,39 @@ func closedLoop(t *testing.T, c *http.Client, workers int, d time.Duration, body
 				resp, err := c.Do(req)
 				if err != nil {
 					continue // counted by the server, or not sent
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// closedLoopN runs workers that send n GETs through c in all, each worker
+// its next when its last is answered, and fails the test on a transport
+// error. It returns when every request is answered.
+func closedLoopN(t *testing.T, c *http.Client, workers, n int) {
+	t.Helper()
+	var (
+		mu   sync.Mutex
+		sent int
+		wg   sync.WaitGroup
+	)
+	for range workers {
+		wg.Go(func() {
+			for {
+				mu.Lock()
+				sent++
+				mine := sent
+				mu.Unlock()
+				if mine > n {
+					return
+				}
+				resp, err := c.Get("http://api.test/v1?n=" + strconv.Itoa(mine))
+				if err != nil {
+					t.Error(err)
+					return
 				}
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()

@@ -39,6 +39,7 @@ func (t *Transport) feedback(resp *http.Response, q ratelimit.Reading, age time.
 	if wait > 0 {
 		f.Pause = min(wait, t.Retry.maxRetryAfter())
 	}
+	f.Refused = rejected && !t.DisableAdaptive
 	if rejected && f.Pause == 0 && !t.DisableAdaptive {
 		f.Throttled = !known || status == http.StatusTooManyRequests
 	}

@@ -217,10 +217,10 @@ func TestFeedback(t *testing.T) {
 		tr     *Transport
 		want   Feedback
 	}{
-		{"bare 429", 429, nil, &Transport{}, Feedback{Throttled: true}},
-		{"bare 503", 503, nil, &Transport{}, Feedback{Throttled: true}},
+		{"bare 429", 429, nil, &Transport{}, Feedback{Throttled: true, Refused: true}},
+		{"bare 503", 503, nil, &Transport{}, Feedback{Throttled: true, Refused: true}},
 		{"bare 429, adaptive off", 429, nil, &Transport{DisableAdaptive: true}, Feedback{}},
-		{"429 with Retry-After", 429, map[string]string{"Retry-After": "3"}, &Transport{}, Feedback{Pause: 3 * time.Second}},
+		{"429 with Retry-After", 429, map[string]string{"Retry-After": "3"}, &Transport{}, Feedback{Pause: 3 * time.Second, Refused: true}},
 		{"Retry-After on a 200 is not a pause", 200, map[string]string{"Retry-After": "3"}, &Transport{}, Feedback{}},
 		{"exhausted window on a 200", 200, map[string]string{"RateLimit-Policy": `"h";q=100;w=60`, "RateLimit": `"h";r=0;t=40`}, &Transport{},
 			Feedback{Pause: 40 * time.Second, HasRemaining: true, Remaining: 0, Reset: 40 * time.Second, Size: 100, Window: time.Minute,

@@ -379,8 +379,11 @@ func TestTransportSlotPerAttempt(t *testing.T) {
 		if err != nil || resp.StatusCode != 200 || calls != 2 {
 			t.Fatalf("RoundTrip = %v, %v after %d calls; want 200 after 2", resp, err, calls)
 		}
-		if d := time.Since(start); d != time.Second {
-			t.Errorf("retried after %v; want 1s (Retry-After)", d)
+		// The pause, then the unit at the pace the 429 trimmed (see
+		// refused in schedule.go): 1 s at 0.99/s.
+		second := float64(time.Second)
+		if d, want := time.Since(start), time.Duration(second/(1-trimStep)); d < want-time.Microsecond || d > want+time.Microsecond {
+			t.Errorf("retried after %v; want %v (Retry-After 1, a unit at the trimmed pace)", d, want)
 		}
 		resp.Body.Close()
 		// The bucket is spent for a second: a deadline of half a second

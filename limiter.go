@@ -483,6 +483,9 @@ func (b *bucket) Adapt(ctx context.Context, f Feedback) error {
 	moved := false
 	if f.Pause > 0 {
 		moved = s.pause(now + float64(f.Pause))
+		if f.Refused && s.refused(now, b.pacing) {
+			moved = true
+		}
 	}
 	if f.HasDeclared && b.pacing.interval == 0 && f.DeclaredRate > 0 && f.DeclaredRate != rate.Inf && !math.IsNaN(float64(f.DeclaredRate)) {
 		s.declare(now, b.pacing, 1e9/float64(f.DeclaredRate), float64(max(f.DeclaredBurst, 1)))

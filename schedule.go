@@ -963,6 +963,28 @@ func (s *schedule) reject(now, sentAt, cost float64, c pacing) bool {
 	return true
 }
 
+// refused applies, after advance and the pause, a refusal at now that
+// said when to come back (a 429 with Retry-After): under a known limit,
+// with no cut in force, it trims the pace a step as a bare rejection does
+// (see trimStep), without the shift (the pause holds the key). A strict
+// server bucket that refuses what dispatch jitter brings early (Retry-
+// After: 1 for a token a millisecond away) has no slack left after the
+// pause either: both buckets start full, and the first burst empties
+// both. The trim gives it the slack it needs, where the pause alone let
+// the next jitter refuse again (a bucket of 100/s, burst 10, ≤ 1 ms of
+// jitter: a second's pause 34 times in 2,000 requests). It reports
+// whether the pace changed.
+func (s *schedule) refused(now float64, c pacing) bool {
+	interval, _ := s.base(c)
+	if interval == 0 || s.cut.rate(now, c.sec) > 0 || s.trim+trimStep > trimMax+1e-9 {
+		return false
+	}
+	s.cut.last, s.cut.moved = now, true
+	s.trim, s.trimGone = min(s.trim+trimStep, trimMax), 0
+	s.rescale(now, c)
+	return true
+}
+
 // sentRate returns the units a second the key sent over the last second,
 // or over the time it has been sending if that is shorter.
 func (s *schedule) sentRate(now, sec float64) float64 {

@@ -697,6 +697,17 @@ local function reject(sentAt, cost)
 	rescale() -- the bucket's units at the old pace, from now on at the new
 	return true
 end
+-- refused (schedule.go's): a refusal that said when to come back, under
+-- a known limit with no cut in force, trims the pace a step.
+local function refused()
+	if base() == 0 or cutRate(now) > 0 or s.trim + TRIM_STEP > TRIM_MAX + 1e-9 then
+		return false
+	end
+	c.last, c.moved = now, true
+	s.trim, s.trimGone = math.min(s.trim + TRIM_STEP, TRIM_MAX), 0
+	rescale()
+	return true
+end
 -- settle: a wait that spent `spent` units really cost `actual`: the
 -- bucket's tat moves by the difference at the pace in force (a debt, or
 -- units back under GCRA's floor), a charge spends from the window, and
@@ -851,13 +862,17 @@ elseif op == 'pause' then
 elseif op == 'adapt' then
 	-- ARGV[5] cost, ARGV[6] pause µs (0: none), ARGV[7] remaining or ""
 	-- (no window), ARGV[8] reset µs, ARGV[9] size, ARGV[10] length µs,
-	-- ARGV[11] the rejected request's age µs, or "" (no bare rejection).
+	-- ARGV[11] the rejected request's age µs, or "" (no bare rejection),
+	-- ARGV[12] "1" if the response was a refusal (see refused).
 	advance()
 	local cost = tonumber(ARGV[5])
 	s.pending = math.max(s.pending - math.max(cost, 1), 0)
 	local p = tonumber(ARGV[6])
 	if p > 0 and now + p > s.hold then
 		s.hold, moved = now + p, true
+	end
+	if p > 0 and ARGV[12] == '1' and refused() then
+		moved = true
 	end
 	local remaining = tonumber(ARGV[7])
 	if remaining ~= nil then

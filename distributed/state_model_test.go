@@ -46,6 +46,12 @@ func TestStateMatchesLimiter(t *testing.T) {
 		{"window spent", func(k key) {
 			_ = k.Adapt(ctx, throttle.Feedback{HasRemaining: true, Remaining: 0, Size: 50, Reset: 4 * time.Second})
 		}},
+		// A refusal that said when to come back trims the pace (2/s to
+		// 1.98/s) as well as pausing.
+		{"refused", func(k key) {
+			_ = k.WaitN(ctx, 5)
+			_ = k.Adapt(ctx, throttle.Feedback{Cost: 1, Pause: time.Second, Refused: true})
+		}},
 		{"settled back", func(k key) {
 			_ = k.WaitN(ctx, 5)
 			_ = k.Settle(ctx, 5, 2)

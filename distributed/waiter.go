@@ -378,7 +378,11 @@ func (w *keyWaiter) Adapt(ctx context.Context, f throttle.Feedback) error {
 	if f.Throttled {
 		age = us(f.Age)
 	}
-	_, err := w.run(context.WithoutCancel(ctx), "adapt", max(f.Cost, 1), us(f.Pause), remaining, reset, size, length, age)
+	refused := ""
+	if f.Refused {
+		refused = "1"
+	}
+	_, err := w.run(context.WithoutCancel(ctx), "adapt", max(f.Cost, 1), us(f.Pause), remaining, reset, size, length, age, refused)
 	if err != nil {
 		if f.Pause <= 0 {
 			// What was lost is advice; the next response says it again.

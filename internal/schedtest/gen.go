@@ -170,6 +170,9 @@ func (o Op) String() string {
 		if f.Pause > 0 {
 			fmt.Fprintf(&b, "Pause: %v, ", f.Pause)
 		}
+		if f.Refused {
+			fmt.Fprintf(&b, "Refused, ")
+		}
 		if f.HasRemaining {
 			fmt.Fprintf(&b, "Remaining: %v, Reset: %v, Size: %v, Window: %v, ", f.Remaining, f.Reset, f.Size, f.Window)
 		}
@@ -331,7 +334,9 @@ func Generate(seed int64, cfg Config, opt Options) Sequence {
 				if r.IntN(2) == 0 {
 					o.Kind, o.D = Pause, d
 				} else {
-					o.Kind, o.F = Adapt, throttle.Feedback{Pause: d}
+					// Half of them a refusal's (a 429 with Retry-After),
+					// which also trims a known limit's pace.
+					o.Kind, o.F = Adapt, throttle.Feedback{Pause: d, Refused: r.IntN(2) == 0}
 				}
 				pauseEnd = max(pauseEnd, at+d)
 			case "window":
