@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"context"
 	"math"
 	"net/http"
 	"time"
@@ -9,7 +10,7 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// This file is where the Transport reads a response's headers: package
+// This file is where the Transport reads a response's headers (observe): package
 // ratelimit parses them (every dialect), and feedback turns the reading
 // into what the key's waiter and the retry decision take.
 
@@ -117,3 +118,43 @@ func (t *Transport) unit() string {
 
 // minTrackedWindow: shorter windows are not tracked (see feedback).
 const minTrackedWindow = 2 * time.Second
+
+// observe reads resp's rate-limit headers into o, classifies o, and tells
+// the key's waiter what the headers and the decision say: a pause when
+// the quota is spent, the quota's window, the server's declared limit, a
+// bare rejection. It returns the decision, and whether a bare rejection
+// reached a waiter that slows down for it (an [Adapter]).
+func (t *Transport) observe(ctx context.Context, o *Outcome, w Waiter, key string, n int, sent, now time.Time) (d Decision, slowed bool) {
+	resp := o.Response
+	o.Reading = ratelimit.Parse(resp.Header, now)
+	// The limits in other units than Cost's, read in Cost's unit where
+	// the key's responses told what a request costs in them (otherunits.go).
+	rejected := resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable
+	q := t.learned.read(key, o.Reading, t.unit(), n, rejected, now)
+	f, wait, said := t.feedback(resp, q, now.Sub(sent))
+	f.Cost = n
+	o.Wait, o.HasWait = wait, said
+	d = t.Retry.classify(*o)
+	f.Pause = max(f.Pause, min(d.Pause, t.Retry.maxRetryAfter()))
+	if f.Throttled && o.Reading.Permanent() {
+		f.Throttled = false // a permanent rejection: a slower pace cannot help
+	}
+	switch w := w.(type) {
+	case Adapter:
+		if err := w.Adapt(ctx, f); err != nil {
+			f.Pause = 0
+		} else {
+			slowed = f.Throttled
+		}
+	case Pauser:
+		if f.Pause > 0 && w.Pause(ctx, f.Pause) != nil {
+			f.Pause = 0
+		}
+	default:
+		f.Pause = 0
+	}
+	if f.Pause > 0 {
+		t.emit(Event{Kind: EventPause, Request: o.Request, Key: key, Attempt: o.Attempt, Delay: f.Pause, StatusCode: resp.StatusCode})
+	}
+	return d, slowed
+}

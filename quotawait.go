@@ -1,0 +1,105 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// The wait for quota before each attempt of a Transport's request.
+
+// wait takes n units under a's in-flight cap (if a is not nil), then
+// waits for n units of w's quota before an attempt, and reports a wait
+// that blocked. A turn later than the retries' bound (MaxElapsed for a
+// retry, ctx's deadline less a round trip) is refused at once, nothing
+// reserved, with a [DeadlineError] and the reason of the bound; the
+// acquisition is bounded likewise. It returns the release of the
+// in-flight units; if it fails, nothing is held. In a dry run it asks
+// for the units without waiting, and reports what the wait would have
+// been; it takes nothing under the cap.
+func (t *Transport) wait(ctx context.Context, rs *retries, w Waiter, a Acquirer, key string, n, attempt int) (release func(), reason string, err error) {
+	start := time.Now()
+	release = noRelease
+	if t.DryRun {
+		d, err := probe(ctx, w, n)
+		if ctx.Err() != nil {
+			return release, "", ctx.Err()
+		}
+		if d > 0 || err != nil {
+			t.emit(Event{Kind: EventWouldWait, Request: rs.req, Key: key, Attempt: attempt, Delay: d, Err: err})
+		}
+		return release, "", nil
+	}
+	bound, reason := rs.bound(attempt, start)
+	if !bound.IsZero() && !start.Before(bound) {
+		return release, reason, &DeadlineError{Key: key} // no time left even for a turn now
+	}
+	wctx := ctx
+	if dl, _ := ctx.Deadline(); !bound.IsZero() && !bound.Equal(dl) {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithDeadline(ctx, bound)
+		defer cancel()
+	}
+	// The cap first, then the turn: a turn taken before the slot would
+	// be spent while the request waits for the slot, sending nothing.
+	// A slot held while its turn comes only delays the requests behind
+	// it, and the cap is never passed.
+	if a != nil {
+		release, err = a.AcquireN(wctx, n)
+		if err != nil {
+			release = noRelease
+		}
+	}
+	if err == nil {
+		if rw, ok := w.(RetryWaiter); ok && attempt > 1 {
+			// A retry keeps its place ahead of the requests that arrived
+			// since its first attempt.
+			err = rw.WaitRetryN(wctx, n)
+		} else {
+			err = w.WaitN(wctx, n)
+		}
+	}
+	var end time.Time
+	if !bound.IsZero() || t.OnEvent != nil {
+		end = time.Now()
+	}
+	if err == nil && !bound.IsZero() && end.After(bound) {
+		err = &DeadlineError{Key: key, Delay: end.Sub(start)} // a waiter that slept past the bound
+	}
+	if err == nil && t.tooLateToSend(ctx, end) {
+		// A wait that began before a round trip was measured (requests
+		// that arrived together) or when round trips were faster: its
+		// turn came with less time left than a round trip now takes. Its
+		// units are spent, as a request sent to time out would have
+		// spent them, but nothing is sent.
+		err, reason = &DeadlineError{Key: key, Delay: end.Sub(start)}, reasonDeadline
+	}
+	if err != nil {
+		release() // all or none: a failed wait holds no slot either
+		release = noRelease
+		if ctx.Err() == nil && (wctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)) {
+			if !errors.Is(err, ErrWouldExceedDeadline) {
+				err = &DeadlineError{Key: key}
+			}
+			return release, reason, err
+		}
+		return release, "", err
+	}
+	if t.OnEvent != nil {
+		if d := end.Sub(start); d >= minReportedWait {
+			t.emit(Event{Kind: EventWait, Request: rs.req, Key: key, Attempt: attempt, Delay: d})
+		}
+	}
+	return release, "", nil
+}
+
+// tooLateToSend reports whether an attempt sent at now would leave less
+// time before ctx's deadline than the fastest recent round trip took.
+func (t *Transport) tooLateToSend(ctx context.Context, now time.Time) bool {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return false
+	}
+	est := t.rtt.estimate(now)
+	return est > 0 && !now.Before(dl.Add(-est))
+}
