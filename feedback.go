@@ -52,6 +52,11 @@ type Feedback struct {
 	Available    float64
 	HasAvailable bool
 
+	// Paced: a spent window too short to track (a per-second limit) did
+	// not set Pause: the declared pace spreads its units (see
+	// Transport.DisableDeclaredLimits), for a waiter that follows it.
+	Paced bool
+
 	// Declared: the pace the server declares, for a key with no
 	// configured limit: a policy of n units per window is DeclaredRate
 	// n/window (units per second) and DeclaredBurst n (units). Valid if

@@ -22,11 +22,22 @@ import (
 // a success it is advice for that response alone (RFC 9110, 10.2.3), and
 // there "0" means now. A spent quota's reset is about the quota on any
 // response; "quota remains" on a rejection says nothing of when to retry.
-func (t *Transport) feedback(resp *http.Response, q ratelimit.Reading, age time.Duration) (f Feedback, wait time.Duration, said bool) {
+//
+// paced says whether the key's waiter follows a declared pace (see
+// followsDeclared): then a spent window too short to track pauses
+// nothing (f.Paced).
+func (t *Transport) feedback(resp *http.Response, q ratelimit.Reading, age time.Duration, paced bool) (f Feedback, wait time.Duration, said bool) {
 	f.Age = age
 	status := resp.StatusCode
 	rejected := status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable
 	wait, known := q.Wait()
+	if paced && !rejected && !q.HasRetryAfter && wait > 0 && !t.DisableDeclaredLimits {
+		// Spent windows too short to track are a pace (see below); the
+		// wait is the other policies' if any, and f.Paced says so.
+		if w, k, short := paceWindows(q, t.unit()); short {
+			wait, known, f.Paced = w, k, true
+		}
+	}
 	switch {
 	case !known:
 	case q.HasRetryAfter:
@@ -101,11 +112,55 @@ func (t *Transport) feedback(resp *http.Response, q ratelimit.Reading, age time.
 				continue
 			}
 			if !f.HasDeclared || l < f.DeclaredRate {
-				f.DeclaredRate, f.DeclaredBurst, f.HasDeclared = l, int(min(p.Limit, math.MaxInt32)), true
+				burst := int(min(p.Limit, math.MaxInt32))
+				if p.Window < minTrackedWindow && !p.Refills {
+					// A window too short to track is a pace: its units
+					// spread evenly fill every window exactly, where a
+					// burst at the window's start spends it and must wait
+					// for a reset known to a whole second at best.
+					burst = 1
+				}
+				f.DeclaredRate, f.DeclaredBurst, f.HasDeclared = l, burst, true
 			}
 		}
 	}
 	return f, wait, said
+}
+
+// paceWindows returns q's wait without its spent windows that are too
+// short to track (under minTrackedWindow, of the counted unit, declaring
+// their pace: see feedback), and whether there were such: a waiter that
+// follows the declared pace needs no pause to their reset, which a
+// whole-second t puts up to a second late (the declared pace, and what
+// remains capping the bucket, hold the key). ok is false when nothing
+// else tells a wait.
+func paceWindows(q ratelimit.Reading, unit string) (wait time.Duration, ok, short bool) {
+	rest := q
+	rest.Policies = nil
+	for _, p := range q.Policies {
+		if p.Exhausted() && sameUnit(p.Unit, unit) && !p.Refills && p.HasLimit && p.Limit > 0 && p.HasWindow && p.Window > 0 && p.Window < minTrackedWindow {
+			short = true
+			continue
+		}
+		rest.Policies = append(rest.Policies, p)
+	}
+	if !short {
+		return 0, false, false
+	}
+	wait, ok = rest.Wait()
+	return wait, ok, true
+}
+
+// followsDeclared reports whether w is a Limiter's key with no pace
+// configured, which a server's declared limit paces.
+func followsDeclared(w Waiter) bool {
+	b, ok := w.(*bucket)
+	if !ok {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.pacing.interval == 0
 }
 
 // unit returns the unit Cost counts: CostUnit, "requests" when unset.
@@ -131,7 +186,7 @@ func (t *Transport) observe(ctx context.Context, o *Outcome, w Waiter, key strin
 	// the key's responses told what a request costs in them (otherunits.go).
 	rejected := resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable
 	q := t.learned.read(key, o.Reading, t.unit(), n, rejected, now)
-	f, wait, said := t.feedback(resp, q, now.Sub(sent))
+	f, wait, said := t.feedback(resp, q, now.Sub(sent), followsDeclared(w))
 	f.Cost = n
 	o.Wait, o.HasWait = wait, said
 	d = t.Retry.classify(*o)

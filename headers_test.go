@@ -227,8 +227,13 @@ func TestFeedback(t *testing.T) {
 				HasDeclared: true, DeclaredRate: rate.Limit(100.0 / 60), DeclaredBurst: 100, HasAvailable: true}},
 		{"declared off", 200, map[string]string{"RateLimit-Policy": `"h";q=100;w=60`, "RateLimit": `"h";r=5;t=40`}, &Transport{DisableDeclaredLimits: true},
 			Feedback{HasRemaining: true, Remaining: 5, Reset: 40 * time.Second, Size: 100, Window: time.Minute, Available: 5, HasAvailable: true}},
+		// A window too short to track is a pace: burst 1, and spent it
+		// pauses a waiter that follows the declared pace not at all
+		// (Paced), one with a pace of its own until its reset.
 		{"per-second window is not tracked", 200, map[string]string{"RateLimit-Policy": `"s";q=10;w=1`, "RateLimit": `"s";r=5;t=1`}, &Transport{},
-			Feedback{HasDeclared: true, DeclaredRate: 10, DeclaredBurst: 10, Available: 5, HasAvailable: true}},
+			Feedback{HasDeclared: true, DeclaredRate: 10, DeclaredBurst: 1, Available: 5, HasAvailable: true}},
+		{"a spent per-second window is a pace", 200, map[string]string{"RateLimit-Policy": `"s";q=10;w=1`, "RateLimit": `"s";r=0;t=1`}, &Transport{},
+			Feedback{Paced: true, HasDeclared: true, DeclaredRate: 10, DeclaredBurst: 1, HasAvailable: true}},
 		{"tokens ignored when Cost counts requests", 200, map[string]string{
 			"x-ratelimit-limit-tokens": "1000", "x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "30s"}, &Transport{},
 			Feedback{Pause: 30 * time.Second}},
@@ -263,7 +268,7 @@ func TestFeedback(t *testing.T) {
 				h.Set(k, v)
 			}
 			resp := &http.Response{StatusCode: tt.status, Header: h}
-			got, _, _ := tt.tr.feedback(resp, ratelimit.Parse(h, now), 0)
+			got, _, _ := tt.tr.feedback(resp, ratelimit.Parse(h, now), 0, true)
 			if got != tt.want {
 				t.Errorf("feedback =\n%+v\nwant\n%+v", got, tt.want)
 			}
@@ -300,7 +305,7 @@ func FuzzFeedback(f *testing.F) {
 				t.Fatalf("policy %+v: a negative number", p)
 			}
 		}
-		fb, _, _ := tr.feedback(&http.Response{StatusCode: status, Header: h}, q, 0)
+		fb, _, _ := tr.feedback(&http.Response{StatusCode: status, Header: h}, q, 0, true)
 		if fb.HasAvailable && (fb.Available < 0 || math.IsNaN(fb.Available)) {
 			t.Fatalf("feedback %+v: Available negative or NaN", fb)
 		}
@@ -343,7 +348,7 @@ func TestFeedbackRetryDelay(t *testing.T) {
 			for k, v := range tt.h {
 				h.Set(k, v)
 			}
-			_, wait, said := (&Transport{}).feedback(&http.Response{StatusCode: tt.status, Header: h}, ratelimit.Parse(h, time.Now()), 0)
+			_, wait, said := (&Transport{}).feedback(&http.Response{StatusCode: tt.status, Header: h}, ratelimit.Parse(h, time.Now()), 0, true)
 			if wait != tt.wait || said != tt.said {
 				t.Errorf("feedback wait, said = %v, %v; want %v, %v", wait, said, tt.wait, tt.said)
 			}

@@ -24,7 +24,9 @@ import (
 // up to whole seconds (resets of finer resolution are seen a little after
 // their window started). A window told this way declares its pace
 // (Limit per window, see Transport.DisableDeclaredLimits) as a stated one
-// does.
+// does. Only windows too short to track are told: a longer one paces the
+// key by what remains until its reset, and a length read a rounding too
+// long (11 s for 10 s, from an epoch reset rounded up) would slow it.
 
 // unwindowed reports whether p states a limit and a reset but no window:
 // one whose window its resets may tell.
@@ -40,10 +42,17 @@ func (s *policySeen) seeReset(p ratelimit.Policy, now time.Time) {
 	s.resetMax = max(s.resetMax, p.Reset)
 }
 
-// window returns the window the resets told, once the responses span it.
+// window returns the window the resets told, once the responses span it,
+// if it is too short to track (minTrackedWindow: longer windows pace the
+// key by what remains until their reset, which a declared pace from a
+// window read a rounding too long would only slow).
 func (s *policySeen) window(now time.Time) (time.Duration, bool) {
 	if s.first.IsZero() || s.resetMax <= 0 || now.Sub(s.first) < s.resetMax {
 		return 0, false
 	}
-	return (s.resetMax + time.Second - 1).Truncate(time.Second), true
+	w := (s.resetMax + time.Second - 1).Truncate(time.Second)
+	if w >= minTrackedWindow {
+		return 0, false
+	}
+	return w, true
 }

@@ -31,9 +31,11 @@ func TestWindowFromResets(t *testing.T) {
 		// A fixed minute first seen 20 s before its end: 20 s is no
 		// window until 20 s have passed, by when the next one began.
 		{"a minute first seen near its end", []resp{{0, 20 * time.Second}, {19 * time.Second, time.Second}, {21 * time.Second, 59 * time.Second}, {50 * time.Second, 30 * time.Second}}, 0},
-		{"… told once the responses span it", []resp{{0, 20 * time.Second}, {21 * time.Second, 59 * time.Second}, {59 * time.Second, 21 * time.Second}, {80 * time.Second, time.Second}, {81 * time.Second, 60 * time.Second}}, time.Minute},
+		// … and not told even once the responses span it: a window that
+		// long paces the key by what remains until its reset.
+		{"a minute is tracked, not told", []resp{{0, 20 * time.Second}, {21 * time.Second, 59 * time.Second}, {59 * time.Second, 21 * time.Second}, {80 * time.Second, time.Second}, {81 * time.Second, 60 * time.Second}}, 0},
 		// A rolling window gives its length at every response.
-		{"a rolling minute", []resp{{0, time.Minute}, {30 * time.Second, time.Minute}, {time.Minute, time.Minute}}, time.Minute},
+		{"a rolling second", []resp{{0, time.Second}, {300 * time.Millisecond, time.Second}, {time.Second, time.Second}}, time.Second},
 		// Resets finer than a second are seen after their window began.
 		{"a fine reset rounds up to whole seconds", []resp{{0, 980 * time.Millisecond}, {time.Second, 990 * time.Millisecond}}, time.Second},
 	}
@@ -85,11 +87,9 @@ func TestWindowFromResetsKeepsStated(t *testing.T) {
 // told nothing, at 8 phases of the server's second. Unpaced, the
 // Transport drew 0.46 429s per success (each a second's pause that every
 // worker left at once); the window the resets tell declares 50 a second,
-// and what remains caps the bucket. What is left: the counter sustains a
-// little under 50 a second (it refuses at a rounded 50), and a response
-// saying none remain pauses the key to the second's end, so refusals are
-// 2.3% of the 8,000 (1.5–8% by phase before refusals trimmed the pace,
-// 2.7% in all) and the 1,000 take 26–37 s, not 20.
+// a pace (TestTransportPacedWindow), and what remains caps the bucket.
+// What is left: the counter sustains a little under 50 a second (it
+// refuses at a rounded 50): 1.8% of the 8,000 are refused.
 func TestTransportWindowFromResets(t *testing.T) {
 	var admitted, refused int
 	for phase := range 8 {
@@ -129,4 +129,47 @@ func TestTransportWindowFromResets(t *testing.T) {
 		t.Errorf("%d refused for %d admitted in all; want ≤ 5%%", refused, admitted)
 	}
 	t.Logf("admitted %d, refused %d (%.1f%%)", admitted, refused, 100*float64(refused)/float64(admitted))
+}
+
+// TestTransportPacedWindow: a fixed window of 50 a second announced in
+// the IETF fields with t rounded up to whole seconds ("t=1" for a reset
+// 0.1 s away), one worker, 1,000 requests, told nothing. The declared
+// window is a pace (burst 1): its units spread fill each window exactly,
+// and a spent one pauses nothing. Before, the worker sent each window's
+// 50 at once and paused to t=1, up to a second past the true reset:
+// 21.0 s for what 20 s allow. A waiter with a pace of its own (a
+// configured 100/s, faster than the window) is paused by a spent window
+// as before, and is not refused.
+func TestTransportPacedWindow(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		waiter  Waiter
+		maxWall time.Duration
+	}{
+		// 1,000 at 50 a second is 20 s; the first unit goes at once.
+		{"told nothing", nil, 20*time.Second + 20*time.Millisecond},
+		// Each window's 50 at 100/s, then the pause to t=1; what is
+		// checked is that none is refused (no bound on the time).
+		{"configured 100/s", &Limiter{Limit: 100, Burst: 10}, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				time.Sleep(131 * time.Millisecond) // off the second
+				s := throttletest.NewFixedWindow(50, time.Second)
+				s.DateSkew = 1500 * time.Millisecond
+				tr := &Transport{Waiter: tt.waiter, Base: &throttletest.Direct{Handler: s, Latency: time.Millisecond, Jitter: time.Millisecond, Seed: 1}}
+				start := time.Now()
+				closedLoopN(t, &http.Client{Transport: tr}, 1, 1000)
+				wall := time.Since(start)
+				st := s.Stats()
+				if st.Rejected > 0 {
+					t.Errorf("%d refused; want 0", st.Rejected)
+				}
+				if tt.maxWall > 0 && wall > tt.maxWall {
+					t.Errorf("1,000 took %v; want ≤ %v", wall, tt.maxWall)
+				}
+				t.Logf("admitted %d, refused %d, in %v", st.Admitted, st.Rejected, wall)
+			})
+		})
+	}
 }
