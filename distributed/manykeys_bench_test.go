@@ -3,6 +3,8 @@ package distributed
 import (
 	"context"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -83,8 +85,66 @@ func BenchmarkManyKeys(b *testing.B) {
 				run(b, func(i int) error { return trivialScript.Run(ctx, c, rkeys[i]).Err() })
 			})
 			b.Run("wait", func(b *testing.B) {
+				cc, cluster := c.(*redis.ClusterClient)
+				if cluster {
+					resetStats(b, cc)
+				}
 				run(b, func(i int) error { return ws[i].WaitN(ctx, 1) })
+				if cluster {
+					// What a 2-core machine can show of scaling: the
+					// decisions spread over the masters (a third each is
+					// even), so each master serves its share of the keys.
+					b.ReportMetric(busiestShare(b, cc), "busiest-master-share")
+				}
 			})
 		})
 	}
+}
+
+// resetStats resets every master's command statistics.
+func resetStats(b *testing.B, cc *redis.ClusterClient) {
+	b.Helper()
+	err := cc.ForEachMaster(context.Background(), func(ctx context.Context, m *redis.Client) error {
+		return m.ConfigResetStat(ctx).Err()
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+// busiestShare returns the share of the EVALSHA calls since resetStats
+// that the busiest master served.
+func busiestShare(b *testing.B, cc *redis.ClusterClient) float64 {
+	b.Helper()
+	var mu sync.Mutex
+	var calls []float64
+	err := cc.ForEachMaster(context.Background(), func(ctx context.Context, m *redis.Client) error {
+		info, err := m.Info(ctx, "commandstats").Result()
+		if err != nil {
+			return err
+		}
+		n := 0.0
+		for _, l := range strings.Split(info, "\n") {
+			if rest, ok := strings.CutPrefix(l, "cmdstat_evalsha:calls="); ok {
+				v, _, _ := strings.Cut(rest, ",")
+				n, _ = strconv.ParseFloat(v, 64)
+			}
+		}
+		mu.Lock()
+		calls = append(calls, n)
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	total, most := 0.0, 0.0
+	for _, n := range calls {
+		total += n
+		most = max(most, n)
+	}
+	if len(calls) != 3 || total == 0 {
+		b.Fatalf("EVALSHA calls per master %v; want three masters that served some", calls)
+	}
+	return most / total
 }
