@@ -139,6 +139,11 @@ type Quota struct {
 	// (when the key is idle).
 	Version int
 
+	// MaxLease is the most turns of a key one Redis call leases for this
+	// process's waits of one unit (see "Leased turns" in the package
+	// doc). Zero means 64; 1 means no leases: one call per wait.
+	MaxLease int
+
 	// Prefix starts every Redis key of this quota. Empty means
 	// "throttle:". Quotas with different prefixes never share state.
 	Prefix string
@@ -176,6 +181,7 @@ type Quota struct {
 	local       localBuckets
 	memo        memos  // what this process knows of each key, across outages
 	pushes      pushes // moves of queued turns, pushed to sleeping waits
+	leases      leases // leased turns not yet taken, by key
 
 	once sync.Once // computes def
 	def  *keyWaiter
@@ -191,6 +197,7 @@ type Quota struct {
 // check no goroutine is left. Waits after Close still work; their
 // subscription ends with the last of them.
 func (q *Quota) Close() error {
+	q.leases.close()
 	q.pushes.close()
 	q.refunds.Wait()
 	return nil

@@ -6,7 +6,7 @@
 -- Redis's clock (TIME), never a worker's.
 --
 -- KEYS[1]  the key's hash
--- ARGV[1]  op: wait, turns, cancel, pause, adapt, try, state
+-- ARGV[1]  op: wait, turns, cancel, pause, adapt, try, lease, state
 -- ARGV[2]  interval: configured µs per unit (0: no limit)
 -- ARGV[3]  burst
 -- ARGV[4]  the quota's channel: a change that moves queued turns is
@@ -880,6 +880,72 @@ elseif op == 'try' then
 		reply = {0, waitOf(t), s.id, 0, -1, now}
 		if fresh then
 			return reply -- no state to write for a key that had none
+		end
+	end
+elseif op == 'lease' then
+	-- Leased turns (see lease.go): first the tickets a process gives back
+	-- (each as the cancel op does: the tail's taken back outright, any
+	-- other a hole), then up to k tickets of one unit in the queue of
+	-- first attempts, taken as k waits in a row would take them (enqueue,
+	-- turn; the ones whose turn has come go, as a wait's do). ARGV[5] k,
+	-- ARGV[6] need: the first need tickets are for waits queued in the
+	-- process, taken while their turn is within ARGV[7], the max wait µs
+	-- ("" none; the first past it is refused, as a wait's turn is); the
+	-- rest are for waits expected at ARGV[8] units a second, the j-th of
+	-- them taken only if its turn is no earlier than that wait's expected
+	-- arrival (j/rate from now) less ARGV[9] µs, so that a leased turn is
+	-- not left to pass unused. ARGV[10…12] what the process knew (as
+	-- wait's ARGV[8…10]), ARGV[13] the id of the tickets given back ("":
+	-- none), ARGV[14…] their ends. Returns {count, id, last end, recheck
+	-- µs (-1: none), now, wait µs of each ticket}: the tickets are the
+	-- ends last−count+1 … last; count 0 with the refused turn's wait.
+	local k, need, maxwait = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+	local lrate, late = tonumber(ARGV[8]), tonumber(ARGV[9])
+	seed(ARGV[10], ARGV[11], ARGV[12])
+	advance()
+	if ARGV[13] ~= '' and tonumber(ARGV[13]) == s.id then
+		for i = #ARGV, 14, -1 do -- descending: the tail's first
+			local e = tonumber(ARGV[i])
+			if e > s.q[1].rel and e <= s.q[1]['end'] then
+				if e ~= s.q[1]['end'] then
+					moved = true -- the tickets behind move up
+				end
+				cancelTicket(s.q[1], e, 1)
+			end
+		end
+	end
+	local waits, last, due = {}, 0, false
+	for j = 1, k do
+		local e = enqueue(1, 1)
+		local wt = waitOf(turn(1, e))
+		local keep
+		if j <= need then
+			keep = maxwait == nil or wt < maxwait or wt == 0
+		else
+			keep = lrate > 0 and (j - need) * SEC / lrate <= wt + late
+		end
+		if not keep then
+			cancelTicket(s.q[1], e, 1) -- the tail's: taken back outright
+			if j == 1 then
+				waits = {wt}
+			end
+			break
+		end
+		table.insert(waits, wt)
+		last = e
+		if wt == 0 then
+			due = true
+		end
+	end
+	if due then
+		advance()
+	end
+	if last == 0 then
+		reply = {0, s.id, 0, -1, now, waits[1] or 0}
+	else
+		reply = {#waits, s.id, last, recheck(), now}
+		for _, wt in ipairs(waits) do
+			table.insert(reply, wt)
 		end
 	end
 elseif op == 'state' then

@@ -1,0 +1,664 @@
+package distributed
+
+import (
+	"context"
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/throttle-go/throttle"
+)
+
+// Leased turns: a process whose waits on a key overlap takes several
+// turns in one script call (op lease: k tickets of one unit, taken as k
+// waits in a row would take them) and hands them to its waits of one
+// unit in order. The tickets are the schedule's own, so every rule holds
+// for them unchanged (never over, FIFO in the key's queue, exact refunds,
+// pauses, windows, cuts); what changes is who holds them: a process's
+// FIFO (leaseBox) until a wait takes one and sleeps to its turn as any
+// wait does.
+//
+// How many: the waits queued in the process (need), and, while they come
+// often, the ones expected within leaseHorizon at their recent rate; the
+// script takes one of the latter only if its turn comes no earlier than
+// that wait is expected (less leaseLate), so that the remaining quota
+// (the key's queue, a window, a pause) bounds the lease. A wait that
+// finds no other of its key in progress in the process, and no leased
+// turn, calls as it always did (op wait): k = 1 at low rates, where waits
+// do not overlap.
+//
+// What comes back: a turn unused leaseLate after it came is spent (the
+// units went in Redis at their turn; sending later would bunch them). The
+// rest go back as holes (op lease's returns, the cancel op's rule) when
+// no wait of the key came for leaseIdle (a timer per key, not a
+// goroutine), when the last wait of the key in the process ends by its
+// context, and at Close. A process that dies leaves its tickets to go at
+// their turns: capacity lost, never more than MaxLease per process.
+const (
+	// defaultMaxLease is the most turns one call leases when
+	// Quota.MaxLease is zero.
+	defaultMaxLease = 64
+	// leaseHorizon: the waits expected within it, at their recent rate,
+	// are leased for.
+	leaseHorizon = 50 * time.Millisecond
+	// leaseLate: a leased turn unused this long after it came is spent.
+	leaseLate = 2 * time.Millisecond
+	// leaseIdle: no wait of the key for this long gives the unused turns
+	// back.
+	leaseIdle = 100 * time.Millisecond
+	// leaseRateWindow is the window of the local rate's count.
+	leaseRateWindow = 100 * time.Millisecond
+	// maxLeaseKeys bounds the keys a Quota leases for at once; beyond
+	// it, a key's waits call as without leases.
+	maxLeaseKeys = 4096
+)
+
+// leases are a Quota's leaseBoxes, by Redis key. Safe for concurrent use.
+type leases struct {
+	mu     sync.Mutex // protects the fields below
+	m      map[string]*leaseBox
+	closed bool // Close was called: no more leases, no timers
+}
+
+// leased is one leased ticket (queue first, one unit) not yet taken.
+type leased struct {
+	end   int64
+	wake  time.Time // its turn on this process's clock
+	rturn int64     // its turn on Redis's clock, µs
+	gone  bool      // its turn had come at the lease: it went in Redis then
+}
+
+// leaseWait is a wait queued in the process for a leased turn.
+type leaseWait struct {
+	deadline time.Time       // zero: none
+	ch       chan leaseGrant // capacity 2: a call to make, and the outcome
+}
+
+// leaseGrant is what a queued wait is handed: a ticket, an error (the
+// store's, for its FailMode, or a *throttle.DeadlineError), or the call
+// to make for the waits queued (call).
+type leaseGrant struct {
+	t    leased
+	err  error
+	call bool
+}
+
+// leaseBox is one key's leased turns in this process.
+type leaseBox struct {
+	q    *Quota
+	w    *keyWaiter // makes the calls (any waiter of the key will do)
+	rkey string
+
+	mu      sync.Mutex // protects the fields below
+	tickets []leased   // by end: the key's queue order
+	id      int64      // the state the tickets came from
+	// gen, sub: pushes.mark before the oldest turn in tickets was
+	// learned; a push since (or no subscription then) may have moved
+	// them: they are asked again before one is handed out.
+	gen               uint64
+	sub               subState
+	recheck           time.Time     // a cut's step: turns move then (zero: none)
+	queue             []*leaseWait  // waits queued for a turn, in arrival order
+	calling           bool          // a wait makes (or is handed) the next call
+	active            int           // waits of the key in progress here, leased or not
+	last              time.Time     // the last wait's arrival
+	rateAt            time.Duration // the window rateCur counts, since rateBase
+	rateCur, ratePrev float64
+	rateBase          time.Time
+	idle              *time.Timer // gives the unused turns back; nil: none
+	idleTok           *int        // identifies idle's run (a stopped timer may still run)
+	sl                *sleeper    // listening for pushes while tickets are held
+}
+
+// maxLease returns the most turns one call leases; 1: no leases.
+func (q *Quota) maxLease() int {
+	if q.MaxLease == 0 {
+		return defaultMaxLease
+	}
+	return max(q.MaxLease, 1)
+}
+
+// box returns rkey's leaseBox, nil if the Quota leases no more.
+func (l *leases) box(w *keyWaiter) *leaseBox {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	if b, ok := l.m[w.rkey]; ok {
+		return b
+	}
+	if len(l.m) >= maxLeaseKeys {
+		for k, b := range l.m {
+			if b.unused() {
+				delete(l.m, k)
+			}
+		}
+		if len(l.m) >= maxLeaseKeys {
+			return nil
+		}
+	}
+	if l.m == nil {
+		l.m = make(map[string]*leaseBox)
+	}
+	b := &leaseBox{q: w.q, w: w, rkey: w.rkey, rateBase: time.Now()}
+	l.m[w.rkey] = b
+	return b
+}
+
+// unused reports whether b holds nothing and no wait is in progress, so
+// that forgetting it loses nothing but the local rate. The caller holds
+// the leases' mu.
+func (b *leaseBox) unused() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.active == 0 && len(b.tickets) == 0 && len(b.queue) == 0 && !b.calling && b.idle == nil
+}
+
+// forget drops b if it is unused.
+func (l *leases) forget(b *leaseBox) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m[b.rkey] == b && b.unused() {
+		delete(l.m, b.rkey)
+	}
+}
+
+// wait is a wait of one unit in the queue of first attempts through the
+// key's leased turns; it returns the turn in µs of Redis's clock.
+func (l *leases) wait(ctx context.Context, w *keyWaiter) (int64, error) {
+	b := l.box(w)
+	if b == nil {
+		return w.waitDirect(ctx, 1, queueFirst)
+	}
+	now := time.Now()
+	b.mu.Lock()
+	others := b.active
+	b.active++
+	b.arrive(now)
+	if others == 0 && len(b.tickets) == 0 && !b.calling {
+		// Alone: one call, as without leases.
+		b.mu.Unlock()
+		turn, err := w.waitDirect(ctx, 1, queueFirst)
+		b.leave(ctx, err)
+		return turn, err
+	}
+	var (
+		g      leaseGrant
+		served bool
+	)
+	if len(b.queue) == 0 && len(b.tickets) > 0 && !b.stale() {
+		g, served = b.next(w.key, deadlineOf(ctx), now)
+	}
+	if served {
+		b.mu.Unlock()
+	} else {
+		me := &leaseWait{deadline: deadlineOf(ctx), ch: make(chan leaseGrant, 2)}
+		b.queue = append(b.queue, me)
+		caller := !b.calling
+		b.calling = true
+		b.mu.Unlock()
+		g = b.await(ctx, me, caller)
+	}
+	turn, err := b.use(ctx, w, g)
+	b.leave(ctx, err)
+	return turn, err
+}
+
+func deadlineOf(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
+}
+
+// await waits for a queued wait's grant, making the calls it is handed.
+func (b *leaseBox) await(ctx context.Context, me *leaseWait, caller bool) leaseGrant {
+	for {
+		if caller {
+			b.serve(ctx)
+			caller = false
+		}
+		select {
+		case g := <-me.ch:
+			if g.call {
+				caller = true
+				continue
+			}
+			return g
+		case <-ctx.Done():
+			b.mu.Lock()
+			if i := slices.Index(b.queue, me); i >= 0 {
+				b.queue = slices.Delete(b.queue, i, i+1)
+			}
+			// Nothing is sent to me once I am out of the queue (sends are
+			// made under mu): what was sent is in the channel.
+			for len(me.ch) > 0 {
+				g := <-me.ch
+				switch {
+				case g.call:
+					caller = true
+				case g.err == nil:
+					b.putBack(g.t)
+				}
+			}
+			if caller {
+				b.handOn()
+			}
+			b.mu.Unlock()
+			return leaseGrant{err: ctx.Err()}
+		}
+	}
+}
+
+// use sleeps on a granted ticket until its turn.
+func (b *leaseBox) use(ctx context.Context, w *keyWaiter, g leaseGrant) (int64, error) {
+	if g.err != nil {
+		if errCaller(ctx, g.err) || isDeadline(g.err) {
+			return 0, g.err
+		}
+		return 0, w.fail(ctx, 1, g.err)
+	}
+	t := g.t
+	if t.gone {
+		return t.rturn, nil
+	}
+	b.mu.Lock()
+	id, gen, sub, recheck := b.id, b.gen, b.sub, time.Duration(-1)
+	if !b.recheck.IsZero() {
+		recheck = max(time.Until(b.recheck), 0)
+	}
+	b.mu.Unlock()
+	wait := time.Until(t.wake)
+	return w.sleep(ctx, ticket{id: id, qi: queueFirst, n: 1, end: t.end}, wait, recheck, t.rturn-wait.Microseconds(), gen, sub)
+}
+
+func isDeadline(err error) bool {
+	_, ok := err.(*throttle.DeadlineError)
+	return ok
+}
+
+// leave ends a wait of the key: the last one to end by its context gives
+// the unused turns back.
+func (b *leaseBox) leave(ctx context.Context, err error) {
+	b.mu.Lock()
+	b.active--
+	var back []int64
+	if b.active == 0 && err != nil && ctx.Err() != nil {
+		back = b.takeBack(time.Now())
+	}
+	b.mu.Unlock()
+	if len(back) > 0 {
+		b.q.refunds.Go(func() { b.giveBack(ctx, back) })
+	}
+}
+
+// arrive counts a wait's arrival at now for the local rate. b.mu is held.
+func (b *leaseBox) arrive(now time.Time) {
+	b.last = now
+	win := now.Sub(b.rateBase) / leaseRateWindow
+	switch win {
+	case b.rateAt:
+	case b.rateAt + 1:
+		b.ratePrev, b.rateCur = b.rateCur, 0
+	default:
+		b.ratePrev, b.rateCur = 0, 0
+	}
+	b.rateAt = win
+	b.rateCur++
+}
+
+// rate returns the local waits a second, over the last window or so.
+// b.mu is held.
+func (b *leaseBox) rate(now time.Time) float64 {
+	el := now.Sub(b.rateBase)
+	win := el / leaseRateWindow
+	cur, prev := b.rateCur, b.ratePrev
+	switch win {
+	case b.rateAt:
+	case b.rateAt + 1:
+		cur, prev = 0, cur
+	default:
+		return 0
+	}
+	frac := float64(el%leaseRateWindow) / float64(leaseRateWindow)
+	return (cur + prev*(1-frac)) / leaseRateWindow.Seconds()
+}
+
+// stale reports whether the tickets' turns may have moved since they were
+// learned. b.mu is held.
+func (b *leaseBox) stale() bool {
+	if !b.recheck.IsZero() && !time.Now().Before(b.recheck) {
+		return true
+	}
+	return !b.q.pushes.unchanged(b.gen, b.sub)
+}
+
+// next hands the next ticket to a wait of key whose deadline is deadline
+// (zero: none), at now: the turns past leaseLate are spent and dropped; a
+// turn past the deadline is refused and stays for the next wait. It
+// reports false if no ticket is left. b.mu is held.
+func (b *leaseBox) next(key string, deadline, now time.Time) (leaseGrant, bool) {
+	i := 0
+	for i < len(b.tickets) && b.tickets[i].wake.Add(leaseLate).Before(now) {
+		i++
+	}
+	b.tickets = b.tickets[i:]
+	if len(b.tickets) == 0 {
+		b.tickets = nil
+		return leaseGrant{}, false
+	}
+	t := b.tickets[0]
+	if d := t.wake.Sub(now); !deadline.IsZero() && d > 0 && !t.wake.Before(deadline) {
+		return leaseGrant{err: &throttle.DeadlineError{Key: key, Delay: d}}, true
+	}
+	b.tickets = b.tickets[1:]
+	return leaseGrant{t: t}, true
+}
+
+// distribute hands tickets to the queued waits, in order. b.mu is held.
+func (b *leaseBox) distribute(now time.Time) {
+	for len(b.queue) > 0 {
+		g, ok := b.next(b.w.key, b.queue[0].deadline, now)
+		if !ok {
+			return
+		}
+		b.queue[0].ch <- g
+		b.queue = b.queue[1:]
+	}
+}
+
+// handOn hands the next call to the first queued wait, or ends the
+// calls. b.mu is held.
+func (b *leaseBox) handOn() {
+	if len(b.queue) > 0 {
+		b.queue[0].ch <- leaseGrant{call: true}
+		return
+	}
+	b.calling = false
+}
+
+// putBack returns a ticket a wait was handed but did not take. b.mu is held.
+func (b *leaseBox) putBack(t leased) {
+	i, _ := slices.BinarySearchFunc(b.tickets, t.end, func(x leased, e int64) int { return int(x.end - e) })
+	b.tickets = slices.Insert(b.tickets, i, t)
+}
+
+// serve makes the calls for the queued waits: asks the held turns again
+// if they may have moved, then leases for the waits still queued, and
+// hands the next call on.
+func (b *leaseBox) serve(ctx context.Context) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.tickets) > 0 && b.stale() {
+		b.refresh(ctx)
+	}
+	b.distribute(time.Now())
+	if len(b.queue) > 0 {
+		b.lease(ctx)
+		b.distribute(time.Now())
+	}
+	b.handOn()
+}
+
+// refresh asks the held tickets' turns again (op turns). b.mu is held,
+// and released during the call.
+func (b *leaseBox) refresh(ctx context.Context) {
+	held := slices.Clone(b.tickets)
+	id := b.id
+	args := make([]any, 0, 1+2*len(held))
+	args = append(args, id)
+	for _, t := range held {
+		args = append(args, queueFirst, t.end)
+	}
+	b.mu.Unlock()
+	gen, sub := b.q.pushes.mark()
+	reply, err := b.w.run(context.WithoutCancel(ctx), "turns", args...)
+	now := time.Now()
+	b.mu.Lock()
+	if err != nil || len(reply) != len(held)+2 {
+		return // Redis cannot say: the turns stay as they were
+	}
+	// Tickets may have been taken meanwhile (none added: a lease needs
+	// the call, which this is); update the ones still held.
+	waits := make(map[int64]int64, len(held))
+	for i, t := range held {
+		waits[t.end] = reply[i]
+	}
+	rnow := reply[len(reply)-1]
+	kept := b.tickets[:0]
+	for _, t := range b.tickets {
+		wt, ok := waits[t.end]
+		switch {
+		case !ok || wt == -2: // the state is lost: so are they
+			continue
+		case wt == -1: // gone at its turn, as learned
+			t.gone = true
+		default:
+			t.wake, t.rturn = now.Add(time.Duration(wt)*time.Microsecond), rnow+wt
+		}
+		kept = append(kept, t)
+	}
+	b.tickets = kept
+	b.gen, b.sub = gen, sub
+	b.recheck = recheckAt(now, reply[len(reply)-2])
+}
+
+func recheckAt(now time.Time, us int64) time.Time {
+	if us < 0 {
+		return time.Time{}
+	}
+	return now.Add(time.Duration(us) * time.Microsecond)
+}
+
+// lease takes tickets for the queued waits and those expected (op
+// lease). b.mu is held, and released during the call; a store error goes
+// to every queued wait (each applies the FailMode), and a refused turn
+// (past every queued wait's deadline) to each as its DeadlineError.
+func (b *leaseBox) lease(ctx context.Context) {
+	now := time.Now()
+	need := len(b.queue)
+	maxWait := ""
+	var latest time.Duration
+	for _, qw := range b.queue {
+		if qw.deadline.IsZero() {
+			maxWait = ""
+			latest = -1
+			break
+		}
+		latest = max(latest, time.Until(qw.deadline))
+	}
+	if latest >= 0 {
+		maxWait = strconv.FormatInt(max(0, latest.Microseconds()), 10)
+	}
+	rate := b.rate(now)
+	limit := b.q.maxLease()
+	k := min(max(need, 1), limit)
+	if spec := int(math.Ceil(rate * leaseHorizon.Seconds())); spec > 1 {
+		k = min(need+spec, limit)
+	}
+	known, floor, hold := b.q.memo.args(b.rkey)
+	args := []any{k, need, maxWait, strconv.FormatFloat(rate, 'g', 6, 64), leaseLate.Microseconds(), known, floor, hold, ""}
+	first := len(b.tickets) == 0
+	b.mu.Unlock()
+	gen, sub := b.q.pushes.mark()
+	reply, err := b.w.run(context.WithoutCancel(ctx), "lease", args...)
+	recv := time.Now()
+	b.mu.Lock()
+	if err == nil && (len(reply) < 6 || len(reply) != 5+max(int(reply[0]), 1)) {
+		err = errReply(reply)
+	}
+	if err != nil {
+		for _, qw := range b.queue {
+			qw.ch <- leaseGrant{err: err}
+		}
+		b.queue = nil
+		return
+	}
+	count, id, last, rnow := reply[0], reply[1], reply[2], reply[4]
+	if count == 0 {
+		d := time.Duration(reply[5]) * time.Microsecond
+		for _, qw := range b.queue {
+			qw.ch <- leaseGrant{err: &throttle.DeadlineError{Key: b.w.key, Delay: d}}
+		}
+		b.queue = nil
+		return
+	}
+	if id != b.id {
+		b.tickets = nil // of a state Redis lost
+		first = true
+	}
+	b.id = id
+	if first || len(b.tickets) == 0 {
+		b.gen, b.sub = gen, sub
+	}
+	b.recheck = recheckAt(recv, reply[3])
+	var wake time.Time
+	for j := range count {
+		wt := reply[5+j]
+		t := leased{end: last - count + 1 + j, rturn: rnow + wt, gone: wt == 0}
+		t.wake = recv.Add(time.Duration(wt) * time.Microsecond)
+		wake = t.wake
+		b.tickets = append(b.tickets, t)
+	}
+	b.q.memo.turn(b.rkey, id, wake)
+	if b.sl == nil {
+		b.sl = b.q.pushes.add(b.q, b.rkey)
+	}
+	b.armIdle()
+}
+
+func errReply(reply []int64) error {
+	return &replyError{reply: reply}
+}
+
+type replyError struct{ reply []int64 }
+
+func (e *replyError) Error() string {
+	return "unexpected reply " + strconv.Quote(formatInts(e.reply)) + " from the schedule script"
+}
+
+func formatInts(v []int64) string {
+	s := make([]byte, 0, 8*len(v))
+	for i, x := range v {
+		if i > 0 {
+			s = append(s, ' ')
+		}
+		s = strconv.AppendInt(s, x, 10)
+	}
+	return string(s)
+}
+
+func appendBack(args []any, id int64, back []int64) []any {
+	if len(back) == 0 {
+		return append(args, "")
+	}
+	args = append(args, id)
+	for _, e := range back {
+		args = append(args, e)
+	}
+	return args
+}
+
+// takeBack removes the held tickets and returns the ends of those whose
+// turns have not come (the others are spent), and stops listening and
+// the idle timer. b.mu is held.
+func (b *leaseBox) takeBack(now time.Time) []int64 {
+	var back []int64
+	for _, t := range b.tickets {
+		if !t.gone && t.wake.After(now) {
+			back = append(back, t.end)
+		}
+	}
+	b.tickets = nil
+	if b.sl != nil {
+		b.q.pushes.remove(b.sl)
+		b.sl = nil
+	}
+	if b.idle != nil {
+		b.idle.Stop()
+		b.idle, b.idleTok = nil, nil
+	}
+	return back
+}
+
+// giveBack returns the tickets ends of the state id (op lease, k = 0).
+func (b *leaseBox) giveBack(ctx context.Context, back []int64) {
+	b.mu.Lock()
+	id := b.id
+	b.mu.Unlock()
+	args := appendBack([]any{0, 0, "", "0", 0, "", "", ""}, id, back)
+	_, _ = b.w.run(context.WithoutCancel(ctx), "lease", args...)
+}
+
+// armIdle starts the idle timer if it is not running. b.mu is held.
+func (b *leaseBox) armIdle() {
+	if b.idle != nil {
+		return
+	}
+	b.setIdle(leaseIdle)
+}
+
+// setIdle starts a new idle timer in d. b.mu is held.
+func (b *leaseBox) setIdle(d time.Duration) {
+	tok := new(int)
+	b.idleTok = tok
+	b.idle = time.AfterFunc(d, func() { b.idleFired(tok) })
+}
+
+// idleFired gives the unused turns back if no wait came for leaseIdle,
+// and otherwise looks again leaseIdle after the last one.
+func (b *leaseBox) idleFired(tok *int) {
+	l := &b.q.leases
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return // Close gives them back
+	}
+	b.mu.Lock()
+	if b.idleTok != tok {
+		b.mu.Unlock()
+		l.mu.Unlock()
+		return // stopped, or another timer since
+	}
+	now := time.Now()
+	if left := leaseIdle - now.Sub(b.last); left > 0 && len(b.tickets) > 0 {
+		b.setIdle(left)
+		b.mu.Unlock()
+		l.mu.Unlock()
+		return
+	}
+	back := b.takeBack(now)
+	b.mu.Unlock()
+	if len(back) > 0 {
+		b.q.refunds.Add(1) // under l.mu: before Close's Wait, or not at all
+	}
+	l.mu.Unlock()
+	if len(back) > 0 {
+		defer b.q.refunds.Done()
+		b.giveBack(context.Background(), back)
+	}
+	l.forget(b)
+}
+
+// close gives every key's unused turns back and stops the timers; later
+// waits call without leases.
+func (l *leases) close() {
+	l.mu.Lock()
+	l.closed = true
+	boxes := make([]*leaseBox, 0, len(l.m))
+	for _, b := range l.m {
+		boxes = append(boxes, b)
+	}
+	l.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, b := range boxes {
+		b.mu.Lock()
+		back := b.takeBack(time.Now())
+		b.mu.Unlock()
+		if len(back) > 0 {
+			wg.Go(func() { b.giveBack(context.Background(), back) })
+		}
+	}
+	wg.Wait()
+}
