@@ -39,15 +39,18 @@ import (
 const (
 	// defaultMaxLease is the most turns one call leases when
 	// Quota.MaxLease is zero.
-	defaultMaxLease = 64
+	defaultMaxLease = 256
 	// leaseHorizon: the waits expected within it, at their recent rate,
 	// are leased for.
 	leaseHorizon = 50 * time.Millisecond
 	// leaseLate: a leased turn unused this long after it came is spent.
-	leaseLate = 2 * time.Millisecond
+	leaseLate = 5 * time.Millisecond
 	// leaseIdle: no wait of the key for this long gives the unused turns
 	// back.
 	leaseIdle = 100 * time.Millisecond
+	// leaseAhead: the next lease is made ahead when the tickets held
+	// last less than this at the local rate (about a round trip).
+	leaseAhead = 500 * time.Microsecond
 	// leaseRateWindow is the window of the local rate's count.
 	leaseRateWindow = 100 * time.Millisecond
 	// maxLeaseKeys bounds the keys a Quota leases for at once; beyond
@@ -104,6 +107,8 @@ type leaseBox struct {
 	calling           bool          // a wait makes (or is handed) the next call
 	active            int           // waits of the key in progress here, leased or not
 	last              time.Time     // the last wait's arrival
+	overlap           time.Time     // the last arrival while another wait was in progress
+	lastCount         int           // tickets the last lease took
 	rateAt            time.Duration // the window rateCur counts, since rateBase
 	rateCur, ratePrev float64
 	rateBase          time.Time
@@ -178,8 +183,12 @@ func (l *leases) wait(ctx context.Context, w *keyWaiter) (int64, error) {
 	others := b.active
 	b.active++
 	b.arrive(now)
-	if others == 0 && len(b.tickets) == 0 && !b.calling {
-		// Alone: one call, as without leases.
+	if others > 0 {
+		b.overlap = now
+	}
+	if others == 0 && len(b.tickets) == 0 && !b.calling && now.Sub(b.overlap) > leaseIdle {
+		// Alone, and no wait overlapped another lately: one call, as
+		// without leases.
 		b.mu.Unlock()
 		turn, err := w.waitDirect(ctx, 1, queueFirst)
 		b.leave(ctx, err)
@@ -193,7 +202,14 @@ func (l *leases) wait(ctx context.Context, w *keyWaiter) (int64, error) {
 		g, served = b.next(w.key, deadlineOf(ctx), now)
 	}
 	if served {
+		ahead := b.lowWater(now)
+		if ahead {
+			b.calling = true // the next lease, made ahead
+		}
 		b.mu.Unlock()
+		if ahead {
+			l.ahead(ctx, b)
+		}
 	} else {
 		me := &leaseWait{deadline: deadlineOf(ctx), ch: make(chan leaseGrant, 2)}
 		b.queue = append(b.queue, me)
@@ -205,6 +221,36 @@ func (l *leases) wait(ctx context.Context, w *keyWaiter) (int64, error) {
 	turn, err := b.use(ctx, w, g)
 	b.leave(ctx, err)
 	return turn, err
+}
+
+// lowWater reports whether the tickets left run out within about a
+// call's time at the local rate, so that the next lease is made ahead,
+// before a wait has to wait for it. b.mu is held.
+func (b *leaseBox) lowWater(now time.Time) bool {
+	r := b.rate(now)
+	if b.calling || r*leaseHorizon.Seconds() <= 1 {
+		return false
+	}
+	return float64(len(b.tickets)) < max(2, r*leaseAhead.Seconds())
+}
+
+// ahead makes the lease lowWater asked for in a goroutine of its own,
+// counted for Close (which waits for it), with b.calling set.
+func (l *leases) ahead(ctx context.Context, b *leaseBox) {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		b.mu.Lock()
+		b.handOn()
+		b.mu.Unlock()
+		return
+	}
+	b.q.refunds.Add(1) // under l.mu: before Close's Wait, or not at all
+	l.mu.Unlock()
+	go func() {
+		defer b.q.refunds.Done()
+		b.serveAhead(ctx)
+	}()
 }
 
 func deadlineOf(ctx context.Context) time.Time {
@@ -401,6 +447,20 @@ func (b *leaseBox) serve(ctx context.Context) {
 	b.handOn()
 }
 
+// serveAhead leases before the held tickets run out, then serves the
+// waits queued meanwhile as serve does.
+func (b *leaseBox) serveAhead(ctx context.Context) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.lease(ctx)
+	b.distribute(time.Now())
+	if len(b.queue) > 0 {
+		b.lease(ctx)
+		b.distribute(time.Now())
+	}
+	b.handOn()
+}
+
 // refresh asks the held tickets' turns again (op turns). b.mu is held,
 // and released during the call.
 func (b *leaseBox) refresh(ctx context.Context) {
@@ -457,7 +517,12 @@ func recheckAt(now time.Time, us int64) time.Time {
 // (past every queued wait's deadline) to each as its DeadlineError.
 func (b *leaseBox) lease(ctx context.Context) {
 	now := time.Now()
+	// need: the waits queued; with none (a lease ahead), minus the
+	// tickets held, which the next waits take first.
 	need := len(b.queue)
+	if need == 0 {
+		need = -len(b.tickets)
+	}
 	maxWait := ""
 	var latest time.Duration
 	for _, qw := range b.queue {
@@ -475,7 +540,7 @@ func (b *leaseBox) lease(ctx context.Context) {
 	limit := b.q.maxLease()
 	k := min(max(need, 1), limit)
 	if spec := int(math.Ceil(rate * leaseHorizon.Seconds())); spec > 1 {
-		k = min(need+spec, limit)
+		k = min(max(need, 0)+spec, limit)
 	}
 	known, floor, hold := b.q.memo.args(b.rkey)
 	args := []any{k, need, maxWait, strconv.FormatFloat(rate, 'g', 6, 64), leaseLate.Microseconds(), known, floor, hold, ""}
@@ -496,6 +561,9 @@ func (b *leaseBox) lease(ctx context.Context) {
 		return
 	}
 	count, id, last, rnow := reply[0], reply[1], reply[2], reply[4]
+	if count == 0 && need <= 0 {
+		return // ahead: none expected in time; the queued waits call
+	}
 	if count == 0 {
 		d := time.Duration(reply[5]) * time.Microsecond
 		for _, qw := range b.queue {
@@ -521,6 +589,7 @@ func (b *leaseBox) lease(ctx context.Context) {
 		wake = t.wake
 		b.tickets = append(b.tickets, t)
 	}
+	b.lastCount = int(count)
 	b.q.memo.turn(b.rkey, id, wake)
 	if b.sl == nil {
 		b.sl = b.q.pushes.add(b.q, b.rkey)

@@ -915,9 +915,26 @@ elseif op == 'lease' then
 		end
 	end
 	local waits, last, due = {}, 0, false
+	-- With nothing but the bucket and the hold (no window, no cut), the
+	-- turns past the first are turnAt's closed form at consecutive
+	-- positions (enqueue changes no more than the queue's end then).
+	local simple = not w.valid and c.r0 == 0
+	local iv, tau = pace(now)
+	local p1, from = 0, 0
 	for j = 1, k do
-		local e = enqueue(1, 1)
-		local wt = waitOf(turn(1, e))
+		local e, wt
+		if j == 1 or not simple then
+			e = enqueue(1, 1)
+			wt = waitOf(turn(1, e))
+			p1, from = position(1, e), math.max(s.tat, s.hold)
+		else
+			e = take(s.q[1], 1)
+			local t = s.hold
+			if iv > 0 then
+				t = math.max(s.hold, from + (p1 + j - 1) * iv - tau)
+			end
+			wt = waitOf(t)
+		end
 		local keep
 		if j <= need then
 			keep = maxwait == nil or wt < maxwait or wt == 0
