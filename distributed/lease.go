@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/throttle-go/throttle"
 )
 
@@ -51,8 +52,9 @@ const (
 	// leaseAhead: the next lease is made ahead when the tickets held
 	// last less than this at the local rate (about a round trip).
 	leaseAhead = 500 * time.Microsecond
-	// leaseRateWindow is the window of the local rate's count.
-	leaseRateWindow = 100 * time.Millisecond
+	// leaseRateWindow is the window of the local rate's count: a second,
+	// so that a few waits at once are not taken for a rate.
+	leaseRateWindow = time.Second
 	// maxLeaseKeys bounds the keys a Quota leases for at once; beyond
 	// it, a key's waits call as without leases.
 	maxLeaseKeys = 4096
@@ -76,16 +78,14 @@ type leased struct {
 // leaseWait is a wait queued in the process for a leased turn.
 type leaseWait struct {
 	deadline time.Time       // zero: none
-	ch       chan leaseGrant // capacity 2: a call to make, and the outcome
+	ch       chan leaseGrant // capacity 1: the outcome
 }
 
-// leaseGrant is what a queued wait is handed: a ticket, an error (the
-// store's, for its FailMode, or a *throttle.DeadlineError), or the call
-// to make for the waits queued (call).
+// leaseGrant is what a queued wait is handed: a ticket, or an error (the
+// store's, for its FailMode, or a *throttle.DeadlineError).
 type leaseGrant struct {
-	t    leased
-	err  error
-	call bool
+	t   leased
+	err error
 }
 
 // leaseBox is one key's leased turns in this process.
@@ -109,6 +109,8 @@ type leaseBox struct {
 	last              time.Time     // the last wait's arrival
 	overlap           time.Time     // the last arrival while another wait was in progress
 	lastCount         int           // tickets the last lease took
+	failed            time.Time     // the last lease the store failed
+	ended             bool          // the last wait ended by its context, none came since
 	rateAt            time.Duration // the window rateCur counts, since rateBase
 	rateCur, ratePrev float64
 	rateBase          time.Time
@@ -208,15 +210,18 @@ func (l *leases) wait(ctx context.Context, w *keyWaiter) (int64, error) {
 		}
 		b.mu.Unlock()
 		if ahead {
-			l.ahead(ctx, b)
+			l.serve(ctx, b, true)
 		}
 	} else {
-		me := &leaseWait{deadline: deadlineOf(ctx), ch: make(chan leaseGrant, 2)}
+		me := &leaseWait{deadline: deadlineOf(ctx), ch: make(chan leaseGrant, 1)}
 		b.queue = append(b.queue, me)
-		caller := !b.calling
+		start := !b.calling
 		b.calling = true
 		b.mu.Unlock()
-		g = b.await(ctx, me, caller)
+		if start {
+			l.serve(ctx, b, false)
+		}
+		g = b.await(ctx, me)
 	}
 	turn, err := b.use(ctx, w, g)
 	b.leave(ctx, err)
@@ -234,22 +239,23 @@ func (b *leaseBox) lowWater(now time.Time) bool {
 	return float64(len(b.tickets)) < max(2, r*leaseAhead.Seconds())
 }
 
-// ahead makes the lease lowWater asked for in a goroutine of its own,
-// counted for Close (which waits for it), with b.calling set.
-func (l *leases) ahead(ctx context.Context, b *leaseBox) {
+// serve makes the key's calls (b.calling is set) in a goroutine of its
+// own, counted for Close (which waits for it), so that no wait is held
+// by a call made for others: each waits for its grant or its context.
+// After Close (no more goroutines), the calling wait makes them itself.
+func (l *leases) serve(ctx context.Context, b *leaseBox, ahead bool) {
+	ctx = context.WithoutCancel(ctx) // a call for several waits: bounded by Timeout
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		b.mu.Lock()
-		b.handOn()
-		b.mu.Unlock()
+		b.serve(ctx, ahead)
 		return
 	}
 	b.q.refunds.Add(1) // under l.mu: before Close's Wait, or not at all
 	l.mu.Unlock()
 	go func() {
 		defer b.q.refunds.Done()
-		b.serveAhead(ctx)
+		b.serve(ctx, ahead)
 	}()
 }
 
@@ -258,43 +264,34 @@ func deadlineOf(ctx context.Context) time.Time {
 	return d
 }
 
-// await waits for a queued wait's grant, making the calls it is handed.
-func (b *leaseBox) await(ctx context.Context, me *leaseWait, caller bool) leaseGrant {
-	for {
-		if caller {
-			b.serve(ctx)
-			caller = false
-		}
-		select {
-		case g := <-me.ch:
-			if g.call {
-				caller = true
-				continue
-			}
+// await waits for a queued wait's grant, or for its context: then a
+// ticket it was handed goes back to the others.
+func (b *leaseBox) await(ctx context.Context, me *leaseWait) leaseGrant {
+	select {
+	case g := <-me.ch:
+		if ctx.Err() == nil {
 			return g
-		case <-ctx.Done():
-			b.mu.Lock()
-			if i := slices.Index(b.queue, me); i >= 0 {
-				b.queue = slices.Delete(b.queue, i, i+1)
-			}
-			// Nothing is sent to me once I am out of the queue (sends are
-			// made under mu): what was sent is in the channel.
-			for len(me.ch) > 0 {
-				g := <-me.ch
-				switch {
-				case g.call:
-					caller = true
-				case g.err == nil:
-					b.putBack(g.t)
-				}
-			}
-			if caller {
-				b.handOn()
-			}
-			b.mu.Unlock()
-			return leaseGrant{err: ctx.Err()}
 		}
+		b.mu.Lock()
+		if g.err == nil {
+			b.putBack(g.t)
+		}
+		b.mu.Unlock()
+	case <-ctx.Done():
+		b.mu.Lock()
+		if i := slices.Index(b.queue, me); i >= 0 {
+			b.queue = slices.Delete(b.queue, i, i+1)
+		}
+		// Nothing is sent to me once I am out of the queue (sends are
+		// made under mu): what was sent is in the channel.
+		if len(me.ch) > 0 {
+			if g := <-me.ch; g.err == nil {
+				b.putBack(g.t)
+			}
+		}
+		b.mu.Unlock()
 	}
+	return leaseGrant{err: ctx.Err()}
 }
 
 // use sleeps on a granted ticket until its turn.
@@ -331,6 +328,7 @@ func (b *leaseBox) leave(ctx context.Context, err error) {
 	b.active--
 	var back []int64
 	if b.active == 0 && err != nil && ctx.Err() != nil {
+		b.ended = true
 		back = b.takeBack(time.Now())
 	}
 	b.mu.Unlock()
@@ -341,7 +339,7 @@ func (b *leaseBox) leave(ctx context.Context, err error) {
 
 // arrive counts a wait's arrival at now for the local rate. b.mu is held.
 func (b *leaseBox) arrive(now time.Time) {
-	b.last = now
+	b.last, b.ended = now, false
 	win := now.Sub(b.rateBase) / leaseRateWindow
 	switch win {
 	case b.rateAt:
@@ -414,51 +412,40 @@ func (b *leaseBox) distribute(now time.Time) {
 	}
 }
 
-// handOn hands the next call to the first queued wait, or ends the
-// calls. b.mu is held.
-func (b *leaseBox) handOn() {
-	if len(b.queue) > 0 {
-		b.queue[0].ch <- leaseGrant{call: true}
-		return
-	}
-	b.calling = false
-}
-
 // putBack returns a ticket a wait was handed but did not take. b.mu is held.
 func (b *leaseBox) putBack(t leased) {
 	i, _ := slices.BinarySearchFunc(b.tickets, t.end, func(x leased, e int64) int { return int(x.end - e) })
 	b.tickets = slices.Insert(b.tickets, i, t)
 }
 
-// serve makes the calls for the queued waits: asks the held turns again
-// if they may have moved, then leases for the waits still queued, and
-// hands the next call on.
-func (b *leaseBox) serve(ctx context.Context) {
+// serve makes the calls while waits are queued: asks the held turns
+// again if they may have moved, leases for the waits queued (or, ahead,
+// for those expected), and hands the tickets out; then clears
+// b.calling. Tickets that came after every wait of the key ended (their
+// contexts did) go back at once.
+func (b *leaseBox) serve(ctx context.Context, ahead bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.tickets) > 0 && b.stale() {
-		b.refresh(ctx)
-	}
-	b.distribute(time.Now())
-	if len(b.queue) > 0 {
+	for {
+		if len(b.tickets) > 0 && b.stale() {
+			b.refresh(ctx)
+		}
+		b.distribute(time.Now())
+		if len(b.queue) == 0 && !ahead {
+			break
+		}
+		ahead = false
 		b.lease(ctx)
 		b.distribute(time.Now())
 	}
-	b.handOn()
-}
-
-// serveAhead leases before the held tickets run out, then serves the
-// waits queued meanwhile as serve does.
-func (b *leaseBox) serveAhead(ctx context.Context) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.lease(ctx)
-	b.distribute(time.Now())
-	if len(b.queue) > 0 {
-		b.lease(ctx)
-		b.distribute(time.Now())
+	b.calling = false
+	if b.active == 0 && b.ended && len(b.tickets) > 0 {
+		if back := b.takeBack(time.Now()); len(back) > 0 {
+			b.mu.Unlock()
+			b.giveBack(ctx, back)
+			b.mu.Lock()
+		}
 	}
-	b.handOn()
 }
 
 // refresh asks the held tickets' turns again (op turns). b.mu is held,
@@ -537,6 +524,9 @@ func (b *leaseBox) lease(ctx context.Context) {
 		maxWait = strconv.FormatInt(max(0, latest.Microseconds()), 10)
 	}
 	rate := b.rate(now)
+	if now.Before(b.failed.Add(leaseRateWindow)) {
+		rate = 0 // the store failed lately: only the waits queued
+	}
 	limit := b.q.maxLease()
 	k := min(max(need, 1), limit)
 	if spec := int(math.Ceil(rate * leaseHorizon.Seconds())); spec > 1 {
@@ -554,6 +544,7 @@ func (b *leaseBox) lease(ctx context.Context) {
 		err = errReply(reply)
 	}
 	if err != nil {
+		b.failed = recv
 		for _, qw := range b.queue {
 			qw.ch <- leaseGrant{err: err}
 		}
@@ -691,8 +682,11 @@ func (b *leaseBox) idleFired(tok *int) {
 		return // stopped, or another timer since
 	}
 	now := time.Now()
-	if left := leaseIdle - now.Sub(b.last); left > 0 && len(b.tickets) > 0 {
-		b.setIdle(left)
+	if left := leaseIdle - now.Sub(b.last); b.active > 0 || left > 0 && len(b.tickets) > 0 {
+		// Not idle: waits of the key are in progress here (sleeping on
+		// their turns, they come back for the tickets held), or came
+		// within leaseIdle.
+		b.setIdle(max(left, leaseIdle/2))
 		b.mu.Unlock()
 		l.mu.Unlock()
 		return
@@ -730,4 +724,26 @@ func (l *leases) close() {
 		}
 	}
 	wg.Wait()
+}
+
+// giveBackLease returns the tickets a late lease call took (see
+// Quota.giveBack): its args are those of leaseBox.lease, its reply
+// {count, id, last end, …}.
+func giveBackLease(ctx context.Context, q *Quota, keys []string, args []any, cmd *redis.Cmd) {
+	v, ok := cmd.Val().([]any)
+	if !ok || len(v) < 5 {
+		return
+	}
+	count, ok1 := v[0].(int64)
+	id, ok2 := v[1].(int64)
+	last, ok3 := v[2].(int64)
+	if !ok1 || !ok2 || !ok3 || count <= 0 {
+		return
+	}
+	back := make([]int64, 0, count)
+	for e := last - count + 1; e <= last; e++ {
+		back = append(back, e)
+	}
+	ret := appendBack([]any{"lease", args[1], args[2], args[3], 0, 0, "", "0", 0, "", "", ""}, id, back)
+	_ = scheduleScript.Run(ctx, q.client, keys, ret...).Err()
 }

@@ -1,0 +1,357 @@
+package distributed
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/throttle-go/throttle"
+	"golang.org/x/time/rate"
+)
+
+// held returns the tickets q holds for rkey.
+func held(q *Quota, rkey string) int {
+	q.leases.mu.Lock()
+	b := q.leases.m[rkey]
+	q.leases.mu.Unlock()
+	if b == nil {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.tickets)
+}
+
+// hammer runs goroutines waiting on w until ctx ends, and returns the
+// turns (Redis's clock, µs) of the waits that went.
+func hammer(ctx context.Context, t *testing.T, w *keyWaiter, goroutines int) func() []int64 {
+	var (
+		mu    sync.Mutex
+		turns []int64
+		wg    sync.WaitGroup
+	)
+	for range goroutines {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				turn, err := w.waitN(ctx, 1)
+				if err != nil {
+					if ctx.Err() == nil && !errors.Is(err, throttle.ErrWouldExceedDeadline) {
+						t.Errorf("WaitN = %v", err)
+					}
+					return
+				}
+				mu.Lock()
+				turns = append(turns, turn)
+				mu.Unlock()
+			}
+		})
+	}
+	return func() []int64 {
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(turns)
+	}
+}
+
+// checkNeverOver checks the bucket's bound on turns of Redis's clock: any
+// run of units from the i-th to the j-th turn (sorted) fits burst +
+// rate·(tⱼ − tᵢ). It is exact up to the rounding of each wait to whole
+// µs, which a turn carries (1µs each end).
+func checkNeverOver(t *testing.T, turns []int64, limit float64, burst int) {
+	t.Helper()
+	slices.Sort(turns)
+	worst, at := 0.0, 0
+	for i := range turns {
+		for j := i; j < len(turns); j++ {
+			allowed := float64(burst) + limit*float64(turns[j]-turns[i]+2)/1e6
+			if over := float64(j-i+1) - allowed; over > worst {
+				worst, at = over, i
+			}
+			if float64(turns[j]-turns[i])*limit/1e6 > float64(len(turns)) {
+				break
+			}
+		}
+	}
+	if worst > 1e-9 {
+		t.Errorf("%.3f units over burst + rate·t from turn %d (µs %d); want none", worst, at, turns[at])
+	}
+}
+
+// TestLeaseExact: four Quotas on clients of their own (four processes as
+// far as Redis can tell) with 8 goroutines each share a key at 200/s,
+// burst 10, for 1.5 s: leases happen (in the run's steady middle second,
+// fewer calls than waits), and the turns of every wait that went, leased
+// or not, keep the bucket's bound on Redis's clock exactly.
+func TestLeaseExact(t *testing.T) {
+	s, _ := startRedis(t)
+	const limit, burst, procs, goroutines = 200, 10, 4, 8
+	const run = 1500 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var (
+		done []func() []int64
+		qs   []*Quota
+	)
+	for range procs {
+		q := New(newClient(t, s.Addr()), "lease-exact", limit, burst)
+		q.Timeout = time.Second // a busy machine is no outage
+		q.FailMode = FailClosed // a store error must show
+		qs = append(qs, q)
+		done = append(done, hammer(ctx, t, q.For("k").(*keyWaiter), goroutines))
+	}
+	time.Sleep(run / 3)
+	if _, err := s.Do("CONFIG", "RESETSTAT"); err != nil {
+		t.Fatal(err)
+	}
+	from := time.Now()
+	time.Sleep(run / 3)
+	calls := commandStats(t, s)["evalsha"]
+	measured := time.Since(from)
+	time.Sleep(run / 3)
+	cancel()
+	var turns []int64
+	for _, f := range done {
+		turns = append(turns, f()...)
+	}
+	for _, q := range qs {
+		q.Close()
+	}
+	// The waits in the measured span: the rate's, as the queue never
+	// drains (32 goroutines ahead of 200/s).
+	waits := limit * measured.Seconds()
+	t.Logf("%d waits went; in the middle %v: %d EVALSHA for ~%.0f waits (%.3f per wait)", len(turns), measured.Round(time.Millisecond), calls, waits, float64(calls)/waits)
+	checkNeverOver(t, turns, limit, burst)
+	if float64(calls) >= 0.5*waits {
+		t.Errorf("%d EVALSHA for ~%.0f waits; want leases (fewer than half as many calls)", calls, waits)
+	}
+}
+
+// TestLeasePause: a pause written by another process while a process
+// holds leased tickets (and its waits sleep on others) moves them: no
+// wait goes with a turn inside the pause, on Redis's clock, exactly.
+func TestLeasePause(t *testing.T) {
+	s, c := startRedis(t)
+	const limit, burst = 100, 1
+	const pause = 400 * time.Millisecond
+	q := New(newClient(t, s.Addr()), "lease-pause", limit, burst)
+	q.Timeout = time.Second
+	defer q.Close()
+	w := q.For("k").(*keyWaiter)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := hammer(ctx, t, w, 8)
+	// Until the process holds tickets no wait has taken (at most 2 s).
+	for i := 0; held(q, w.rkey) == 0; i++ {
+		if i == 2000 {
+			t.Fatal("no tickets leased in 2 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	other := New(newClient(t, s.Addr()), "lease-pause", limit, burst)
+	defer other.Close()
+	before := redisNow(t, c)
+	if err := other.Pause(context.Background(), pause); err != nil {
+		t.Fatal(err)
+	}
+	_, end, _ := hashState(t, c, w.rkey)
+	time.Sleep(pause + 200*time.Millisecond)
+	cancel()
+	turns := done()
+	inside, after := 0, 0
+	for _, turn := range turns {
+		switch {
+		case float64(turn) > before && float64(turn) < end:
+			inside++
+		case float64(turn) >= end:
+			after++
+		}
+	}
+	t.Logf("%d waits; %d after the pause, %d inside it", len(turns), after, inside)
+	if inside > 0 {
+		t.Errorf("%d waits went with turns inside the pause; want none", inside)
+	}
+	if after == 0 {
+		t.Errorf("no wait went after the pause; want the queue to go on")
+	}
+}
+
+// leaseAhead makes q's box of w lease ahead as at 1000 waits a second
+// (as if they had come within the last second), at a quota whose turns
+// are 100ms apart: the tickets reach seconds ahead. It returns how many
+// the box holds.
+func leaseAheadOf(t *testing.T, q *Quota, w *keyWaiter) int {
+	t.Helper()
+	b := q.leases.box(w)
+	b.mu.Lock()
+	now := time.Now()
+	for range 1000 {
+		b.arrive(now)
+	}
+	b.calling = true
+	b.mu.Unlock()
+	b.serve(context.Background(), true)
+	n := held(q, w.rkey)
+	if n < 10 {
+		t.Fatalf("%d tickets leased ahead at 1000/s expected; want many", n)
+	}
+	return n
+}
+
+// TestLeaseGivenBack: tickets a process leased and did not use go back
+// when no wait of the key is in progress for leaseIdle (the timer), at
+// Close, and when the last wait of the key ends by its context: the key's
+// queue in Redis is empty then, and another process's next wait is not
+// behind them. At 10/s the 49 tickets held reach 4.9 s ahead: one left
+// behind would put the other wait's turn 100ms later per position, so the
+// bound on it (one interval, on Redis's clock) is exact.
+func TestLeaseGivenBack(t *testing.T) {
+	for _, how := range []string{"idle", "close", "ctx"} {
+		t.Run(how, func(t *testing.T) {
+			s, c := startRedis(t)
+			const limit, burst = 10, 1
+			q := New(newClient(t, s.Addr()), "lease-back", limit, burst)
+			q.Timeout = time.Second
+			defer q.Close()
+			w := q.For("k").(*keyWaiter)
+			n := leaseAheadOf(t, q, w)
+			other := New(c, "lease-back", limit, burst)
+			defer other.Close()
+			ow := other.For("k").(*keyWaiter)
+			st, err := ow.State(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			queued := st.Queued
+			switch how {
+			case "idle":
+				for i := 0; held(q, w.rkey) > 0; i++ {
+					if i == 200 { // 2 s: the timer's 100ms, and a busy machine
+						t.Fatalf("%d tickets still held 2 s after the last wait; want none after leaseIdle", held(q, w.rkey))
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				q.refunds.Wait() // the timer's call
+			case "close":
+				q.Close()
+			case "ctx":
+				// The first ticket went at the lease (its turn had come):
+				// a wait may take it at once. The next is 100ms ahead.
+				for i := 0; ; i++ {
+					ctx, cancel := context.WithCancel(context.Background())
+					time.AfterFunc(10*time.Millisecond, cancel)
+					err := w.WaitN(ctx, 1)
+					cancel()
+					if err == nil && i == 0 {
+						continue
+					}
+					if !errors.Is(err, context.Canceled) {
+						t.Fatalf("WaitN on a ticket 100ms ahead, cancelled at 10ms = %v; want context.Canceled", err)
+					}
+					break
+				}
+				q.refunds.Wait() // its refund and the give-back
+			}
+			st, err = ow.State(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%d tickets leased ahead, %d units queued in Redis; after %s: %d held, %d queued", n, queued, how, held(q, w.rkey), st.Queued)
+			if queued < int64(n)-1 {
+				t.Errorf("%d units queued in Redis for %d leased; want them queued (the first may have gone)", queued, n)
+			}
+			if st.Queued != 0 || held(q, w.rkey) != 0 {
+				t.Errorf("after %s: %d units queued in Redis, %d held; want 0 and 0 (the unused tickets given back)", how, st.Queued, held(q, w.rkey))
+			}
+			before := redisNow(t, c)
+			turn, err := ow.waitN(context.Background(), 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := float64(turn) - before; d > 100e3 {
+				t.Errorf("another process's next wait had its turn %.1fms later; want ≤ 100ms (one interval: nothing left ahead of it)", d/1e3)
+			}
+		})
+	}
+}
+
+// TestLeaseLowRate: waits that overlap at a low rate (two goroutines at
+// 10/s: fewer than one wait expected within leaseHorizon) lease one
+// ticket each: one EVALSHA per wait, as without leases.
+func TestLeaseLowRate(t *testing.T) {
+	s, c := startRedis(t)
+	q := New(c, "lease-low", 10, 1)
+	q.Timeout = time.Second
+	defer q.Close()
+	w := q.For("k").(*keyWaiter)
+	ctx := context.Background()
+	for i := 0; i < 3 || !subscribed(q); i++ { // as in TestOneCommandPerWait
+		if i == 50 {
+			t.Fatal("the subscription to pushed moves did not come up in 50 waits")
+		}
+		if err := w.WaitN(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Do("CONFIG", "RESETSTAT"); err != nil {
+		t.Fatal(err)
+	}
+	const per = 5
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for range per {
+				if err := w.WaitN(ctx, 1); err != nil {
+					t.Errorf("WaitN = %v", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	calls := commandStats(t, s)["evalsha"]
+	t.Logf("%d waits: %d EVALSHA", 2*per, calls)
+	if calls != 2*per {
+		t.Errorf("%d EVALSHA for %d waits; want one per wait", calls, 2*per)
+	}
+}
+
+// TestLeaseDeadline: a wait whose deadline comes before the next leased
+// turn fails at once with the deadline error and leaves the ticket for
+// the next wait.
+func TestLeaseDeadline(t *testing.T) {
+	_, c := startRedis(t)
+	q := New(c, "lease-deadline", rate.Limit(20), 1) // 50ms per unit
+	q.Timeout = time.Second
+	defer q.Close()
+	w := q.For("k").(*keyWaiter)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := hammer(ctx, t, w, 8)
+	for i := 0; held(q, w.rkey) == 0; i++ {
+		if i == 2000 {
+			t.Fatal("no tickets leased in 2 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	dctx, dcancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer dcancel()
+	start := time.Now()
+	err := w.WaitN(dctx, 1)
+	took := time.Since(start)
+	cancel()
+	done()
+	if !errors.Is(err, throttle.ErrWouldExceedDeadline) && !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitN with 1ms left = %v; want the deadline error", err)
+	}
+	var de *throttle.DeadlineError
+	if !errors.As(err, &de) {
+		t.Errorf("WaitN with 1ms left = %v; want a *throttle.DeadlineError (refused at once, not slept into)", err)
+	}
+	// At once: no call, no sleep; 50ms is an interval of the quota, far
+	// above a lock and a comparison on any machine.
+	if took > 50*time.Millisecond {
+		t.Errorf("WaitN with 1ms left took %v; want at once", took)
+	}
+}
