@@ -52,9 +52,11 @@ const (
 	// leaseAhead: the next lease is made ahead when the tickets held
 	// last less than this at the local rate (about a round trip).
 	leaseAhead = 500 * time.Microsecond
-	// leaseRateWindow is the window of the local rate's count: a second,
-	// so that a few waits at once are not taken for a rate.
-	leaseRateWindow = time.Second
+	// leaseRateWindow is the window of the local rate's count, and
+	// leaseRateMin the fewest waits in it that make a rate: a few waits
+	// at once are none.
+	leaseRateWindow = 100 * time.Millisecond
+	leaseRateMin    = 8
 	// maxLeaseKeys bounds the keys a Quota leases for at once; beyond
 	// it, a key's waits call as without leases.
 	maxLeaseKeys = 4096
@@ -366,7 +368,10 @@ func (b *leaseBox) rate(now time.Time) float64 {
 		return 0
 	}
 	frac := float64(el%leaseRateWindow) / float64(leaseRateWindow)
-	return (cur + prev*(1-frac)) / leaseRateWindow.Seconds()
+	if n := cur + prev*(1-frac); n >= leaseRateMin {
+		return n / leaseRateWindow.Seconds()
+	}
+	return 0 // a few waits at once are no rate
 }
 
 // stale reports whether the tickets' turns may have moved since they were
