@@ -63,7 +63,8 @@ func luaConstants() string {
 //
 // # How a wait works
 //
-// A wait is one Redis round trip: a Lua script (schedule.lua, throttle's
+// A wait is one Redis round trip (or a share of one: see "Leased turns"
+// in the package doc): a Lua script (schedule.lua, throttle's
 // schedule model rule for rule) reads Redis's clock, gives the wait a
 // ticket in the key's queue, and returns how long until its turn; the
 // caller then sleeps without talking to Redis again. Turns are given in
@@ -140,8 +141,9 @@ type Quota struct {
 	Version int
 
 	// MaxLease is the most turns of a key one Redis call leases for this
-	// process's waits of one unit (see "Leased turns" in the package
-	// doc). Zero means 64; 1 means no leases: one call per wait.
+	// process's waits of one unit, and so the most a process holds unused
+	// (see "Leased turns" in the package doc). Zero means 256; 1 means no
+	// leases: one call per wait.
 	MaxLease int
 
 	// Prefix starts every Redis key of this quota. Empty means
@@ -196,6 +198,10 @@ type Quota struct {
 // up to 2s to finish, so that a ticket it took is given back). A Quota needs no Close: it is for programs and tests that
 // check no goroutine is left. Waits after Close still work; their
 // subscription ends with the last of them.
+//
+// Close also gives back the turns this process leased and did not use
+// (see "Leased turns" in the package doc); waits after Close call
+// without leases.
 func (q *Quota) Close() error {
 	q.leases.close()
 	q.pushes.close()
