@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -67,6 +68,8 @@ type leases struct {
 	mu     sync.Mutex // protects the fields below
 	m      map[string]*leaseBox
 	closed bool // Close was called: no more leases, no timers
+
+	done atomic.Bool // closed, readable under a box's mu
 }
 
 // leased is one leased ticket (queue first, one unit) not yet taken.
@@ -444,7 +447,9 @@ func (b *leaseBox) serve(ctx context.Context, ahead bool) {
 		b.distribute(time.Now())
 	}
 	b.calling = false
-	if b.active == 0 && b.ended && len(b.tickets) > 0 {
+	// Tickets that came after every wait of the key ended (their
+	// contexts did), or after Close gave the held ones back, go back now.
+	if (b.active == 0 && b.ended || b.q.leases.done.Load()) && len(b.tickets) > 0 {
 		if back := b.takeBack(time.Now()); len(back) > 0 {
 			b.mu.Unlock()
 			b.giveBack(ctx, back)
@@ -714,6 +719,7 @@ func (b *leaseBox) idleFired(tok *int) {
 func (l *leases) close() {
 	l.mu.Lock()
 	l.closed = true
+	l.done.Store(true)
 	boxes := make([]*leaseBox, 0, len(l.m))
 	for _, b := range l.m {
 		boxes = append(boxes, b)

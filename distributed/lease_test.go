@@ -319,39 +319,48 @@ func TestLeaseLowRate(t *testing.T) {
 }
 
 // TestLeaseDeadline: a wait whose deadline comes before the next leased
-// turn fails at once with the deadline error and leaves the ticket for
-// the next wait.
+// turn fails at once with the deadline error, and leaves the ticket for
+// the next wait, which takes it.
 func TestLeaseDeadline(t *testing.T) {
 	_, c := startRedis(t)
-	q := New(c, "lease-deadline", rate.Limit(20), 1) // 50ms per unit
+	q := New(c, "lease-deadline", rate.Limit(10), 1) // 100ms per unit
 	q.Timeout = time.Second
 	defer q.Close()
 	w := q.For("k").(*keyWaiter)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := hammer(ctx, t, w, 8)
-	for i := 0; held(q, w.rkey) == 0; i++ {
-		if i == 2000 {
-			t.Fatal("no tickets leased in 2 s")
-		}
-		time.Sleep(time.Millisecond)
+	leaseAheadOf(t, q, w)
+	// The first ticket went at the lease: take it, or let it pass (5ms).
+	// A refused wait drops it, spent, before it looks at the next.
+	time.Sleep(2 * leaseLate)
+	refused := func() (time.Duration, error) {
+		dctx, dcancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer dcancel()
+		start := time.Now()
+		err := w.WaitN(dctx, 1)
+		return time.Since(start), err
 	}
-	dctx, dcancel := context.WithTimeout(context.Background(), time.Millisecond)
-	defer dcancel()
-	start := time.Now()
-	err := w.WaitN(dctx, 1)
-	took := time.Since(start)
-	cancel()
-	done()
-	if !errors.Is(err, throttle.ErrWouldExceedDeadline) && !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("WaitN with 1ms left = %v; want the deadline error", err)
+	if _, err := refused(); !errors.Is(err, throttle.ErrWouldExceedDeadline) {
+		t.Fatalf("WaitN with 50ms left, the next leased turn ~100ms ahead = %v; want the deadline error", err)
 	}
+	n := held(q, w.rkey)
+	took, err := refused()
 	var de *throttle.DeadlineError
-	if !errors.As(err, &de) {
-		t.Errorf("WaitN with 1ms left = %v; want a *throttle.DeadlineError (refused at once, not slept into)", err)
+	if !errors.As(err, &de) || !errors.Is(err, throttle.ErrWouldExceedDeadline) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitN with 50ms left, the next leased turn ~100ms ahead = %v; want a *throttle.DeadlineError", err)
 	}
-	// At once: no call, no sleep; 50ms is an interval of the quota, far
-	// above a lock and a comparison on any machine.
-	if took > 50*time.Millisecond {
-		t.Errorf("WaitN with 1ms left took %v; want at once", took)
+	// At once: a lock and a comparison, no call, no sleep; 50ms is the
+	// deadline itself, which a wait that slept into it would reach.
+	if took >= 50*time.Millisecond {
+		t.Errorf("WaitN with 50ms left took %v; want at once", took)
 	}
+	if got := held(q, w.rkey); got != n {
+		t.Errorf("%d tickets held after the refused wait; want %d (the ticket stays)", got, n)
+	}
+	start := time.Now()
+	if err := w.WaitN(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := held(q, w.rkey); got != n-1 {
+		t.Errorf("%d tickets held after the next wait; want %d (it took the one left)", got, n-1)
+	}
+	t.Logf("refused in %v; the next wait took the ticket and slept %v", took, time.Since(start).Round(time.Millisecond))
 }
