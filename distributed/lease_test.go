@@ -364,3 +364,76 @@ func TestLeaseDeadline(t *testing.T) {
 	}
 	t.Logf("refused in %v; the next wait took the ticket and slept %v", took, time.Since(start).Round(time.Millisecond))
 }
+
+// TestLeaseTurnsAsWaits: a lease of k tickets takes the turns k waits in
+// a row take, rule for rule: one key's state (a pause of a second ahead,
+// so that no turn depends on when a call ran) is copied to a second key;
+// k calls of op wait on the one and one op lease of k on the other give
+// the same turns, to the µs a wait is rounded to. With the bucket alone
+// (the closed form past the first ticket) and with a window running low
+// (the whole model for each ticket).
+func TestLeaseTurnsAsWaits(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		window bool
+	}{{"bucket", false}, {"window", true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, c := startRedis(t)
+			q := New(c, "lease-as-waits", 50, 5)
+			q.Timeout = time.Second
+			defer q.Close()
+			ctx := context.Background()
+			const k = 30
+			wa, wb := q.For("waits").(*keyWaiter), q.For("lease").(*keyWaiter)
+			if tt.window {
+				// 8 left of 100 until a reset 3 s away: spread until it.
+				if err := wa.Adapt(ctx, throttle.Feedback{Cost: 1, HasRemaining: true, Remaining: 8, Size: 100, Reset: 3 * time.Second, Window: 10 * time.Second}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := wa.Pause(ctx, time.Second); err != nil {
+				t.Fatal(err)
+			}
+			state, err := c.HGetAll(ctx, wa.rkey).Result()
+			if err != nil || len(state) == 0 {
+				t.Fatalf("HGETALL = %v, %v", state, err)
+			}
+			if err := c.HSet(ctx, wb.rkey, state).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Expire(ctx, wb.rkey, time.Minute).Err(); err != nil {
+				t.Fatal(err)
+			}
+			var waits, lease []int64
+			for range k {
+				r, err := wa.run(ctx, "wait", 1, queueFirst, "", "", "", "")
+				if err != nil || len(r) != 6 || r[0] != 1 {
+					t.Fatalf("wait = %v, %v", r, err)
+				}
+				waits = append(waits, r[5]+r[1])
+			}
+			r, err := wb.run(ctx, "lease", k, k, "", "0", leaseLate.Microseconds(), "", "", "", "")
+			if err != nil || len(r) != 5+k || r[0] != k {
+				t.Fatalf("lease = %v, %v", r, err)
+			}
+			for j := range k {
+				lease = append(lease, r[4]+r[5+j])
+			}
+			_, hold, _ := hashState(t, c, wa.rkey)
+			t.Logf("turns from the pause's end, µs: waits %v, lease %v", relTo(waits, hold), relTo(lease, hold))
+			for j := range k {
+				if d := waits[j] - lease[j]; d < -2 || d > 2 {
+					t.Errorf("ticket %d: the wait's turn %+dµs from the lease's; want the same (±2µs rounding)", j, d)
+				}
+			}
+		})
+	}
+}
+
+func relTo(turns []int64, from float64) []int64 {
+	out := make([]int64, len(turns))
+	for i, t := range turns {
+		out[i] = t - int64(from)
+	}
+	return out
+}

@@ -113,7 +113,9 @@ func luaConstants() string {
 // this process sleeps 10ms or more, one goroutine (and one Redis
 // connection) holds a subscription to the quota's pause channel; the last
 // such wait to end stops it and waits for it, so no goroutine outlives
-// the waits.
+// the waits. Leased turns (see the package doc) add a timer per key that
+// gives unused turns back 100ms after the key's last wait, and a
+// goroutine per lease call that ends with the call.
 type Quota struct {
 	// FailMode says what a wait does when Redis cannot answer. The zero
 	// value is FailLocal.
