@@ -82,13 +82,13 @@ func checkNeverOver(t *testing.T, turns []int64, limit float64, burst int) {
 }
 
 // TestLeaseExact: four Quotas on clients of their own (four processes as
-// far as Redis can tell) with 8 goroutines each share a key at 200/s,
-// burst 10, for 1.5 s: leases happen (in the run's steady middle second,
+// far as Redis can tell) with 8 goroutines each share a key at 400/s,
+// burst 20, for 1.5 s: leases happen (in the run's steady middle second,
 // fewer calls than waits), and the turns of every wait that went, leased
 // or not, keep the bucket's bound on Redis's clock exactly.
 func TestLeaseExact(t *testing.T) {
 	s, _ := startRedis(t)
-	const limit, burst, procs, goroutines = 200, 10, 4, 8
+	const limit, burst, procs, goroutines = 400, 20, 4, 8
 	const run = 1500 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -121,7 +121,7 @@ func TestLeaseExact(t *testing.T) {
 		q.Close()
 	}
 	// The waits in the measured span: the rate's, as the queue never
-	// drains (32 goroutines ahead of 200/s).
+	// drains (32 goroutines ahead of 400/s).
 	waits := limit * measured.Seconds()
 	t.Logf("%d waits went; in the middle %v: %d EVALSHA for ~%.0f waits (%.3f per wait)", len(turns), measured.Round(time.Millisecond), calls, waits, float64(calls)/waits)
 	checkNeverOver(t, turns, limit, burst)

@@ -26,8 +26,9 @@
 -- A wait of one unit on a key with nothing but its bucket (no x, no
 -- retry queued, nothing to carry over) takes the fast path below: the
 -- same rules with the window, the cut, the holes and the retry queue
--- absent, so that the common wait costs a few µs of Redis's time. Every
--- other call runs the whole model. The property suite drives both.
+-- absent, so that the common wait costs a few µs of Redis's time; a
+-- lease on such a key has one too. Every other call runs the whole model.
+-- The property suite drives both (leases: lease_test.go).
 local key = KEYS[1]
 local op = ARGV[1]
 local cfgI = tonumber(ARGV[2])
@@ -156,6 +157,114 @@ if not got[2] and (op == 'wait' or op == 'try') and ARGV[5] == '1' and ARGV[6] =
 		redis.call('PEXPIRE', key, math.max(1, math.ceil((newXe - now) / 1000)))
 	end
 	return {1, wt, id, fin, -1, now}
+end
+
+-- The fast path of a lease (op lease, below; see lease.go): on a key with
+-- nothing but its bucket, as for a wait (and no tickets given back), k
+-- tickets of one unit are the fast path's wait k times in a row: the
+-- same turns in closed form, one write.
+if not got[2] and op == 'lease' and ARGV[13] == '' and n0[4] == n0[5]
+	and (fresh or not got[3] or not setCfg)
+	and (ARGV[10] == '' or tonumber(ARGV[10]) == id) then
+	local _, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs = unpack(n0)
+	local I, tau = cfgI, cfgB * cfgI
+	local k, need, maxwait = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+	local lrate, late = tonumber(ARGV[8]), tonumber(ARGV[9])
+	local function go() -- the wait fast path's advance
+		local n = fin - rel
+		if n > 0 and now >= hold then
+			local from = math.max(tat, hold)
+			if I > 0 then
+				n = math.min(n, math.floor((now - from + tau) / I + 1e-9))
+			end
+			if n > 0 then
+				rel = rel + n
+				if I > 0 then
+					tat = from + n * I
+				end
+				if now - lg > SEC then
+					bs = now
+				end
+				pd, lg = pd + n, now
+				local cur = math.floor(now / SEC)
+				if cur == ss + 1 then
+					ss, sp, sc = cur, sc, 0
+				elseif cur ~= ss then
+					ss, sp, sc = cur, 0, 0
+				end
+				sc = sc + n
+			end
+		end
+		tat = math.max(tat, now)
+	end
+	if now - lg > PENDING_IDLE * SEC then
+		pd = 0
+	end
+	go()
+	if fin == rel then
+		tat = math.max(tat, now)
+	end
+	mc = math.max(mc, 1)
+	local waits, due = {}, false
+	local from = math.max(tat, hold)
+	for j = 1, k do
+		local t = hold
+		if I > 0 then
+			t = math.max(hold, from + (fin - rel + 1) * I - tau)
+		end
+		local wt = 0
+		if t > now then
+			wt = math.ceil(t - now)
+		end
+		local keep
+		if j <= need then
+			keep = maxwait == nil or wt < maxwait or wt == 0
+		else
+			keep = lrate > 0 and (j - need) * SEC / lrate <= wt + late
+		end
+		if not keep then
+			if j == 1 then
+				return {0, id, 0, -1, now, wt} -- nothing kept, nothing written
+			end
+			break
+		end
+		fin = fin + 1
+		table.insert(waits, wt)
+		if wt == 0 then
+			due = true
+		end
+	end
+	if #waits == 0 then
+		return {0, id, 0, -1, now, 0}
+	end
+	if due then
+		go()
+	end
+	local expire = math.max(tat + (fin - rel) * I, hold, now)
+	if lg > NONE then
+		expire = math.max(expire, lg + 2 * SEC)
+	end
+	if fin > rel then
+		expire = math.max(expire, now + 60 * SEC)
+	end
+	local newXe = xe
+	if expire > xe then
+		newXe = expire + SEC
+	end
+	local packed = cmsgpack.pack({id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, newXe, bs})
+	if setCfg then
+		redis.call('HSET', key, 'c', packed, 'v', cfg)
+	else
+		redis.call('HSET', key, 'c', packed)
+	end
+	if newXe ~= xe then
+		redis.call('PEXPIRE', key, math.max(1, math.ceil((newXe - now) / 1000)))
+	end
+	local reply = {#waits, id, fin, -1, now}
+	for _, wt in ipairs(waits) do
+		table.insert(reply, wt)
+	end
+	return reply
 end
 
 local a = {}
