@@ -124,7 +124,9 @@
 //     rate, at most [Quota.MaxLease] (256; 1 turns leases off). The script
 //     keeps an expected wait's ticket only if its turn comes no earlier
 //     than that wait is expected, less 5 ms: the remaining quota (the
-//     queue, a pause, a window) sizes the lease. The next lease is made
+//     queue, a pause) sizes the lease. While a window or a cut is in
+//     force, only the waits queued are leased for (a window's units at
+//     its reset would come before waits asleep until then are back). The next lease is made
 //     ahead, in a goroutine of its own that ends with the call, when the
 //     held tickets would last less than 0.5 ms at the local rate.
 //   - Deadlines: a wait takes the next leased ticket only if its turn is
@@ -147,8 +149,9 @@
 // most 5 ms after it came, so the requests sent in any t are at most
 // burst + rate·(t + 5 ms) (beside the wake-up delay of any wait). The
 // fleet admits less than the schedule by the tickets whose turns pass
-// unused: at most MaxLease per process each time its demand stops (those
-// due before they are given back), none while it keeps its pace.
+// unused: at most MaxLease per process each time its waits stop taking
+// them (its demand drops, or a pause held them all: those due before
+// they are given back or taken), none while it keeps its pace.
 // Across processes a wait may go before one of another process that
 // reached Redis earlier, by at most the turns leased ahead (MaxLease, and
 // 50 ms of demand). Measured: see the README.

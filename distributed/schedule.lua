@@ -1003,7 +1003,9 @@ elseif op == 'lease' then
 	-- rest are for waits expected at ARGV[8] units a second, the j-th of
 	-- them taken only if its turn is no earlier than that wait's expected
 	-- arrival (j/rate from now) less ARGV[9] µs, so that a leased turn is
-	-- not left to pass unused. ARGV[10…12] what the process knew (as
+	-- not left to pass unused, and only while nothing but the bucket and
+	-- the hold applies (need ≤ 0: none queued, -need tickets held, which
+	-- the next waits take first). ARGV[10…12] what the process knew (as
 	-- wait's ARGV[8…10]), ARGV[13] the id of the tickets given back ("":
 	-- none), ARGV[14…] their ends. Returns {count, id, last end, recheck
 	-- µs (-1: none), now, wait µs of each ticket}: the tickets are the
@@ -1048,7 +1050,10 @@ elseif op == 'lease' then
 		if j <= need then
 			keep = maxwait == nil or wt < maxwait or wt == 0
 		else
-			keep = lrate > 0 and (j - need) * SEC / lrate <= wt + late
+			-- With a window or a cut in force, only the waits queued: the
+			-- turns a window lets go at once after its reset would come
+			-- before the process's waits, asleep until then, are back.
+			keep = simple and lrate > 0 and (j - need) * SEC / lrate <= wt + late
 		end
 		if not keep then
 			cancelTicket(s.q[1], e, 1) -- the tail's: taken back outright
