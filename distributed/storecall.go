@@ -251,7 +251,7 @@ func (q *Quota) giveBack(ctx context.Context, s *redis.Script, keys []string, ar
 	// args are those of keyWaiter.wait: op, interval, burst, channel, n,
 	// queue, …; its reply {status, wait, id, end, recheck, now}.
 	if s == scheduleScript && len(args) > 4 && args[0] == "lease" {
-		giveBackLease(ctx, q, keys, args, cmd) // see lease.go
+		giveBackLease(ctx, q, keys, args, cmd) // see lease_calls.go
 		return
 	}
 	if s != scheduleScript || len(args) < 6 || args[0] != "wait" {
