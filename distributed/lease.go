@@ -71,6 +71,7 @@ type leases struct {
 
 // leased is one leased ticket (queue first, one unit) not yet taken.
 type leased struct {
+	id    int64 // the state it came from
 	end   int64
 	wake  time.Time // its turn on this process's clock
 	rturn int64     // its turn on Redis's clock, µs
@@ -308,13 +309,13 @@ func (b *leaseBox) use(ctx context.Context, w *keyWaiter, g leaseGrant) (int64, 
 		return t.rturn, nil
 	}
 	b.mu.Lock()
-	id, gen, sub, recheck := b.id, b.gen, b.sub, time.Duration(-1)
+	gen, sub, recheck := b.gen, b.sub, time.Duration(-1)
 	if !b.recheck.IsZero() {
 		recheck = max(time.Until(b.recheck), 0)
 	}
 	b.mu.Unlock()
 	wait := time.Until(t.wake)
-	return w.sleep(ctx, ticket{id: id, qi: queueFirst, n: 1, end: t.end}, wait, recheck, t.rturn-wait.Microseconds(), gen, sub)
+	return w.sleep(ctx, ticket{id: t.id, qi: queueFirst, n: 1, end: t.end}, wait, recheck, t.rturn-wait.Microseconds(), gen, sub)
 }
 
 func isDeadline(err error) bool {
@@ -418,6 +419,9 @@ func (b *leaseBox) distribute(now time.Time) {
 
 // putBack returns a ticket a wait was handed but did not take. b.mu is held.
 func (b *leaseBox) putBack(t leased) {
+	if t.id != b.id {
+		return // of a state Redis lost since
+	}
 	i, _ := slices.BinarySearchFunc(b.tickets, t.end, func(x leased, e int64) int { return int(x.end - e) })
 	b.tickets = slices.Insert(b.tickets, i, t)
 }

@@ -175,7 +175,7 @@ func (b *leaseBox) lease(ctx context.Context) {
 	var wake time.Time
 	for j := range count {
 		wt := reply[5+j]
-		t := leased{end: last - count + 1 + j, rturn: rnow + wt, gone: wt == 0}
+		t := leased{id: id, end: last - count + 1 + j, rturn: rnow + wt, gone: wt == 0}
 		t.wake = recv.Add(time.Duration(wt) * time.Microsecond)
 		wake = t.wake
 		b.tickets = append(b.tickets, t)
