@@ -125,6 +125,9 @@ func TestLeaseExact(t *testing.T) {
 	waits := limit * measured.Seconds()
 	t.Logf("%d waits went; in the middle %v: %d EVALSHA for ~%.0f waits (%.3f per wait)", len(turns), measured.Round(time.Millisecond), calls, waits, float64(calls)/waits)
 	checkNeverOver(t, turns, limit, burst)
+	// At 100 waits a second a process, a lease is the wait queued and
+	// about 5 expected (50 ms of them): some 0.2 calls a wait; half
+	// leaves room for a loaded machine, and is far below one.
 	if float64(calls) >= 0.5*waits {
 		t.Errorf("%d EVALSHA for ~%.0f waits; want leases (fewer than half as many calls)", calls, waits)
 	}

@@ -267,7 +267,9 @@ func (q *Quota) Adapt(ctx context.Context, f throttle.Feedback) error {
 //     burst below 1 fail with [throttle.ErrInvalidLimit], n > burst with
 //     [throttle.ErrCostExceedsBurst], before any Redis call.
 //   - One script call gives the wait its ticket in the key's queue and
-//     returns the wait until its turn. If the turn is past ctx's
+//     returns the wait until its turn (or, for waits of one unit that
+//     overlap in the process, a turn this process leased: see "Leased
+//     turns" in the package doc). If the turn is past ctx's
 //     deadline, WaitN returns a [*throttle.DeadlineError] (matching
 //     [throttle.ErrWouldExceedDeadline] and [context.DeadlineExceeded]) at
 //     once, and nothing was kept. (If the round trip itself used up the
