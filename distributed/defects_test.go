@@ -140,6 +140,7 @@ func TestRedisDefect3PauseExtendedAtItsEnd(t *testing.T) {
 			_, c := startRedis(t)
 			q := New(c, "defect3end", 10, burst)
 			q.Timeout = time.Second
+			q.MaxLease = 1 // k waits, k tickets: the state counts them
 			defer q.Close()
 			w := q.For("k").(*keyWaiter)
 			ctx := context.Background()

@@ -107,7 +107,7 @@ func (w *keyWaiter) AcquireN(ctx context.Context, n int) (func(), error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	tok := q.leases.token(n)
+	tok := q.slots.token(n)
 	// Listening before the call: a grant pushed while the reply is on
 	// its way is not missed (the grant of this acquisition is pushed to
 	// it alone: see inflight.lua). Listening after it, a push in between
@@ -228,24 +228,24 @@ func (w *keyWaiter) giveBackLease(ctx context.Context, tok string) {
 // until then.
 func (w *keyWaiter) held(tok string) func() {
 	q := w.q
-	q.leases.add(w, tok)
+	q.slots.add(w, tok)
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			q.leases.remove(w.lkeys[0], tok)
+			q.slots.remove(w.lkeys[0], tok)
 			w.giveBackLease(context.Background(), tok)
 		})
 	}
 }
 
-// leases are the in-flight leases this process holds for one Quota, and
+// slotLeases are the in-flight leases this process holds for one Quota, and
 // the one goroutine that renews them: every TTL/3, one script call per
 // key renews all of the key's leases. A goroutine per lease would cost a
 // call per lease per period, and a timer per lease as much; one per
 // Quota costs a call per key, however many requests are in flight. It
 // runs only while leases are held (the last release stops it) and
 // Quota.Close stops it, so no goroutine outlives the leases.
-type leases struct {
+type slotLeases struct {
 	mu   sync.Mutex            // protects the fields below
 	id   string                // this process's part of every token
 	seq  uint64                // tokens made
@@ -262,7 +262,7 @@ type leasedKey struct {
 
 // token returns a new token for n units: unique across processes (a
 // random id per Quota) and in this one (a counter).
-func (l *leases) token(n int) string {
+func (l *slotLeases) token(n int) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.id == "" {
@@ -275,7 +275,7 @@ func (l *leases) token(n int) string {
 }
 
 // add records a lease to renew, starting the renewer if none runs.
-func (l *leases) add(w *keyWaiter, tok string) {
+func (l *slotLeases) add(w *keyWaiter, tok string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.keys == nil {
@@ -295,7 +295,7 @@ func (l *leases) add(w *keyWaiter, tok string) {
 
 // remove stops renewing a lease; the last one stops the renewer (without
 // waiting for it: a release does not block).
-func (l *leases) remove(lkey, tok string) {
+func (l *slotLeases) remove(lkey, tok string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	k := l.keys[lkey]
@@ -314,7 +314,7 @@ func (l *leases) remove(lkey, tok string) {
 
 // close stops the renewer and waits for it. Leases still held are no
 // longer renewed: they expire within the TTL unless released.
-func (l *leases) close() {
+func (l *slotLeases) close() {
 	l.mu.Lock()
 	if l.stop != nil {
 		close(l.stop)
@@ -328,7 +328,7 @@ func (l *leases) close() {
 }
 
 // renew renews every lease held, every TTL/3, until stop.
-func (l *leases) renew(q *Quota, stop, done chan struct{}) {
+func (l *slotLeases) renew(q *Quota, stop, done chan struct{}) {
 	defer close(done)
 	t := time.NewTimer(q.leaseTTL() / 3)
 	defer t.Stop()

@@ -63,7 +63,8 @@ func luaConstants() string {
 //
 // # How a wait works
 //
-// A wait is one Redis round trip: a Lua script (schedule.lua, throttle's
+// A wait is one Redis round trip (or a share of one: see "Leased turns"
+// in the package doc): a Lua script (schedule.lua, throttle's
 // schedule model rule for rule) reads Redis's clock, gives the wait a
 // ticket in the key's queue, and returns how long until its turn; the
 // caller then sleeps without talking to Redis again. Turns are given in
@@ -114,7 +115,9 @@ func luaConstants() string {
 // such wait to end stops it and waits for it, so no goroutine outlives
 // the waits; an in-flight acquisition (see InFlight) listens through it
 // too. While it holds in-flight leases, one goroutine renews them; the
-// last release stops it.
+// last release stops it. Leased turns (see the package doc) add a timer
+// per key that gives unused turns back 100ms after the key's last wait,
+// and a goroutine per lease call that ends with the call.
 type Quota struct {
 	// FailMode says what a wait does when Redis cannot answer. The zero
 	// value is FailLocal.
@@ -140,6 +143,12 @@ type Quota struct {
 	// first version; a key's configuration is forgotten with its state
 	// (when the key is idle).
 	Version int
+
+	// MaxLease is the most turns of a key one Redis call leases for this
+	// process's waits of one unit, and so the most a process holds unused
+	// (see "Leased turns" in the package doc). Zero means 256; 1 means no
+	// leases: one call per wait.
+	MaxLease int
 
 	// Prefix starts every Redis key of this quota. Empty means
 	// "throttle:". Quotas with different prefixes never share state.
@@ -227,9 +236,10 @@ type Quota struct {
 	inline      redis.Scripter // the client calls run inline through, if honours
 	diagnosing  atomic.Bool    // a diagnose PING is in flight
 	local       localBuckets
-	memo        memos  // what this process knows of each key, across outages
-	pushes      pushes // moves of queued turns, pushed to sleeping waits
-	leases      leases // in-flight leases held, and their renewer
+	memo        memos      // what this process knows of each key, across outages
+	pushes      pushes     // moves of queued turns, pushed to sleeping waits
+	slots       slotLeases // in-flight leases held, and their renewer
+	leases      leases     // leased turns not yet taken, by key
 
 	localCapOnce sync.Once
 	localCap     *throttle.Limiter // FailLocal's in-flight cap
@@ -250,9 +260,14 @@ type Quota struct {
 // given back). A Quota needs no Close: it is for programs and tests that
 // check no goroutine is left. Waits after Close still work; their
 // subscription ends with the last of them.
+//
+// Close also gives back the turns this process leased and did not use
+// (see "Leased turns" in the package doc); waits after Close call
+// without leases.
 func (q *Quota) Close() error {
-	q.pushes.close()
 	q.leases.close()
+	q.pushes.close()
+	q.slots.close()
 	q.refunds.Wait()
 	return nil
 }
@@ -317,7 +332,9 @@ func (q *Quota) Adapt(ctx context.Context, f throttle.Feedback) error {
 //     burst below 1 fail with [throttle.ErrInvalidLimit], n > burst with
 //     [throttle.ErrCostExceedsBurst], before any Redis call.
 //   - One script call gives the wait its ticket in the key's queue and
-//     returns the wait until its turn. If the turn is past ctx's
+//     returns the wait until its turn (or, for waits of one unit that
+//     overlap in the process, a turn this process leased: see "Leased
+//     turns" in the package doc). If the turn is past ctx's
 //     deadline, WaitN returns a [*throttle.DeadlineError] (matching
 //     [throttle.ErrWouldExceedDeadline] and [context.DeadlineExceeded]) at
 //     once, and nothing was kept. (If the round trip itself used up the

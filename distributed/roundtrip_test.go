@@ -102,6 +102,7 @@ func TestOneCommandPerSleepingWait(t *testing.T) {
 	ctx := context.Background()
 	q := New(c, "roundtrip-sleep", 200, 1) // 5ms per unit, 4 goroutines: ~20ms sleeps
 	q.Timeout = time.Second                // a loaded machine must not make this an outage test
+	q.MaxLease = 1                         // one call per wait: leases are counted in lease_test.go
 	w := q.For("k")
 	const goroutines, waits = 4, 50
 	var started, measured sync.WaitGroup

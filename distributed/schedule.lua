@@ -6,7 +6,7 @@
 -- Redis's clock (TIME), never a worker's.
 --
 -- KEYS[1]  the key's hash
--- ARGV[1]  op: wait, turns, cancel, pause, adapt, settle, try, state
+-- ARGV[1]  op: wait, turns, cancel, pause, adapt, settle, try, lease, state
 -- ARGV[2]  interval: configured µs per unit (0: no limit)
 -- ARGV[3]  burst
 -- ARGV[4]  the quota's channel: a change that moves queued turns is
@@ -26,8 +26,9 @@
 -- A wait of one unit on a key with nothing but its bucket (no x, no
 -- retry queued, nothing to carry over) takes the fast path below: the
 -- same rules with the window, the cut, the holes and the retry queue
--- absent, so that the common wait costs a few µs of Redis's time. Every
--- other call runs the whole model. The property suite drives both.
+-- absent, so that the common wait costs a few µs of Redis's time; a
+-- lease on such a key has one too. Every other call runs the whole model.
+-- The property suite drives both (leases: lease_test.go).
 local key = KEYS[1]
 local op = ARGV[1]
 local cfgI = tonumber(ARGV[2])
@@ -157,6 +158,114 @@ if not got[2] and (op == 'wait' or op == 'try') and ARGV[5] == '1' and ARGV[6] =
 		redis.call('PEXPIRE', key, math.max(1, math.ceil((newXe - now) / 1000)))
 	end
 	return {1, wt, id, fin, -1, now}
+end
+
+-- The fast path of a lease (op lease, below; see lease.go): on a key with
+-- nothing but its bucket, as for a wait (and no tickets given back), k
+-- tickets of one unit are the fast path's wait k times in a row: the
+-- same turns in closed form, one write.
+if not got[2] and op == 'lease' and ARGV[13] == '' and n0[4] == n0[5]
+	and (fresh or not got[3] or not setCfg)
+	and (ARGV[10] == '' or tonumber(ARGV[10]) == id) then
+	local _, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs = unpack(n0)
+	local I, tau = cfgI, cfgB * cfgI
+	local k, need, maxwait = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+	local lrate, late = tonumber(ARGV[8]), tonumber(ARGV[9])
+	local function go() -- the wait fast path's advance
+		local n = fin - rel
+		if n > 0 and now >= hold then
+			local from = math.max(tat, hold)
+			if I > 0 then
+				n = math.min(n, math.floor((now - from + tau) / I + 1e-9))
+			end
+			if n > 0 then
+				rel = rel + n
+				if I > 0 then
+					tat = from + n * I
+				end
+				if now - lg > SEC then
+					bs = now
+				end
+				pd, lg = pd + n, now
+				local cur = math.floor(now / SEC)
+				if cur == ss + 1 then
+					ss, sp, sc = cur, sc, 0
+				elseif cur ~= ss then
+					ss, sp, sc = cur, 0, 0
+				end
+				sc = sc + n
+			end
+		end
+		tat = math.max(tat, now)
+	end
+	if now - lg > PENDING_IDLE * SEC then
+		pd = 0
+	end
+	go()
+	if fin == rel then
+		tat = math.max(tat, now)
+	end
+	mc = math.max(mc, 1)
+	local waits, due = {}, false
+	local from = math.max(tat, hold)
+	for j = 1, k do
+		local t = hold
+		if I > 0 then
+			t = math.max(hold, from + (fin - rel + 1) * I - tau)
+		end
+		local wt = 0
+		if t > now then
+			wt = math.ceil(t - now)
+		end
+		local keep
+		if j <= need then
+			keep = maxwait == nil or wt < maxwait or wt == 0
+		else
+			keep = lrate > 0 and (j - need) * SEC / lrate <= wt + late
+		end
+		if not keep then
+			if j == 1 then
+				return {0, id, 0, -1, now, wt} -- nothing kept, nothing written
+			end
+			break
+		end
+		fin = fin + 1
+		table.insert(waits, wt)
+		if wt == 0 then
+			due = true
+		end
+	end
+	if #waits == 0 then
+		return {0, id, 0, -1, now, 0}
+	end
+	if due then
+		go()
+	end
+	local expire = math.max(tat + (fin - rel) * I, hold, now)
+	if lg > NONE then
+		expire = math.max(expire, lg + 2 * SEC)
+	end
+	if fin > rel then
+		expire = math.max(expire, now + 60 * SEC)
+	end
+	local newXe = xe
+	if expire > xe then
+		newXe = expire + SEC
+	end
+	local packed = cmsgpack.pack({id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, newXe, bs})
+	if setCfg then
+		redis.call('HSET', key, 'c', packed, 'v', cfg)
+	else
+		redis.call('HSET', key, 'c', packed)
+	end
+	if newXe ~= xe then
+		redis.call('PEXPIRE', key, math.max(1, math.ceil((newXe - now) / 1000)))
+	end
+	local reply = {#waits, id, fin, -1, now}
+	for _, wt in ipairs(waits) do
+		table.insert(reply, wt)
+	end
+	return reply
 end
 
 local a = {}
@@ -929,6 +1038,94 @@ elseif op == 'try' then
 		reply = {0, waitOf(t), s.id, 0, -1, now}
 		if fresh then
 			return reply -- no state to write for a key that had none
+		end
+	end
+elseif op == 'lease' then
+	-- Leased turns (see lease.go): first the tickets a process gives back
+	-- (each as the cancel op does: the tail's taken back outright, any
+	-- other a hole), then up to k tickets of one unit in the queue of
+	-- first attempts, taken as k waits in a row would take them (enqueue,
+	-- turn; the ones whose turn has come go, as a wait's do). ARGV[5] k,
+	-- ARGV[6] need: the first need tickets are for waits queued in the
+	-- process, taken while their turn is within ARGV[7], the max wait µs
+	-- ("" none; the first past it is refused, as a wait's turn is); the
+	-- rest are for waits expected at ARGV[8] units a second, the j-th of
+	-- them taken only if its turn is no earlier than that wait's expected
+	-- arrival (j/rate from now) less ARGV[9] µs, so that a leased turn is
+	-- not left to pass unused, and only while nothing but the bucket and
+	-- the hold applies (need ≤ 0: none queued, -need tickets held, which
+	-- the next waits take first). ARGV[10…12] what the process knew (as
+	-- wait's ARGV[8…10]), ARGV[13] the id of the tickets given back ("":
+	-- none), ARGV[14…] their ends. Returns {count, id, last end, recheck
+	-- µs (-1: none), now, wait µs of each ticket}: the tickets are the
+	-- ends last−count+1 … last; count 0 with the refused turn's wait.
+	local k, need, maxwait = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+	local lrate, late = tonumber(ARGV[8]), tonumber(ARGV[9])
+	seed(ARGV[10], ARGV[11], ARGV[12])
+	advance()
+	if ARGV[13] ~= '' and tonumber(ARGV[13]) == s.id then
+		for i = #ARGV, 14, -1 do -- descending: the tail's first
+			local e = tonumber(ARGV[i])
+			if e > s.q[1].rel and e <= s.q[1]['end'] then
+				if e ~= s.q[1]['end'] then
+					moved = true -- the tickets behind move up
+				end
+				cancelTicket(s.q[1], e, 1)
+			end
+		end
+	end
+	local waits, last, due = {}, 0, false
+	-- With nothing but the bucket and the hold (no window, no cut), the
+	-- turns past the first are turnAt's closed form at consecutive
+	-- positions (enqueue changes no more than the queue's end then).
+	local simple = not w.valid and c.r0 == 0
+	local iv, tau = pace(now)
+	local p1, from = 0, 0
+	for j = 1, k do
+		local e, wt
+		if j == 1 or not simple then
+			e = enqueue(1, 1)
+			wt = waitOf(turn(1, e))
+			p1, from = position(1, e), math.max(s.tat, s.hold)
+		else
+			e = take(s.q[1], 1)
+			local t = s.hold
+			if iv > 0 then
+				t = math.max(s.hold, from + (p1 + j - 1) * iv - tau)
+			end
+			wt = waitOf(t)
+		end
+		local keep
+		if j <= need then
+			keep = maxwait == nil or wt < maxwait or wt == 0
+		else
+			-- With a window or a cut in force, only the waits queued: the
+			-- turns a window lets go at once after its reset would come
+			-- before the process's waits, asleep until then, are back.
+			keep = simple and lrate > 0 and (j - need) * SEC / lrate <= wt + late
+		end
+		if not keep then
+			cancelTicket(s.q[1], e, 1) -- the tail's: taken back outright
+			if j == 1 then
+				waits = {wt}
+			end
+			break
+		end
+		table.insert(waits, wt)
+		last = e
+		if wt == 0 then
+			due = true
+		end
+	end
+	if due then
+		advance()
+	end
+	if last == 0 then
+		reply = {0, s.id, 0, -1, now, waits[1] or 0}
+	else
+		reply = {#waits, s.id, last, recheck(), now}
+		for _, wt in ipairs(waits) do
+			table.insert(reply, wt)
 		end
 	end
 elseif op == 'state' then

@@ -250,6 +250,10 @@ func (q *Quota) runCall(ctx context.Context, key string, c *storeCall, s *redis.
 func (q *Quota) giveBack(ctx context.Context, s *redis.Script, keys []string, args []any, cmd *redis.Cmd) {
 	// args are those of keyWaiter.wait: op, interval, burst, channel, n,
 	// queue, …; its reply {status, wait, id, end, recheck, now}.
+	if s == scheduleScript && len(args) > 4 && args[0] == "lease" {
+		giveBackLease(ctx, q, keys, args, cmd) // see lease_calls.go
+		return
+	}
 	if s != scheduleScript || len(args) < 6 || args[0] != "wait" {
 		return
 	}

@@ -132,6 +132,14 @@ func (w *keyWaiter) wait(ctx context.Context, n, qi int) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
+	if n == 1 && qi == queueFirst && w.q.maxLease() > 1 {
+		return w.q.leases.wait(ctx, w) // see lease.go
+	}
+	return w.waitDirect(ctx, n, qi)
+}
+
+// waitDirect is wait with one call of its own (op wait), checks done.
+func (w *keyWaiter) waitDirect(ctx context.Context, n, qi int) (int64, error) {
 	r, err := w.take(ctx, n, qi)
 	if err != nil {
 		if errCaller(ctx, err) || r.refused {

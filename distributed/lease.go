@@ -1,0 +1,427 @@
+package distributed
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/throttle-go/throttle"
+)
+
+// Leased turns: a process whose waits on a key overlap takes several
+// turns in one script call (op lease: k tickets of one unit, taken as k
+// waits in a row would take them) and hands them to its waits of one
+// unit in order. The tickets are the schedule's own, so every rule holds
+// for them unchanged (never over, FIFO in the key's queue, exact refunds,
+// pauses, windows, cuts); what changes is who holds them: a process's
+// FIFO (leaseBox) until a wait takes one and sleeps to its turn as any
+// wait does.
+//
+// How many: the waits queued in the process (need), and, while they come
+// often, the ones expected within leaseHorizon at their recent rate; the
+// script takes one of the latter only if its turn comes no earlier than
+// that wait is expected (less leaseLate), so that the remaining quota
+// (the key's queue, a window, a pause) bounds the lease. A wait that
+// finds no other of its key in progress in the process, and no leased
+// turn, calls as it always did (op wait): k = 1 at low rates, where waits
+// do not overlap.
+//
+// What comes back: a turn unused leaseLate after it came is spent (the
+// units went in Redis at their turn; sending later would bunch them). The
+// rest go back as holes (op lease's returns, the cancel op's rule) when
+// no wait of the key was in progress for leaseIdle (a timer per key, not
+// a goroutine), when the last wait of the key in the process ends by its
+// context, and at Close (lease_calls.go). A process that dies leaves its tickets to go at
+// their turns: capacity lost, never more than MaxLease per process.
+const (
+	// defaultMaxLease is the most turns one call leases when
+	// Quota.MaxLease is zero.
+	defaultMaxLease = 256
+	// leaseHorizon: the waits expected within it, at their recent rate,
+	// are leased for.
+	leaseHorizon = 50 * time.Millisecond
+	// leaseLate: a leased turn unused this long after it came is spent.
+	leaseLate = 5 * time.Millisecond
+	// leaseIdle: no wait of the key in progress for this long gives the
+	// unused turns back.
+	leaseIdle = 100 * time.Millisecond
+	// leaseAhead: the next lease is made ahead when the tickets held
+	// last less than this at the local rate (about a round trip).
+	leaseAhead = 500 * time.Microsecond
+	// leaseRateWindow is the window of the local rate's count, and
+	// leaseRateMin the fewest waits in it that make a rate: a few waits
+	// at once are none.
+	leaseRateWindow = 100 * time.Millisecond
+	leaseRateMin    = 8
+	// maxLeaseKeys bounds the keys a Quota leases for at once; beyond
+	// it, a key's waits call as without leases.
+	maxLeaseKeys = 4096
+)
+
+// leases are a Quota's leaseBoxes, by Redis key. Safe for concurrent use.
+type leases struct {
+	mu     sync.Mutex // protects the fields below
+	m      map[string]*leaseBox
+	closed bool // Close was called: no more leases, no timers
+
+	done atomic.Bool // closed, readable under a box's mu
+}
+
+// leased is one leased ticket (queue first, one unit) not yet taken.
+type leased struct {
+	id    int64 // the state it came from
+	end   int64
+	wake  time.Time // its turn on this process's clock
+	rturn int64     // its turn on Redis's clock, µs
+	gone  bool      // its turn had come at the lease: it went in Redis then
+}
+
+// leaseWait is a wait queued in the process for a leased turn.
+type leaseWait struct {
+	deadline time.Time       // zero: none
+	ch       chan leaseGrant // capacity 1: the outcome
+}
+
+// leaseGrant is what a queued wait is handed: a ticket, or an error (the
+// store's, for its FailMode, or a *throttle.DeadlineError).
+type leaseGrant struct {
+	t   leased
+	err error
+}
+
+// leaseBox is one key's leased turns in this process.
+type leaseBox struct {
+	q    *Quota
+	w    *keyWaiter // makes the calls (any waiter of the key will do)
+	rkey string
+
+	mu      sync.Mutex // protects the fields below
+	tickets []leased   // by end: the key's queue order
+	id      int64      // the state the tickets came from
+	// gen, sub: pushes.mark before the oldest turn in tickets was
+	// learned; a push since (or no subscription then) may have moved
+	// them: they are asked again before one is handed out.
+	gen               uint64
+	sub               subState
+	recheck           time.Time     // a cut's step: turns move then (zero: none)
+	queue             []*leaseWait  // waits queued for a turn, in arrival order
+	calling           bool          // a serve runs: the key's calls (see leases.serve)
+	active            int           // waits of the key in progress here, leased or not
+	last              time.Time     // the last wait's arrival
+	overlap           time.Time     // the last arrival while another wait was in progress
+	failed            time.Time     // the last lease the store failed
+	ended             bool          // the last wait ended by its context, none came since
+	rateAt            time.Duration // the window rateCur counts, since rateBase
+	rateCur, ratePrev float64
+	rateBase          time.Time
+	idle              *time.Timer // gives the unused turns back; nil: none
+	idleTok           *int        // identifies idle's run (a stopped timer may still run)
+	sl                *sleeper    // listening for pushes while tickets are held
+}
+
+// maxLease returns the most turns one call leases; 1: no leases.
+func (q *Quota) maxLease() int {
+	if q.MaxLease == 0 {
+		return defaultMaxLease
+	}
+	return max(q.MaxLease, 1)
+}
+
+// box returns rkey's leaseBox, nil if the Quota leases no more.
+func (l *leases) box(w *keyWaiter) *leaseBox {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	if b, ok := l.m[w.rkey]; ok {
+		return b
+	}
+	if len(l.m) >= maxLeaseKeys {
+		for k, b := range l.m {
+			if b.unused() {
+				delete(l.m, k)
+			}
+		}
+		if len(l.m) >= maxLeaseKeys {
+			return nil
+		}
+	}
+	if l.m == nil {
+		l.m = make(map[string]*leaseBox)
+	}
+	b := &leaseBox{q: w.q, w: w, rkey: w.rkey, rateBase: time.Now()}
+	l.m[w.rkey] = b
+	return b
+}
+
+// unused reports whether b holds nothing and no wait is in progress, so
+// that forgetting it loses nothing but the local rate. The caller holds
+// the leases' mu.
+func (b *leaseBox) unused() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.active == 0 && len(b.tickets) == 0 && len(b.queue) == 0 && !b.calling && b.idle == nil
+}
+
+// forget drops b if it is unused.
+func (l *leases) forget(b *leaseBox) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m[b.rkey] == b && b.unused() {
+		delete(l.m, b.rkey)
+	}
+}
+
+// wait is a wait of one unit in the queue of first attempts through the
+// key's leased turns; it returns the turn in µs of Redis's clock.
+func (l *leases) wait(ctx context.Context, w *keyWaiter) (int64, error) {
+	b := l.box(w)
+	if b == nil {
+		return w.waitDirect(ctx, 1, queueFirst)
+	}
+	now := time.Now()
+	b.mu.Lock()
+	others := b.active
+	b.active++
+	b.arrive(now)
+	if others > 0 {
+		b.overlap = now
+	}
+	if others == 0 && len(b.tickets) == 0 && !b.calling && now.Sub(b.overlap) > leaseIdle {
+		// Alone, and no wait overlapped another lately: one call, as
+		// without leases.
+		b.mu.Unlock()
+		turn, err := w.waitDirect(ctx, 1, queueFirst)
+		b.leave(ctx, err)
+		return turn, err
+	}
+	var (
+		g      leaseGrant
+		served bool
+	)
+	if len(b.queue) == 0 && len(b.tickets) > 0 && !b.stale() {
+		g, served = b.next(w.key, deadlineOf(ctx), now)
+	}
+	if served {
+		ahead := b.lowWater(now)
+		if ahead {
+			b.calling = true // the next lease, made ahead
+		}
+		b.mu.Unlock()
+		if ahead {
+			l.serve(ctx, b, true)
+		}
+	} else {
+		me := &leaseWait{deadline: deadlineOf(ctx), ch: make(chan leaseGrant, 1)}
+		b.queue = append(b.queue, me)
+		start := !b.calling
+		b.calling = true
+		b.mu.Unlock()
+		if start {
+			l.serve(ctx, b, false)
+		}
+		g = b.await(ctx, me)
+	}
+	turn, err := b.use(ctx, w, g)
+	b.leave(ctx, err)
+	return turn, err
+}
+
+// lowWater reports whether the tickets left run out within about a
+// call's time at the local rate, so that the next lease is made ahead,
+// before a wait has to wait for it. b.mu is held.
+func (b *leaseBox) lowWater(now time.Time) bool {
+	r := b.rate(now)
+	if b.calling || r*leaseHorizon.Seconds() <= 1 {
+		return false
+	}
+	return float64(len(b.tickets)) < max(2, r*leaseAhead.Seconds())
+}
+
+// serve makes the key's calls (b.calling is set) in a goroutine of its
+// own, counted for Close (which waits for it), so that no wait is held
+// by a call made for others: each waits for its grant or its context.
+// After Close (no more goroutines), the calling wait makes them itself.
+func (l *leases) serve(ctx context.Context, b *leaseBox, ahead bool) {
+	ctx = context.WithoutCancel(ctx) // a call for several waits: bounded by Timeout
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		b.serve(ctx, ahead)
+		return
+	}
+	b.q.refunds.Add(1) // under l.mu: before Close's Wait, or not at all
+	l.mu.Unlock()
+	go func() {
+		defer b.q.refunds.Done()
+		b.serve(ctx, ahead)
+	}()
+}
+
+func deadlineOf(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
+}
+
+// await waits for a queued wait's grant, or for its context: then a
+// ticket it was handed goes back to the others.
+func (b *leaseBox) await(ctx context.Context, me *leaseWait) leaseGrant {
+	select {
+	case g := <-me.ch:
+		if ctx.Err() == nil {
+			return g
+		}
+		b.mu.Lock()
+		if g.err == nil {
+			b.putBack(g.t)
+		}
+		b.mu.Unlock()
+	case <-ctx.Done():
+		b.mu.Lock()
+		if i := slices.Index(b.queue, me); i >= 0 {
+			b.queue = slices.Delete(b.queue, i, i+1)
+		}
+		// Nothing is sent to me once I am out of the queue (sends are
+		// made under mu): what was sent is in the channel.
+		if len(me.ch) > 0 {
+			if g := <-me.ch; g.err == nil {
+				b.putBack(g.t)
+			}
+		}
+		b.mu.Unlock()
+	}
+	return leaseGrant{err: ctx.Err()}
+}
+
+// use sleeps on a granted ticket until its turn.
+func (b *leaseBox) use(ctx context.Context, w *keyWaiter, g leaseGrant) (int64, error) {
+	if g.err != nil {
+		if errCaller(ctx, g.err) || isDeadline(g.err) {
+			return 0, g.err
+		}
+		return 0, w.fail(ctx, 1, g.err)
+	}
+	t := g.t
+	if t.gone {
+		return t.rturn, nil
+	}
+	b.mu.Lock()
+	gen, sub, recheck := b.gen, b.sub, time.Duration(-1)
+	if !b.recheck.IsZero() {
+		recheck = max(time.Until(b.recheck), 0)
+	}
+	b.mu.Unlock()
+	wait := time.Until(t.wake)
+	return w.sleep(ctx, ticket{id: t.id, qi: queueFirst, n: 1, end: t.end}, wait, recheck, t.rturn-wait.Microseconds(), gen, sub)
+}
+
+func isDeadline(err error) bool {
+	_, ok := err.(*throttle.DeadlineError)
+	return ok
+}
+
+// leave ends a wait of the key: the last one to end by its context gives
+// the unused turns back.
+func (b *leaseBox) leave(ctx context.Context, err error) {
+	b.mu.Lock()
+	b.active--
+	var back []int64
+	if b.active == 0 && err != nil && ctx.Err() != nil {
+		b.ended = true
+		back = b.takeBack(time.Now())
+	}
+	b.mu.Unlock()
+	if len(back) > 0 {
+		b.q.refunds.Go(func() { b.giveBack(ctx, back) })
+	}
+}
+
+// arrive counts a wait's arrival at now for the local rate. b.mu is held.
+func (b *leaseBox) arrive(now time.Time) {
+	b.last, b.ended = now, false
+	win := now.Sub(b.rateBase) / leaseRateWindow
+	switch win {
+	case b.rateAt:
+	case b.rateAt + 1:
+		b.ratePrev, b.rateCur = b.rateCur, 0
+	default:
+		b.ratePrev, b.rateCur = 0, 0
+	}
+	b.rateAt = win
+	b.rateCur++
+}
+
+// rate returns the local waits a second, over the last window or so.
+// b.mu is held.
+func (b *leaseBox) rate(now time.Time) float64 {
+	el := now.Sub(b.rateBase)
+	win := el / leaseRateWindow
+	cur, prev := b.rateCur, b.ratePrev
+	switch win {
+	case b.rateAt:
+	case b.rateAt + 1:
+		cur, prev = 0, cur
+	default:
+		return 0
+	}
+	frac := float64(el%leaseRateWindow) / float64(leaseRateWindow)
+	if n := cur + prev*(1-frac); n >= leaseRateMin {
+		return n / leaseRateWindow.Seconds()
+	}
+	return 0 // a few waits at once are no rate
+}
+
+// stale reports whether the tickets' turns may have moved since they were
+// learned. b.mu is held.
+func (b *leaseBox) stale() bool {
+	if !b.recheck.IsZero() && !time.Now().Before(b.recheck) {
+		return true
+	}
+	return !b.q.pushes.unchanged(b.gen, b.sub)
+}
+
+// next hands the next ticket to a wait of key whose deadline is deadline
+// (zero: none), at now: the turns past leaseLate are spent and dropped; a
+// turn past the deadline is refused and stays for the next wait. It
+// reports false if no ticket is left. b.mu is held.
+func (b *leaseBox) next(key string, deadline, now time.Time) (leaseGrant, bool) {
+	i := 0
+	for i < len(b.tickets) && b.tickets[i].wake.Add(leaseLate).Before(now) {
+		i++
+	}
+	b.tickets = b.tickets[i:]
+	if len(b.tickets) == 0 {
+		b.tickets = nil
+		return leaseGrant{}, false
+	}
+	t := b.tickets[0]
+	if d := t.wake.Sub(now); !deadline.IsZero() && d > 0 && !t.wake.Before(deadline) {
+		return leaseGrant{err: &throttle.DeadlineError{Key: key, Delay: d}}, true
+	}
+	b.tickets = b.tickets[1:]
+	return leaseGrant{t: t}, true
+}
+
+// distribute hands tickets to the queued waits, in order. b.mu is held.
+func (b *leaseBox) distribute(now time.Time) {
+	for len(b.queue) > 0 {
+		g, ok := b.next(b.w.key, b.queue[0].deadline, now)
+		if !ok {
+			return
+		}
+		b.queue[0].ch <- g
+		b.queue = b.queue[1:]
+	}
+}
+
+// putBack returns a ticket a wait was handed but did not take. b.mu is held.
+func (b *leaseBox) putBack(t leased) {
+	if t.id != b.id {
+		return // of a state Redis lost since
+	}
+	i, _ := slices.BinarySearchFunc(b.tickets, t.end, func(x leased, e int64) int { return int(x.end - e) })
+	b.tickets = slices.Insert(b.tickets, i, t)
+}

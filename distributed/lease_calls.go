@@ -1,0 +1,328 @@
+package distributed
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/throttle-go/throttle"
+)
+
+// A key's calls for its leased turns (see lease.go): the leases, the
+// turns asked again, and the tickets given back.
+
+// serve makes the calls while waits are queued: asks the held turns
+// again if they may have moved, leases for the waits queued (or, ahead,
+// for those expected), and hands the tickets out; then clears
+// b.calling. Tickets that came after every wait of the key ended (their
+// contexts did) go back at once.
+func (b *leaseBox) serve(ctx context.Context, ahead bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for {
+		if len(b.tickets) > 0 && b.stale() {
+			b.refresh(ctx)
+		}
+		b.distribute(time.Now())
+		if len(b.queue) == 0 && !ahead {
+			break
+		}
+		ahead = false
+		b.lease(ctx)
+		b.distribute(time.Now())
+	}
+	b.calling = false
+	// Tickets that came after every wait of the key ended (their
+	// contexts did), or after Close gave the held ones back, go back now.
+	if (b.active == 0 && b.ended || b.q.leases.done.Load()) && len(b.tickets) > 0 {
+		if back := b.takeBack(time.Now()); len(back) > 0 {
+			b.mu.Unlock()
+			b.giveBack(ctx, back)
+			b.mu.Lock()
+		}
+	}
+}
+
+// refresh asks the held tickets' turns again (op turns). b.mu is held,
+// and released during the call.
+func (b *leaseBox) refresh(ctx context.Context) {
+	held := slices.Clone(b.tickets)
+	id := b.id
+	args := make([]any, 0, 1+2*len(held))
+	args = append(args, id)
+	for _, t := range held {
+		args = append(args, queueFirst, t.end)
+	}
+	b.mu.Unlock()
+	gen, sub := b.q.pushes.mark()
+	reply, err := b.w.run(context.WithoutCancel(ctx), "turns", args...)
+	now := time.Now()
+	b.mu.Lock()
+	if err != nil || len(reply) != len(held)+2 {
+		return // Redis cannot say: the turns stay as they were
+	}
+	// Tickets may have been taken meanwhile (none added: a lease needs
+	// the call, which this is); update the ones still held.
+	waits := make(map[int64]int64, len(held))
+	for i, t := range held {
+		waits[t.end] = reply[i]
+	}
+	rnow := reply[len(reply)-1]
+	kept := b.tickets[:0]
+	for _, t := range b.tickets {
+		wt, ok := waits[t.end]
+		switch {
+		case !ok || wt == -2: // the state is lost: so are they
+			continue
+		case wt == -1: // gone at its turn, as learned
+			t.gone = true
+		default:
+			t.wake, t.rturn = now.Add(time.Duration(wt)*time.Microsecond), rnow+wt
+		}
+		kept = append(kept, t)
+	}
+	b.tickets = kept
+	b.gen, b.sub = gen, sub
+	b.recheck = recheckAt(now, reply[len(reply)-2])
+}
+
+func recheckAt(now time.Time, us int64) time.Time {
+	if us < 0 {
+		return time.Time{}
+	}
+	return now.Add(time.Duration(us) * time.Microsecond)
+}
+
+// lease takes tickets for the queued waits and those expected (op
+// lease). b.mu is held, and released during the call; a store error goes
+// to every queued wait (each applies the FailMode), and a refused turn
+// (past every queued wait's deadline) to each as its DeadlineError.
+func (b *leaseBox) lease(ctx context.Context) {
+	now := time.Now()
+	// need: the waits queued; with none (a lease ahead), minus the
+	// tickets held, which the next waits take first.
+	need := len(b.queue)
+	if need == 0 {
+		need = -len(b.tickets)
+	}
+	maxWait := ""
+	var latest time.Duration
+	for _, qw := range b.queue {
+		if qw.deadline.IsZero() {
+			maxWait = ""
+			latest = -1
+			break
+		}
+		latest = max(latest, time.Until(qw.deadline))
+	}
+	if latest >= 0 {
+		maxWait = strconv.FormatInt(max(0, latest.Microseconds()), 10)
+	}
+	rate := b.rate(now)
+	if now.Before(b.failed.Add(leaseRateWindow)) {
+		rate = 0 // the store failed lately: only the waits queued
+	}
+	limit := b.q.maxLease()
+	k := min(max(need, 1), limit)
+	if spec := int(math.Ceil(rate * leaseHorizon.Seconds())); spec > 1 {
+		k = min(max(need, 0)+spec, limit)
+	}
+	known, floor, hold := b.q.memo.args(b.rkey)
+	args := []any{k, need, maxWait, strconv.FormatFloat(rate, 'g', 6, 64), leaseLate.Microseconds(), known, floor, hold, ""}
+	first := len(b.tickets) == 0
+	b.mu.Unlock()
+	gen, sub := b.q.pushes.mark()
+	reply, err := b.w.run(context.WithoutCancel(ctx), "lease", args...)
+	recv := time.Now()
+	b.mu.Lock()
+	if err == nil && (len(reply) < 6 || len(reply) != 5+max(int(reply[0]), 1)) {
+		err = fmt.Errorf("unexpected reply %v from the schedule script", reply)
+	}
+	if err != nil {
+		b.failed = recv
+		for _, qw := range b.queue {
+			qw.ch <- leaseGrant{err: err}
+		}
+		b.queue = nil
+		return
+	}
+	count, id, last, rnow := reply[0], reply[1], reply[2], reply[4]
+	if count == 0 && need <= 0 {
+		return // ahead: none expected in time; the queued waits call
+	}
+	if count == 0 {
+		d := time.Duration(reply[5]) * time.Microsecond
+		for _, qw := range b.queue {
+			qw.ch <- leaseGrant{err: &throttle.DeadlineError{Key: b.w.key, Delay: d}}
+		}
+		b.queue = nil
+		return
+	}
+	if id != b.id {
+		b.tickets = nil // of a state Redis lost
+		first = true
+	}
+	b.id = id
+	if first || len(b.tickets) == 0 {
+		b.gen, b.sub = gen, sub
+	}
+	b.recheck = recheckAt(recv, reply[3])
+	var wake time.Time
+	for j := range count {
+		wt := reply[5+j]
+		t := leased{id: id, end: last - count + 1 + j, rturn: rnow + wt, gone: wt == 0}
+		t.wake = recv.Add(time.Duration(wt) * time.Microsecond)
+		wake = t.wake
+		b.tickets = append(b.tickets, t)
+	}
+	b.q.memo.turn(b.rkey, id, wake)
+	if b.sl == nil {
+		b.sl = b.q.pushes.add(b.q, b.rkey)
+	}
+	b.armIdle()
+}
+
+func appendBack(args []any, id int64, back []int64) []any {
+	if len(back) == 0 {
+		return append(args, "")
+	}
+	args = append(args, id)
+	for _, e := range back {
+		args = append(args, e)
+	}
+	return args
+}
+
+// takeBack removes the held tickets and returns the ends of those whose
+// turns have not come (the others are spent), and stops listening and
+// the idle timer. b.mu is held.
+func (b *leaseBox) takeBack(now time.Time) []int64 {
+	var back []int64
+	for _, t := range b.tickets {
+		if !t.gone && t.wake.After(now) {
+			back = append(back, t.end)
+		}
+	}
+	b.tickets = nil
+	if b.sl != nil {
+		b.q.pushes.remove(b.sl)
+		b.sl = nil
+	}
+	if b.idle != nil {
+		b.idle.Stop()
+		b.idle, b.idleTok = nil, nil
+	}
+	return back
+}
+
+// giveBack returns the tickets ends of the state id (op lease, k = 0).
+func (b *leaseBox) giveBack(ctx context.Context, back []int64) {
+	b.mu.Lock()
+	id := b.id
+	b.mu.Unlock()
+	args := appendBack([]any{0, 0, "", "0", 0, "", "", ""}, id, back)
+	_, _ = b.w.run(context.WithoutCancel(ctx), "lease", args...)
+}
+
+// armIdle starts the idle timer if it is not running. b.mu is held.
+func (b *leaseBox) armIdle() {
+	if b.idle != nil {
+		return
+	}
+	b.setIdle(leaseIdle)
+}
+
+// setIdle starts a new idle timer in d. b.mu is held.
+func (b *leaseBox) setIdle(d time.Duration) {
+	tok := new(int)
+	b.idleTok = tok
+	b.idle = time.AfterFunc(d, func() { b.idleFired(tok) })
+}
+
+// idleFired gives the unused turns back if no wait came for leaseIdle,
+// and otherwise looks again leaseIdle after the last one.
+func (b *leaseBox) idleFired(tok *int) {
+	l := &b.q.leases
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return // Close gives them back
+	}
+	b.mu.Lock()
+	if b.idleTok != tok {
+		b.mu.Unlock()
+		l.mu.Unlock()
+		return // stopped, or another timer since
+	}
+	now := time.Now()
+	if left := leaseIdle - now.Sub(b.last); b.active > 0 || left > 0 && len(b.tickets) > 0 {
+		// Not idle: waits of the key are in progress here (sleeping on
+		// their turns, they come back for the tickets held), or came
+		// within leaseIdle.
+		b.setIdle(max(left, leaseIdle/2))
+		b.mu.Unlock()
+		l.mu.Unlock()
+		return
+	}
+	back := b.takeBack(now)
+	b.mu.Unlock()
+	if len(back) > 0 {
+		b.q.refunds.Add(1) // under l.mu: before Close's Wait, or not at all
+	}
+	l.mu.Unlock()
+	if len(back) > 0 {
+		defer b.q.refunds.Done()
+		b.giveBack(context.Background(), back)
+	}
+	l.forget(b)
+}
+
+// close gives every key's unused turns back and stops the timers; later
+// waits call without leases.
+func (l *leases) close() {
+	l.mu.Lock()
+	l.closed = true
+	l.done.Store(true)
+	boxes := make([]*leaseBox, 0, len(l.m))
+	for _, b := range l.m {
+		boxes = append(boxes, b)
+	}
+	l.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, b := range boxes {
+		b.mu.Lock()
+		back := b.takeBack(time.Now())
+		b.mu.Unlock()
+		if len(back) > 0 {
+			wg.Go(func() { b.giveBack(context.Background(), back) })
+		}
+	}
+	wg.Wait()
+}
+
+// giveBackLease returns the tickets a late lease call took (see
+// Quota.giveBack): its args are those of leaseBox.lease, its reply
+// {count, id, last end, …}.
+func giveBackLease(ctx context.Context, q *Quota, keys []string, args []any, cmd *redis.Cmd) {
+	v, ok := cmd.Val().([]any)
+	if !ok || len(v) < 5 {
+		return
+	}
+	count, ok1 := v[0].(int64)
+	id, ok2 := v[1].(int64)
+	last, ok3 := v[2].(int64)
+	if !ok1 || !ok2 || !ok3 || count <= 0 {
+		return
+	}
+	back := make([]int64, 0, count)
+	for e := last - count + 1; e <= last; e++ {
+		back = append(back, e)
+	}
+	ret := appendBack([]any{"lease", args[1], args[2], args[3], 0, 0, "", "0", 0, "", "", ""}, id, back)
+	_ = scheduleScript.Run(ctx, q.client, keys, ret...).Err()
+}
