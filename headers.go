@@ -80,7 +80,8 @@ func (t *Transport) feedback(resp *http.Response, q ratelimit.Reading, age time.
 		if p.HasWindow {
 			long = p.Window >= minTrackedWindow
 		}
-		if p.HasRemaining && p.HasReset && p.Reset > 0 && long && !p.Refills {
+		tracked := p.HasRemaining && p.HasReset && p.Reset > 0 && long && !p.Refills
+		if tracked {
 			// The most restrictive window: the least remaining per second
 			// until its reset.
 			if r := float64(p.Remaining) / p.Reset.Seconds(); r < best {
@@ -98,10 +99,14 @@ func (t *Transport) feedback(resp *http.Response, q ratelimit.Reading, age time.
 				}
 			}
 		}
-		// What remains caps the key's bucket, whatever the policy's
-		// kind: a refilling bucket's level, a sliding window's count, a
-		// fixed window's rest (see schedule.level).
-		if p.HasRemaining && (!f.HasAvailable || float64(p.Remaining) < f.Available) {
+		// What remains of a policy not tracked as a window caps the
+		// key's bucket: a refilling bucket's level, a short window's
+		// count (see schedule.level). A tracked window counts its units
+		// in flight itself (window.update), against the window, not the
+		// bucket: capped as well, the units its responses were counted
+		// in would be taken off twice (a window of 100 per 10 s at 32
+		// workers: 0.94 of it used).
+		if p.HasRemaining && !tracked && (!f.HasAvailable || float64(p.Remaining) < f.Available) {
 			f.Available, f.HasAvailable = float64(p.Remaining), true
 		}
 		if !t.DisableDeclaredLimits && p.HasLimit && p.HasWindow && p.Limit > 0 && p.Window > 0 {

@@ -206,8 +206,8 @@ func TestPauseReachesQueuedWaits(t *testing.T) {
 }
 
 // TestFeedback checks what Transport reads from a response for the waiter.
-// What remains of the counted unit's most restrictive policy caps the
-// key's bucket (Available), whatever the policy's kind.
+// What remains of the counted unit's most restrictive policy not tracked
+// as a window caps the key's bucket (Available).
 func TestFeedback(t *testing.T) {
 	now := time.Now()
 	tests := []struct {
@@ -224,9 +224,9 @@ func TestFeedback(t *testing.T) {
 		{"Retry-After on a 200 is not a pause", 200, map[string]string{"Retry-After": "3"}, &Transport{}, Feedback{}},
 		{"exhausted window on a 200", 200, map[string]string{"RateLimit-Policy": `"h";q=100;w=60`, "RateLimit": `"h";r=0;t=40`}, &Transport{},
 			Feedback{Pause: 40 * time.Second, HasRemaining: true, Remaining: 0, Reset: 40 * time.Second, Size: 100, Window: time.Minute,
-				HasDeclared: true, DeclaredRate: rate.Limit(100.0 / 60), DeclaredBurst: 100, HasAvailable: true}},
+				HasDeclared: true, DeclaredRate: rate.Limit(100.0 / 60), DeclaredBurst: 100}},
 		{"declared off", 200, map[string]string{"RateLimit-Policy": `"h";q=100;w=60`, "RateLimit": `"h";r=5;t=40`}, &Transport{DisableDeclaredLimits: true},
-			Feedback{HasRemaining: true, Remaining: 5, Reset: 40 * time.Second, Size: 100, Window: time.Minute, Available: 5, HasAvailable: true}},
+			Feedback{HasRemaining: true, Remaining: 5, Reset: 40 * time.Second, Size: 100, Window: time.Minute}},
 		// A window too short to track is a pace: burst 1, and spent it
 		// pauses a waiter that follows the declared pace not at all
 		// (Paced), one with a pace of its own until its reset.
@@ -240,10 +240,10 @@ func TestFeedback(t *testing.T) {
 		// MaxRetryAfter caps the pause (one wait the server asks for), not
 		// the window: what remains of it is spread over its whole time.
 		{"a long window keeps its reset; its pause is capped", 200, map[string]string{"RateLimit-Policy": `"y";q=1;w=31000000`, "RateLimit": `"y";r=0;t=30000000`}, &Transport{},
-			Feedback{Pause: time.Minute, HasRemaining: true, Remaining: 0, Reset: 30000000 * time.Second, Size: 1, Window: 31000000 * time.Second, HasAvailable: true}},
+			Feedback{Pause: time.Minute, HasRemaining: true, Remaining: 0, Reset: 30000000 * time.Second, Size: 1, Window: 31000000 * time.Second}},
 		{"GitHub's hour: 450 left for 50 min", 200, map[string]string{"Date": now.UTC().Format(http.TimeFormat),
 			"X-RateLimit-Limit": "5000", "X-RateLimit-Remaining": "450", "X-RateLimit-Reset": strconv.FormatInt(now.Unix()+3000, 10)}, &Transport{},
-			Feedback{HasRemaining: true, Remaining: 450, Reset: 3000 * time.Second, Size: 5000, Available: 450, HasAvailable: true}},
+			Feedback{HasRemaining: true, Remaining: 450, Reset: 3000 * time.Second, Size: 5000}},
 		{"a token bucket's short reset is not a window", 200, map[string]string{"Date": now.UTC().Format(http.TimeFormat),
 			"X-RateLimit-Limit": "50", "X-RateLimit-Remaining": "3", "X-RateLimit-Reset": strconv.FormatInt(now.Unix()+2, 10)}, &Transport{},
 			Feedback{Available: 3, HasAvailable: true}},

@@ -103,8 +103,9 @@ func runLoad(client *http.Client, url string, workers int, d time.Duration) (req
 
 // TestServerPacingDraftHeaders: a fixed window of 100 per 10 s announced
 // with draft-08+ RateLimit and RateLimit-Policy; 32 goroutines, the client
-// told no limit, 30 s. 429s at most 1% of requests; goodput (accepted
-// within the run) at least 95% of the server's allowance (3 windows).
+// told no limit, 30 s. 429s at most 1% of requests; each window after the
+// first at least 95% used within the run (see checkWindowRun for the
+// first).
 func TestServerPacingDraftHeaders(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-clock run: 30 s")
@@ -118,7 +119,7 @@ func TestServerPacingDraftHeaders(t *testing.T) {
 	srv.runEnd = srv.start.Add(run)
 	client := &http.Client{Transport: &Transport{Base: srv.Client().Transport}}
 	requests, longest := runLoad(client, srv.URL, 32, run-time.Since(srv.start))
-	checkWindowRun(t, srv, requests, longest, 0.01, 0.95, run)
+	checkWindowRun(t, srv, requests, 32, longest, 0.01, 0.95, run)
 }
 
 // TestServerPacingSkewedDate: the same window announced only with
@@ -140,23 +141,38 @@ func TestServerPacingSkewedDate(t *testing.T) {
 	srv.runEnd = srv.start.Add(run)
 	client := &http.Client{Transport: &Transport{Base: srv.Client().Transport}}
 	requests, longest := runLoad(client, srv.URL, 32, run-time.Since(srv.start))
-	checkWindowRun(t, srv, requests, longest, 0.01, 0.95, run)
+	checkWindowRun(t, srv, requests, 32, longest, 0.01, 0.95, run)
 }
 
-func checkWindowRun(t *testing.T, srv *windowServer, requests int, longest time.Duration, max429, minGoodput float64, run time.Duration) {
+// checkWindowRun checks a run against srv: 429s at most max429 of the
+// requests; each window after the first admits at least minGoodput of its
+// size within the run; and the first at least its size less the workers.
+// The first window is told by a response to the first burst of unpaced
+// requests (one per worker): its count less the others in flight bounds
+// what is left, and those the server had counted already (the first
+// response to arrive may have been counted last: the order is the
+// network's) are taken off twice. Safe, and at most the burst is lost:
+// 0.90–0.99 of the three windows in all, by how the burst's responses
+// came back.
+func checkWindowRun(t *testing.T, srv *windowServer, requests, workers int, longest time.Duration, max429, minGoodput float64, run time.Duration) {
 	t.Helper()
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	allowance := srv.size * int(run/srv.window)
 	r429 := float64(srv.rejected) / float64(srv.accepted+srv.rejected)
 	goodput := float64(srv.inRun) / float64(allowance)
-	t.Logf("requests %d: server accepted %d (%d within %v), rejected %d (%.2f%%); goodput %.3f of %d; longest request %v",
-		requests, srv.accepted, srv.inRun, run, srv.rejected, 100*r429, goodput, allowance, longest.Round(time.Millisecond))
+	t.Logf("requests %d: server accepted %d (%d within %v, by window %v), rejected %d (%.2f%%); goodput %.3f of %d; longest request %v",
+		requests, srv.accepted, srv.inRun, run, srv.used, srv.rejected, 100*r429, goodput, allowance, longest.Round(time.Millisecond))
 	if r429 > max429 {
 		t.Errorf("429s were %.2f%% of requests; want at most %.1f%%", 100*r429, 100*max429)
 	}
-	if goodput < minGoodput {
-		t.Errorf("goodput %.3f of the allowance; want at least %.2f", goodput, minGoodput)
+	if got, want := srv.used[0], srv.size-workers; got < want {
+		t.Errorf("the first window admitted %d; want at least %d (its size less the first burst)", got, want)
+	}
+	for idx := int64(1); idx < int64(run/srv.window); idx++ {
+		if got := srv.used[idx]; float64(got) < minGoodput*float64(srv.size) {
+			t.Errorf("window %d admitted %d; want at least %.0f", idx, got, minGoodput*float64(srv.size))
+		}
 	}
 	// No request waits longer than a window plus 2 s of rounding (resets
 	// and Date in whole seconds): a reset read against the wrong clock
