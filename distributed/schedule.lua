@@ -75,6 +75,39 @@ else
 end
 local id = n0[1]
 
+-- fastGo is advance on a key with nothing but its bucket (no window,
+-- cut, holes or retries), for the fast paths of a wait and of a lease:
+-- the core's fields in, the ones it moves out.
+local function fastGo(tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I, tau)
+	local k = fin - rel
+	if k > 0 and now >= hold then
+		local from = math.max(tat, hold)
+		if I > 0 then
+			k = math.min(k, math.floor((now - from + tau) / I + 1e-9))
+		end
+		if k > 0 then
+			rel = rel + k
+			if I > 0 then
+				tat = from + k * I
+			end
+			if now - lg > SEC then
+				bs = now
+			end
+			pd, lg = pd + k, now
+			local cur = math.floor(now / SEC)
+			if cur == ss + 1 then
+				ss, sp, sc = cur, sc, 0
+			elseif cur ~= ss then
+				ss, sp, sc = cur, 0, 0
+			end
+			sc = sc + k
+		end
+	end
+	-- The bucket fills to its burst and no further (every ticket is of
+	-- one unit here, and τ ≥ I: see advance).
+	return math.max(tat, now), rel, pd, lg, ss, sc, sp, bs
+end
+
 -- The fast path: see above. A try of one unit is a wait whose max wait
 -- is 0 (ARGV[7] is "0"): gone at once, or refused with nothing written.
 if not got[2] and (op == 'wait' or op == 'try') and ARGV[5] == '1' and ARGV[6] == '1' and n0[4] == n0[5]
@@ -83,34 +116,8 @@ if not got[2] and (op == 'wait' or op == 'try') and ARGV[5] == '1' and ARGV[6] =
 	local _, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs = unpack(n0)
 	local I, tau = cfgI, cfgB * cfgI
 	local maxwait = tonumber(ARGV[7])
-	local function go() -- advance, without window, cut, holes or retries
-		local k = fin - rel
-		if k > 0 and now >= hold then
-			local from = math.max(tat, hold)
-			if I > 0 then
-				k = math.min(k, math.floor((now - from + tau) / I + 1e-9))
-			end
-			if k > 0 then
-				rel = rel + k
-				if I > 0 then
-					tat = from + k * I
-				end
-				if now - lg > SEC then
-					bs = now
-				end
-				pd, lg = pd + k, now
-				local cur = math.floor(now / SEC)
-				if cur == ss + 1 then
-					ss, sp, sc = cur, sc, 0
-				elseif cur ~= ss then
-					ss, sp, sc = cur, 0, 0
-				end
-				sc = sc + k
-			end
-		end
-		-- The bucket fills to its burst and no further (every ticket is
-		-- of one unit here, and τ ≥ I: see advance).
-		tat = math.max(tat, now)
+	local function go()
+		tat, rel, pd, lg, ss, sc, sp, bs = fastGo(tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I, tau)
 	end
 	if now - lg > PENDING_IDLE * SEC then
 		pd = 0
@@ -171,32 +178,8 @@ if not got[2] and op == 'lease' and ARGV[13] == '' and n0[4] == n0[5]
 	local I, tau = cfgI, cfgB * cfgI
 	local k, need, maxwait = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 	local lrate, late = tonumber(ARGV[8]), tonumber(ARGV[9])
-	local function go() -- the wait fast path's advance
-		local n = fin - rel
-		if n > 0 and now >= hold then
-			local from = math.max(tat, hold)
-			if I > 0 then
-				n = math.min(n, math.floor((now - from + tau) / I + 1e-9))
-			end
-			if n > 0 then
-				rel = rel + n
-				if I > 0 then
-					tat = from + n * I
-				end
-				if now - lg > SEC then
-					bs = now
-				end
-				pd, lg = pd + n, now
-				local cur = math.floor(now / SEC)
-				if cur == ss + 1 then
-					ss, sp, sc = cur, sc, 0
-				elseif cur ~= ss then
-					ss, sp, sc = cur, 0, 0
-				end
-				sc = sc + n
-			end
-		end
-		tat = math.max(tat, now)
+	local function go()
+		tat, rel, pd, lg, ss, sc, sp, bs = fastGo(tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I, tau)
 	end
 	if now - lg > PENDING_IDLE * SEC then
 		pd = 0
@@ -211,7 +194,7 @@ if not got[2] and op == 'lease' and ARGV[13] == '' and n0[4] == n0[5]
 	for j = 1, k do
 		local t = hold
 		if I > 0 then
-			t = math.max(hold, from + (fin - rel + 1) * I - tau)
+			t = math.max(hold, from + ((fin - rel + 1) * I - tau)) -- see goNow in schedule.go
 		end
 		local wt = 0
 		if t > now then
