@@ -84,6 +84,17 @@ type Limiter struct {
 	// wait; nil means none.
 	Overrides map[string]Rate
 
+	// Limits are further limits every key carries, each a token bucket in
+	// a unit of its own (see [UnitRate]), beside the bucket of Limit and
+	// Burst (Overrides, SetRate) in the unit WaitN counts: e.g. tokens a
+	// minute beside requests a minute. A wait spends on all of them at
+	// once or on none ([CostWaiter]: WaitCost on For(key)); a wait that
+	// names no unit (WaitN) spends nothing of them, but waits its turn
+	// among the others. An invalid entry is an error on every wait. It is
+	// read at the first wait; nil means none, and a key runs at its one
+	// bucket exactly as without it.
+	Limits []UnitRate
+
 	// InFlight caps the units each key without an InFlightOverrides entry
 	// may hold at once through [Acquirer] (AcquireN on For(key)), e.g. 100
 	// for GitHub's concurrent requests: [Transport] holds a request's cost
@@ -128,6 +139,9 @@ type Limiter struct {
 	insertMu sync.Mutex      // serializes insertions and sweeps, so count never passes MaxKeys
 	next     int64           // count at which the next sweep runs; insertMu
 	def      *bucket         // the bucket of WaitN on the Limiter itself
+	xlim     []xlimit        // Limits as the schedule keeps them; each key a copy
+	xunits   []string        // their units
+	xerr     error           // Limits invalid: every wait fails with it
 }
 
 // bucket is one key's schedule and the waits sleeping on it.
@@ -144,6 +158,9 @@ type bucket struct {
 	sleepers int           // waits sleeping on s
 	dead     bool          // forgotten by l: new waits re-resolve through l
 	inflight slots         // the in-flight cap (inflight.go)
+	xunits   []string      // the units of s.x's limits (l.xunits)
+	xcost    []float64     // a wait's cost in them, converted under mu
+	xerr     error         // l.xerr
 
 	// The slow-down in force, for EventRecovered (see events_limiter.go).
 	recovery  *time.Timer // reports the cut's end; nil if none armed
@@ -161,6 +178,7 @@ func (l *Limiter) init() {
 		l.caps[k] = c
 	}
 	l.next = min(minSweep, l.maxKeys())
+	l.xlim, l.xunits, l.xerr = l.xlimits()
 	l.def = l.newBucket("")
 }
 
@@ -179,6 +197,11 @@ func (l *Limiter) newBucket(key string) *bucket {
 	b := &bucket{l: l, key: key}
 	b.setRate(r)
 	b.inflight.limit = int64(l.inFlight(key))
+	if l.xlim != nil {
+		b.s.x = newExtras(append([]xlimit(nil), l.xlim...))
+		b.xunits, b.xcost = l.xunits, make([]float64, len(l.xlim))
+	}
+	b.xerr = l.xerr
 	// A new key's bucket is full: any time before now will do.
 	b.s.tat = math.Inf(-1)
 	b.s.lastGo = math.Inf(-1)
@@ -259,32 +282,45 @@ func (b *bucket) check(n int) error {
 		return fmt.Errorf("throttle: %q has limit %v, burst %d: %w", b.key, b.limit, b.burst, ErrInvalidLimit)
 	case b.pacing.interval > 0 && n > b.burst:
 		return fmt.Errorf("throttle: wait for %d units of %q, burst %d: %w", n, b.key, b.burst, ErrCostExceedsBurst)
+	case b.xerr != nil:
+		return b.xerr
 	}
 	return nil
 }
 
 func (b *bucket) wait(ctx context.Context, n, qi int) error {
+	return b.waitUnits(ctx, n, nil, qi)
+}
+
+// waitUnits waits for n units of the first limit and units of the
+// further ones (limits.go).
+func (b *bucket) waitUnits(ctx context.Context, n int, units []UnitCost, qi int) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	b.mu.Lock()
 	if b.dead {
 		b.mu.Unlock()
-		return b.l.bucket(b.key).wait(ctx, n, qi)
+		return b.l.bucket(b.key).waitUnits(ctx, n, units, qi)
 	}
 	// The key's rate may change (SetRate): checked under b.mu.
 	if err := b.check(n); err != nil || n == 0 {
 		b.mu.Unlock()
 		return err
 	}
+	cost, err := b.costOf(units)
+	if err != nil {
+		b.mu.Unlock()
+		return err
+	}
 	now := b.l.now()
 	s := &b.s
 	b.advanceLocked(now)
-	if s.goNow(now, b.pacing, qi, int64(n)) {
+	if s.goNowX(now, b.pacing, qi, int64(n), cost) {
 		b.mu.Unlock()
 		return nil
 	}
-	e, moved := s.enqueue(now, b.pacing, qi, int64(n))
+	e, moved := s.enqueueX(now, b.pacing, qi, int64(n), cost)
 	if moved {
 		b.notifyLocked()
 	}

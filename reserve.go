@@ -73,12 +73,12 @@ func (b *bucket) ReserveN(ctx context.Context, n int) (Reservation, error) {
 	now := b.l.now()
 	s := &b.s
 	b.advanceLocked(now)
-	if s.goNow(now, b.pacing, queueFirst, int64(n)) {
+	if s.goNowX(now, b.pacing, queueFirst, int64(n), b.xcost0()) {
 		r.e = s.q[queueFirst].rel
 		b.mu.Unlock()
 		return r, nil
 	}
-	e, moved := s.enqueue(now, b.pacing, queueFirst, int64(n))
+	e, moved := s.enqueueX(now, b.pacing, queueFirst, int64(n), b.xcost0())
 	if moved {
 		b.notifyLocked()
 	}

@@ -500,6 +500,9 @@ type schedule struct {
 	// The last change of the pace (see rescale): when, and the affine
 	// map of earlier arrivals to the new pace.
 	spAt, spK, spRho float64
+	// x: the key's further limits (schedule_limits.go); nil for a key
+	// with its one bucket.
+	x *extras
 }
 
 // pacing is a key's fixed configuration in schedule units.
@@ -566,7 +569,12 @@ func (s *schedule) advance(now float64, c pacing) {
 	if live == 0 || now < s.hold {
 		return
 	}
-	k := int64(s.dueUnits(now, c, float64(live)))
+	var k int64
+	if s.x != nil {
+		k = s.x.due(s, now, c) // whole tickets, on every limit
+	} else {
+		k = int64(s.dueUnits(now, c, float64(live)))
+	}
 	interval, _ := s.pace(now, c)
 	if k > 0 {
 		// Release on copies first: tatAfter reads the tickets as they
@@ -592,6 +600,9 @@ func (s *schedule) advance(now float64, c pacing) {
 					// + n·interval bounds what they leave.
 					s.tat = max(s.tat, now+n*interval)
 				}
+			}
+			if s.x != nil {
+				s.x.commit(s)
 			}
 			s.win.spend(n, now)
 			if s.trim > 0 {
@@ -847,6 +858,9 @@ func (s *schedule) turn(now float64, c pacing, qi int, e int64) float64 {
 	if p <= 0 {
 		return math.Inf(-1)
 	}
+	if s.x != nil {
+		return s.x.turn(s, now, c, qi, e)
+	}
 	return s.turnAt(now, c, p)
 }
 
@@ -904,6 +918,12 @@ func (s *schedule) enqueue(now float64, c pacing, qi int, n int64) (e int64, mov
 func (s *schedule) cancel(qi int, e, n int64) bool {
 	if e <= s.q[qi].rel {
 		return false
+	}
+	if s.x != nil {
+		live := s.q[qi].live()
+		s.q[qi].cancel(e, n)
+		s.x.cancel(qi, e, s.q[qi].live() == live)
+		return true
 	}
 	s.q[qi].cancel(e, n)
 	return true
@@ -1044,7 +1064,7 @@ func (s *schedule) answered(n float64) {
 func (s *schedule) idle(now float64, c pacing) bool {
 	return s.queued() == 0 && s.tat <= now && s.hold <= now && s.cut.rate(now, c.sec) == 0 &&
 		(!s.cut.moved || now-s.cut.last > strikeWindow*c.sec) && !s.win.valid &&
-		(s.trim == 0 || now-s.cut.last > trimKeep*c.sec)
+		(s.trim == 0 || now-s.cut.last > trimKeep*c.sec) && (s.x == nil || s.x.idle(now))
 }
 
 // recheck returns when a sleeping wait must look at its turn again
@@ -1057,8 +1077,9 @@ func (s *schedule) recheck(now float64, c pacing) float64 {
 // by the rules of a wait (goNow, or enqueue, turn and advance), and
 // otherwise changes nothing. It reports whether the units went and, if
 // not, the turn a wait of n would have had. It requires advance at now.
-func (s *schedule) try(now float64, c pacing, qi int, n int64) (bool, float64) {
-	if s.goNow(now, c, qi, n) {
+// cost is the wait's cost in the key's further limits (nil if none).
+func (s *schedule) try(now float64, c pacing, qi int, n int64, cost []float64) (bool, float64) {
+	if s.goNowX(now, c, qi, n, cost) {
 		return true, now
 	}
 	// The state as it was, to put back: enqueue may change more than the
@@ -1066,7 +1087,8 @@ func (s *schedule) try(now float64, c pacing, qi int, n int64) (bool, float64) {
 	// units: see rescale). The copy shares the lines' slices, which
 	// enqueue and advance only append to or reslice.
 	saved := *s
-	e, _ := s.enqueue(now, c, qi, n)
+	xs := s.x.save()
+	e, _ := s.enqueueX(now, c, qi, n, cost)
 	t := s.turn(now, c, qi, e)
 	if t <= now {
 		s.advance(now, c) // lets the ticket go
@@ -1075,6 +1097,7 @@ func (s *schedule) try(now float64, c pacing, qi int, n int64) (bool, float64) {
 		}
 	}
 	*s = saved
+	s.x.restore(xs)
 	return false, t
 }
 

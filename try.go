@@ -40,7 +40,7 @@ func (b *bucket) TryN(ctx context.Context, n int) (bool, time.Duration, error) {
 	}
 	now := b.l.now()
 	b.advanceLocked(now)
-	ok, turn := b.s.try(now, b.pacing, queueFirst, int64(n))
+	ok, turn := b.s.try(now, b.pacing, queueFirst, int64(n), b.xcost0())
 	b.wakeIfSped()
 	b.mu.Unlock()
 	if ok {

@@ -1,0 +1,133 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestLimitsTurns checks the turns of waits on a key with two limits,
+// each wait called at 0 in order (a goroutine each, FIFO), against the
+// turns worked out by hand from schedule_limits.go's rule.
+func TestLimitsTurns(t *testing.T) {
+	tok := func(n int) Cost { return Cost{Units: []UnitCost{{"tokens", n}}} }
+	tests := []struct {
+		name   string
+		l      *Limiter
+		pause  time.Duration // paused from 0 for this long
+		costs  []Cost
+		want   []time.Duration
+		errors []error // nil: none
+	}{
+		{
+			// requests 10/s burst 2; tokens 100/s burst 100. Tokens bind:
+			// 60 at 0 (tat 600 ms), the next 60 once 20 have refilled.
+			name:  "tokens bind",
+			l:     &Limiter{Limit: 10, Burst: 2, Limits: []UnitRate{{Unit: "tokens", Rate: Rate{Limit: 100, Burst: 100}}}},
+			costs: []Cost{tok(60), tok(60), tok(60)},
+			want:  []time.Duration{0, 200 * time.Millisecond, 800 * time.Millisecond},
+		},
+		{
+			// Requests bind: 1/s burst 1; the tokens' bucket is deep.
+			name:  "requests bind",
+			l:     &Limiter{Limit: 1, Burst: 1, Limits: []UnitRate{{Unit: "tokens", Rate: Rate{Limit: 1000, Burst: 1000}}}},
+			costs: []Cost{tok(10), tok(10), {}},
+			want:  []time.Duration{0, time.Second, 2 * time.Second},
+		},
+		{
+			// A pause holds both token-heavy waits: the second pays for its
+			// tokens from the pause's end (no credit from before the first
+			// could go), 500 ms after the first.
+			name:  "no credit from before a wait could go",
+			l:     &Limiter{Limits: []UnitRate{{Unit: "tokens", Rate: Rate{Limit: 10, Burst: 5}}}},
+			pause: 10 * time.Second,
+			costs: []Cost{tok(5), tok(5), {}},
+			want:  []time.Duration{10 * time.Second, 10500 * time.Millisecond, 10500 * time.Millisecond},
+		},
+		{
+			// FIFO: a wait of no tokens waits behind one that waits for
+			// tokens.
+			name:  "fifo",
+			l:     &Limiter{Limit: 100, Burst: 10, Limits: []UnitRate{{Unit: "tokens", Rate: Rate{Limit: 10, Burst: 10}}}},
+			costs: []Cost{tok(10), tok(5), {N: 3}},
+			want:  []time.Duration{0, 500 * time.Millisecond, 500 * time.Millisecond},
+		},
+		{
+			name:   "errors",
+			l:      &Limiter{Limits: []UnitRate{{Unit: "tokens", Rate: Rate{Limit: 10, Burst: 5}}}},
+			costs:  []Cost{tok(6), {Units: []UnitCost{{"bytes", 1}}}, tok(-1), tok(5)},
+			want:   []time.Duration{0, 0, 0, 0},
+			errors: []error{ErrCostExceedsBurst, ErrInvalidLimit, ErrInvalidLimit, nil},
+		},
+		{
+			name:   "no unit",
+			l:      &Limiter{Limits: []UnitRate{{Rate: Rate{Limit: 10, Burst: 5}}}},
+			costs:  []Cost{{}},
+			want:   []time.Duration{0},
+			errors: []error{ErrInvalidLimit},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := tt.l
+				w := l.For("k").(CostWaiter)
+				if tt.pause > 0 {
+					w.(Pauser).Pause(t.Context(), tt.pause)
+				}
+				start := time.Now()
+				got := make([]time.Duration, len(tt.costs))
+				errs := make([]error, len(tt.costs))
+				var wg sync.WaitGroup
+				for i, c := range tt.costs {
+					wg.Go(func() {
+						errs[i] = w.WaitCost(t.Context(), c)
+						got[i] = time.Since(start)
+					})
+					synctest.Wait() // called in order
+				}
+				wg.Wait()
+				for i := range got {
+					var want error
+					if tt.errors != nil {
+						want = tt.errors[i]
+					}
+					if got[i] != tt.want[i] || !errors.Is(errs[i], want) || (want == nil) != (errs[i] == nil) {
+						t.Errorf("wait %d (%+v) returned %v at %v; want %v at %v", i, tt.costs[i], errs[i], got[i], want, tt.want[i])
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestLimitsCancel checks that a cancelled wait gives its units back on
+// every limit: the wait behind it takes its turn.
+func TestLimitsCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &Limiter{Limit: 10, Burst: 1, Limits: []UnitRate{{Unit: "tokens", Rate: Rate{Limit: 10, Burst: 10}}}}
+		w := l.For("k").(CostWaiter)
+		tok := func(n int) Cost { return Cost{Units: []UnitCost{{"tokens", n}}} }
+		start := time.Now()
+		if err := w.WaitCost(t.Context(), tok(10)); err != nil { // tokens until 1 s
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		var wg sync.WaitGroup
+		var errB, errC error
+		var atC time.Duration
+		wg.Go(func() { errB = w.WaitCost(ctx, tok(10)) }) // 1 s
+		synctest.Wait()
+		wg.Go(func() { errC = w.WaitCost(t.Context(), tok(10)); atC = time.Since(start) }) // 2 s, 1 s once B is gone
+		synctest.Wait()
+		time.Sleep(100 * time.Millisecond)
+		cancel()
+		wg.Wait()
+		if !errors.Is(errB, context.Canceled) || errC != nil || atC != time.Second {
+			t.Errorf("cancelled B: %v; C: %v at %v; want context.Canceled; nil at 1s", errB, errC, atC)
+		}
+	})
+}

@@ -1,0 +1,317 @@
+package throttle
+
+import "math"
+
+// Several limits on one key: the schedule's model of turns (schedule.go)
+// with more buckets, each in a unit of its own.
+//
+// # State
+//
+// A key with [Limiter.Limits] keeps, besides its schedule (the first limit,
+// Limit and Burst, in the unit WaitN counts, with its pauses, windows and
+// cuts), one GCRA bucket per further limit (its tat, at the limit's
+// interval and depth τ = burst·interval), and for every queued ticket its
+// cost in each of those units (extras.q, in queue order: retries first).
+// A single-bucket key has none of it (schedule.x is nil) and runs the
+// schedule's closed forms and fast paths unchanged.
+//
+// # Turns
+//
+// A ticket's turn is the latest among the limits, FIFO: walking the
+// tickets from the head, the j-th's turn is
+//
+//	t_j = max(t_{j−1}, turn(p_j), chain_{j−1} + n_j·I − τ, max_L tat_L + c_jL·I_L − τ_L)
+//
+// where turn(p_j) is the schedule's turn of the ticket's first-limit
+// position (hold, window, cut, its bucket: schedule.turnAt), and the
+// buckets move as GCRA moves them when the ticket goes at t_j:
+//
+//	tat_L ← max(tat_L, t_j) + c_jL·I_L        chain_j = max(chain_{j−1}, t_j) + n_j·I
+//
+// so that, as for the server's window (schedule.tatAfter), units that a
+// limit held back claim no credit from before they could go: a ticket
+// that one limit delays arrives at the others' buckets at its turn, not
+// earlier. chain is the first limit's bucket seen from the tickets'
+// turns (the schedule's closed form counts the chains from the head and
+// the window's turns; the max of both is GCRA's tat, since every chain
+// is a max of arrivals plus units). A limit a ticket spends nothing of
+// does not hold it back. Turns are derived from the state, never stored,
+// as in the schedule: a cancelled ticket leaves the walk and its units
+// in every unit come back at once (the tickets behind move up), exact on
+// all limits; a pause moves every turn.
+//
+// Units go in queue order, whole tickets only, on all limits at once or on
+// none (advance): the tickets whose turns have come go, the schedule
+// spends their first-limit units, each limit's tat moves as above, and
+// the first limit's tat is at least the chain. The walk costs a pass over
+// the tickets ahead; a key whose queue is empty and whose buckets all
+// hold the cost goes at once without it (goNowX), as a single bucket does.
+
+// extras are the further limits of a key and its queued tickets' costs in
+// them.
+type extras struct {
+	lim []xlimit
+	q   [2]xqueue
+	// The state after the tickets due at the last walk (due), for commit.
+	dueTats  []float64
+	dueChain float64
+	dueN     [2]int
+	scratch  []float64 // the walk's tats
+	saved    []float64 // the tats save kept
+}
+
+// xlimit is one further limit: a GCRA bucket.
+type xlimit struct {
+	interval float64 // per unit; 0: no limit
+	tau      float64 // burst·interval
+	burst    float64
+	tat      float64
+}
+
+// xqueue holds a queue's tickets in order from head: e (the ticket's end
+// in the schedule's line), n (its first-limit units) and, k = len(lim) a
+// ticket, its costs.
+type xqueue struct {
+	head int
+	e, n []int64
+	c    []float64
+}
+
+func (q *xqueue) len() int { return len(q.e) - q.head }
+
+func (q *xqueue) cost(i, k int) []float64 { return q.c[i*k : (i+1)*k] }
+
+// push appends a ticket.
+func (q *xqueue) push(e, n int64, c []float64) {
+	q.e, q.n, q.c = append(q.e, e), append(q.n, n), append(q.c, c...)
+}
+
+// pop drops m tickets from the head.
+func (q *xqueue) pop(m int) {
+	q.head += m
+	if q.head == len(q.e) { // empty: reuse the arrays from the start
+		q.head, q.e, q.n, q.c = 0, q.e[:0], q.n[:0], q.c[:0]
+	}
+}
+
+// find returns the index of the ticket ending at e, or -1.
+func (q *xqueue) find(e int64) int {
+	for i := q.head; i < len(q.e); i++ {
+		if q.e[i] == e {
+			return i
+		}
+	}
+	return -1
+}
+
+// remove drops the ticket at index i.
+func (q *xqueue) remove(i, k int) {
+	q.e = append(q.e[:i], q.e[i+1:]...)
+	q.n = append(q.n[:i], q.n[i+1:]...)
+	q.c = append(q.c[:i*k], q.c[(i+1)*k:]...)
+	q.pop(0)
+}
+
+func newExtras(lim []xlimit) *extras {
+	x := &extras{lim: lim}
+	for i := range x.lim {
+		x.lim[i].tat = math.Inf(-1) // full
+	}
+	x.dueTats = make([]float64, len(lim))
+	x.scratch = make([]float64, len(lim))
+	x.saved = make([]float64, len(lim))
+	return x
+}
+
+// fits reports whether every further limit holds cost at now.
+func (x *extras) fits(now float64, cost []float64) bool {
+	for i, l := range x.lim {
+		if cost[i] > 0 && l.interval > 0 && (max(l.tat, now)-now)+(cost[i]-l.burst)*l.interval > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// spend spends cost at now on every further limit.
+func (x *extras) spend(now float64, cost []float64) {
+	for i := range x.lim {
+		if l := &x.lim[i]; cost[i] > 0 && l.interval > 0 {
+			l.tat = max(l.tat, now) + cost[i]*l.interval
+		}
+	}
+}
+
+// idle reports whether every further bucket is full at now.
+func (x *extras) idle(now float64) bool {
+	for _, l := range x.lim {
+		if l.tat > now {
+			return false
+		}
+	}
+	return true
+}
+
+// walk computes the turns of the queued tickets in queue order (see
+// above), calling f with each ticket's queue, index and turn until f
+// returns false. It leaves the buckets after the last ticket f accepted
+// in x.scratch and returns the chain then.
+func (x *extras) walk(s *schedule, now float64, c pacing, f func(qi, i int, t float64) bool) float64 {
+	k := len(x.lim)
+	iv, tau := s.pace(now, c)
+	tats := x.scratch
+	for i, l := range x.lim {
+		tats[i] = l.tat
+	}
+	chain, prev, p := math.Inf(-1), math.Inf(-1), 0.0
+	for qi := range x.q {
+		q := &x.q[qi]
+		for i := q.head; i < len(q.e); i++ {
+			n, cost := float64(q.n[i]), q.cost(i, k)
+			p += n
+			t := max(prev, s.turnAt(now, c, p))
+			if iv > 0 {
+				t = max(t, chain+n*iv-tau)
+			}
+			for L, l := range x.lim {
+				if cost[L] > 0 && l.interval > 0 {
+					t = max(t, tats[L]+cost[L]*l.interval-l.tau)
+				}
+			}
+			if !f(qi, i, t) {
+				return chain
+			}
+			if iv > 0 {
+				chain = max(chain, t) + n*iv
+			}
+			for L, l := range x.lim {
+				if cost[L] > 0 && l.interval > 0 {
+					tats[L] = max(tats[L], t) + cost[L]*l.interval
+				}
+			}
+			prev = t
+		}
+	}
+	return chain
+}
+
+// turn returns the turn at now of the ticket (qi, e); -Inf if it has gone.
+func (x *extras) turn(s *schedule, now float64, c pacing, qi int, e int64) float64 {
+	turn := math.Inf(-1)
+	x.walk(s, now, c, func(qj, i int, t float64) bool {
+		if qj == qi && x.q[qi].e[i] == e {
+			turn = t
+			return false
+		}
+		return true
+	})
+	return turn
+}
+
+// due returns the first-limit units of the tickets whose turns have come
+// at now, whole tickets from the head, and keeps what they leave for
+// commit.
+func (x *extras) due(s *schedule, now float64, c pacing) int64 {
+	at := now + 1e-12*c.sec // as dueUnits
+	var units int64
+	x.dueN = [2]int{}
+	x.dueChain = x.walk(s, now, c, func(qi, i int, t float64) bool {
+		if t > at {
+			return false
+		}
+		units += x.q[qi].n[i]
+		x.dueN[qi]++
+		return true
+	})
+	copy(x.dueTats, x.scratch)
+	return units
+}
+
+// commit applies the tickets due went at the last due: their costs on
+// every limit, and the first limit's tat no earlier than their chain.
+func (x *extras) commit(s *schedule) {
+	for i := range x.lim {
+		x.lim[i].tat = x.dueTats[i]
+	}
+	for qi := range x.q {
+		x.q[qi].pop(x.dueN[qi])
+	}
+	s.tat = max(s.tat, x.dueChain)
+	x.dueN = [2]int{}
+}
+
+// cancel gives back the ticket (qi, e): it leaves the walk, so its units
+// come back on every limit. kept: the schedule's line kept its units
+// queued (too many holes): the ticket stays, of its first-limit units
+// only.
+func (x *extras) cancel(qi int, e int64, kept bool) {
+	q := &x.q[qi]
+	i := q.find(e)
+	if i < 0 {
+		return
+	}
+	k := len(x.lim)
+	if kept {
+		clear(q.cost(i, k))
+		return
+	}
+	q.remove(i, k)
+}
+
+// goNowX is goNow for a key with further limits: the wait goes at once
+// if its queue is empty, the schedule lets its n units go and every
+// further limit holds its cost.
+func (s *schedule) goNowX(now float64, c pacing, qi int, n int64, cost []float64) bool {
+	if s.x == nil {
+		return s.goNow(now, c, qi, n)
+	}
+	if !s.x.fits(now, cost) || !s.goNow(now, c, qi, n) {
+		return false
+	}
+	s.x.spend(now, cost)
+	return true
+}
+
+// enqueueX is enqueue for a key with further limits: the ticket's costs
+// join the walk.
+func (s *schedule) enqueueX(now float64, c pacing, qi int, n int64, cost []float64) (int64, bool) {
+	e, moved := s.enqueue(now, c, qi, n)
+	if s.x != nil {
+		s.x.q[qi].push(e, n, cost)
+	}
+	return e, moved
+}
+
+// xsaved is what try puts back: the queues' bounds and the buckets.
+type xsaved struct{ head, n [2]int }
+
+// save returns the queues' bounds and keeps the buckets; nil-safe.
+func (x *extras) save() xsaved {
+	var v xsaved
+	if x == nil {
+		return v
+	}
+	for qi := range x.q {
+		v.head[qi], v.n[qi] = x.q[qi].head, len(x.q[qi].e)
+	}
+	for i, l := range x.lim {
+		x.saved[i] = l.tat
+	}
+	return v
+}
+
+// restore puts back what save kept: a ticket pushed since is dropped, and
+// tickets popped since come back (pop and push reslice, never clear).
+func (x *extras) restore(v xsaved) {
+	if x == nil {
+		return
+	}
+	k := len(x.lim)
+	for qi := range x.q {
+		q := &x.q[qi]
+		q.head, q.e, q.n, q.c = v.head[qi], q.e[:v.n[qi]], q.n[:v.n[qi]], q.c[:v.n[qi]*k]
+	}
+	for i := range x.lim {
+		x.lim[i].tat = x.saved[i]
+	}
+}
