@@ -20,7 +20,7 @@ import "math"
 // A ticket's turn is the latest among the limits, FIFO: walking the
 // tickets from the head, the j-th's turn is
 //
-//	t_j = max(t_{j−1}, turn(p_j), chain_{j−1} + n_j·I − τ, max_L tat_L + c_jL·I_L − τ_L)
+//	t_j = max(t_{j−1}, turn(p_j), chain_{j−1} + n_j·I − τ, max_L tat_L + c_jL·I_L − τ_L),  t_0 = now (less 1 ns)
 //
 // where turn(p_j) is the schedule's turn of the ticket's first-limit
 // position (hold, window, cut, its bucket: schedule.turnAt), and the
@@ -163,7 +163,13 @@ func (x *extras) walk(s *schedule, now float64, c pacing, f func(qi, i int, t fl
 	for i, l := range x.lim {
 		tats[i] = l.tat
 	}
-	chain, prev, p := math.Inf(-1), math.Inf(-1), 0.0
+	// A queued ticket goes no earlier than now (prev): one whose turn
+	// passed while it waited behind others (a hole ahead of it moved it up)
+	// arrives at the buckets now, claiming no credit from before. Less a
+	// nanosecond: a wait sleeps until its turn rounded up to one, and
+	// arrives at its turn, so that the rounding does not add up along a
+	// queue.
+	chain, prev, p := math.Inf(-1), now-1e-9*c.sec, 0.0
 	for qi := range x.q {
 		q := &x.q[qi]
 		for i := q.head; i < len(q.e); i++ {

@@ -68,6 +68,28 @@ var propSuites = []struct {
 	{"settles/tries/10per_s/burst3", schedtest.Config{Limit: 10, Burst: 3}, schedtest.Options{Deadlines: true, Cancels: true, Tries: true, Reserves: true, Settles: true}},
 	{"settles/all/10per_s/burst2", schedtest.Config{Limit: 10, Burst: 2}, propAllSettles},
 	{"settles/all/50per_s/burst10", schedtest.Config{Limit: 50, Burst: 10}, propAllSettles},
+	// Several limits per key (Limiter.Limits, WaitCost): never over on
+	// each, all or none and exact refund on every limit against the ideal
+	// FIFO schedule of all of them.
+	{"limits/waits/10per_s/burst2+tokens", propTokens(10, 2), schedtest.Options{Deadlines: true, Cancels: true}},
+	{"limits/waits/5per_s/burst3+tokens+bytes", propTokensBytes(5, 3), schedtest.Options{Deadlines: true, Cancels: true}},
+	{"limits/waits/nolimit+tokens+bytes", propTokensBytes(0, 0), schedtest.Options{Deadlines: true, Cancels: true, Ops: 30}},
+	{"limits/pauses/10per_s/burst3+tokens", propTokens(10, 3), schedtest.Options{Deadlines: true, Cancels: true, Retries: true, Pauses: true}},
+	{"limits/all/10per_s/burst2+tokens+bytes", propTokensBytes(10, 2), propAll},
+	{"limits/all/nolimit+tokens", propTokens(0, 0), propAll},
+}
+
+// propTokens is a Config of limit/s, burst, and tokens 50/s burst 20.
+func propTokens(limit float64, burst int) schedtest.Config {
+	return schedtest.Config{Limit: limit, Burst: burst, Extra: []schedtest.ExtraLimit{{Unit: "tokens", Limit: 50, Burst: 20}}}
+}
+
+// propTokensBytes adds bytes 7/s burst 4 to propTokens: three limits, of
+// which any may bind.
+func propTokensBytes(limit float64, burst int) schedtest.Config {
+	c := propTokens(limit, burst)
+	c.Extra = append(c.Extra, schedtest.ExtraLimit{Unit: "bytes", Limit: 7, Burst: 4})
+	return c
 }
 
 var propAllSettles = func() schedtest.Options { o := propAll; o.Settles = true; return o }()
@@ -97,7 +119,7 @@ func propRun(t *testing.T, seq schedtest.Sequence) (v []string, lg schedtest.Log
 	})
 	defer wd.Stop()
 	synctest.Test(t, func(t *testing.T) {
-		l := &throttle.Limiter{Limit: rate.Limit(seq.Config.Limit), Burst: seq.Config.Burst}
+		l := &throttle.Limiter{Limit: rate.Limit(seq.Config.Limit), Burst: seq.Config.Burst, Limits: seq.Config.Limits()}
 		lg = schedtest.Run(t, l.For("k"), seq, synctest.Wait)
 		v = schedtest.Violations(seq, lg, propTol)
 	})

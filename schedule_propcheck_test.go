@@ -26,6 +26,35 @@ type (
 	propSulk struct{ throttle.Waiter }
 )
 
+// Waiters of several limits that break the all-or-none rule.
+type (
+	// propFirstOnly is a Limiter key that spends a cost's first-limit
+	// units only.
+	propFirstOnly struct{ throttle.Waiter }
+	// propChained waits on one Limiter per limit in turn, as a user
+	// chaining waiters by hand would: a wait cancelled on the second
+	// keeps what it spent on the first.
+	propChained struct{ first, tokens throttle.Waiter }
+)
+
+func (w propFirstOnly) WaitCost(ctx context.Context, c throttle.Cost) error {
+	return w.WaitN(ctx, max(c.N, 1))
+}
+
+func (w propChained) WaitN(ctx context.Context, n int) error { return w.first.WaitN(ctx, n) }
+
+func (w propChained) WaitCost(ctx context.Context, c throttle.Cost) error {
+	if err := w.first.WaitN(ctx, max(c.N, 1)); err != nil {
+		return err
+	}
+	for _, u := range c.Units {
+		if err := w.tokens.WaitN(ctx, u.N); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (w propSulk) Adapt(ctx context.Context, f throttle.Feedback) error {
 	if f.Throttled {
 		return w.Waiter.(throttle.Pauser).Pause(ctx, 10*time.Minute)
@@ -74,6 +103,21 @@ func TestPropCheckerCatches(t *testing.T) {
 			func(c schedtest.Config) throttle.Waiter {
 				return propSulk{(&throttle.Limiter{Limit: rate.Limit(c.Limit), Burst: c.Burst}).For("k")}
 			}, "no wedge"},
+		// Several limits: spending on the first limit only goes over the
+		// tokens' limit; chained waiters keep a cancelled wait's units on
+		// the limits it had passed (not all or none).
+		{"spends on the first limit only", propTokens(10, 2), waits,
+			func(c schedtest.Config) throttle.Waiter {
+				return propFirstOnly{(&throttle.Limiter{Limit: rate.Limit(c.Limit), Burst: c.Burst}).For("k")}
+			}, "never over"},
+		{"limits chained by hand", propTokens(10, 2), waits,
+			func(c schedtest.Config) throttle.Waiter {
+				x := c.Extra[0]
+				return propChained{
+					(&throttle.Limiter{Limit: rate.Limit(c.Limit), Burst: c.Burst}).For("k"),
+					(&throttle.Limiter{Limit: rate.Limit(x.Limit), Burst: x.Burst}).For("k"),
+				}
+			}, "refund"},
 		// x/time/rate: a cancelled reservation's tokens are not all given
 		// back when others follow (golang/go#56924), and its deadline
 		// error is not context.DeadlineExceeded.

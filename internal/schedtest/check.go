@@ -49,7 +49,7 @@ func Check(t testing.TB, seq Sequence, lg Log, tol time.Duration) bool {
 // Describe returns seq with what each op did in lg.
 func Describe(seq Sequence, lg Log) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "seed %d, limit %v/s, burst %d, %d ops:", seq.Seed, seq.Config.Limit, seq.Config.Burst, len(seq.Ops))
+	fmt.Fprintf(&b, "seed %d, limit %v/s, burst %d%s, %d ops:", seq.Seed, seq.Config.Limit, seq.Config.Burst, seq.Config.extraString(), len(seq.Ops))
 	for i, o := range seq.Ops {
 		fmt.Fprintf(&b, "\n\t%2d: %v", i, o)
 		if i < len(lg.Results) {
@@ -133,8 +133,13 @@ func Violations(seq Sequence, lg Log, tol time.Duration) []string {
 	c.windows()
 	c.fifo()
 	c.contexts()
+	c.neverOverExtra()
 	retries := slices.ContainsFunc(seq.Ops, func(o Op) bool { return o.Retry })
-	if !seq.feedback() && !retries {
+	switch {
+	case seq.feedback() || retries:
+	case len(seq.Config.Extra) > 0:
+		c.conserveExtra()
+	default:
 		c.conserve()
 	}
 	if seq.feedback() {

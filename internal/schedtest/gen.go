@@ -85,6 +85,9 @@ import (
 type Config struct {
 	Limit float64 // units per second; 0: no limit (only pauses and what servers say)
 	Burst int     // units at once; 0 means 1
+	// Extra: further limits, each in a unit of its own (Limiter.Limits);
+	// waits then carry costs in them (Op.Units).
+	Extra []ExtraLimit
 }
 
 func (c Config) burst() int { return max(c.Burst, 1) }
@@ -118,6 +121,9 @@ type Op struct {
 	// settled as Actual units (throttle.Settler); 0 for no settle.
 	SettleAfter time.Duration
 	Actual      int
+	// Units: the wait's cost in each of Config.Extra, by index (WaitCost);
+	// nil: WaitN, nothing of them.
+	Units []int
 
 	// Pause.
 	D time.Duration
@@ -152,7 +158,12 @@ func (o Op) String() string {
 		if o.Reserve {
 			q = "ReserveN+Wait"
 		}
-		fmt.Fprintf(&b, "%s(%d)", q, o.N)
+		if o.Units != nil {
+			q = "WaitCost"
+			fmt.Fprintf(&b, "%s(%d, %v)", q, o.N, o.Units)
+		} else {
+			fmt.Fprintf(&b, "%s(%d)", q, o.N)
+		}
 		if o.Deadline > 0 {
 			fmt.Fprintf(&b, " deadline %v", o.Deadline)
 		}
@@ -203,7 +214,7 @@ type Sequence struct {
 
 func (s Sequence) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "seed %d, limit %v/s, burst %d, %d ops:", s.Seed, s.Config.Limit, s.Config.Burst, len(s.Ops))
+	fmt.Fprintf(&b, "seed %d, limit %v/s, burst %d%s, %d ops:", s.Seed, s.Config.Limit, s.Config.Burst, s.Config.extraString(), len(s.Ops))
 	for i, o := range s.Ops {
 		fmt.Fprintf(&b, "\n\t%2d: %v", i, o)
 	}
@@ -389,7 +400,10 @@ func Generate(seed int64, cfg Config, opt Options) Sequence {
 		if opt.Reserves && !o.Try && r.IntN(3) == 0 {
 			o.Reserve, o.Retry = true, false
 		}
-		if opt.Settles && cfg.Limit > 0 && r.IntN(2) == 0 {
+		if len(cfg.Extra) > 0 && !o.Try && !o.Retry && !o.Reserve {
+			o.Units = extraCosts(r, cfg.Extra)
+		}
+		if opt.Settles && cfg.Limit > 0 && len(cfg.Extra) == 0 && r.IntN(2) == 0 {
 			o.SettleAfter, o.Actual = steps(step, 3*unit), r.IntN(2*o.N+1)
 		}
 		s.Ops = append(s.Ops, o)

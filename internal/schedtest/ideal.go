@@ -137,6 +137,7 @@ func (c *checker) noWedge() {
 			from = max(call, end+ns(Recovery)+2*interval)
 		}
 		units, tickets := float64(c.seq.Ops[i].N), 1.0
+		queued := []int{i}
 		for _, j := range c.waits {
 			if j == i {
 				continue
@@ -147,11 +148,12 @@ func (c *checker) noWedge() {
 			if ahead || passing {
 				units += float64(c.seq.Ops[j].N)
 				tickets++
+				queued = append(queued, j)
 			}
 		}
 		// A charge settled before it returned is units to pay too.
 		units += debt(c.am, ret)
-		bound := from + units*perUnit
+		bound := from + units*perUnit + c.extraWork(queued)
 		if windows {
 			bound += tickets * 2 * ns(probePeriod)
 		}

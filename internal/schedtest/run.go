@@ -54,6 +54,7 @@ func Run(t testing.TB, w throttle.Waiter, seq Sequence, idle func()) Log {
 	tw, _ := w.(throttle.Trier)
 	sw, _ := w.(throttle.Reserver)
 	stw, _ := w.(throttle.Settler)
+	cw, _ := w.(throttle.CostWaiter)
 	for i, o := range seq.Ops {
 		switch {
 		case o.Kind == Wait && o.Reserve && sw == nil:
@@ -62,6 +63,8 @@ func Run(t testing.TB, w throttle.Waiter, seq Sequence, idle func()) Log {
 			t.Fatalf("op %d: %T does not implement throttle.Trier", i, w)
 		case o.Kind == Wait && o.SettleAfter > 0 && stw == nil:
 			t.Fatalf("op %d: %T does not implement throttle.Settler", i, w)
+		case o.Kind == Wait && o.Units != nil && cw == nil:
+			t.Fatalf("op %d: %T does not implement throttle.CostWaiter", i, w)
 		case o.Kind == Wait && o.Retry && rw == nil:
 			t.Fatalf("op %d: %T does not implement throttle.RetryWaiter", i, w)
 		case o.Kind == Pause && pw == nil:
@@ -127,6 +130,8 @@ func Run(t testing.TB, w throttle.Waiter, seq Sequence, idle func()) Log {
 					if res.Err = err; err == nil && !ok {
 						res.Err = &throttle.DeadlineError{Delay: d}
 					}
+				case o.Units != nil:
+					res.Err = cw.WaitCost(ctx, seq.Config.cost(o))
 				case o.Retry:
 					res.Err = rw.WaitRetryN(ctx, o.N)
 				default:
