@@ -336,7 +336,7 @@ func (b *bucket) waitUnits(ctx context.Context, n int, units []UnitCost, qi int)
 		turn = max(s.turn(now, b.pacing, qi, e), now)
 	}
 	if err := b.overDeadline(ctx, turn-now); err != nil {
-		s.cancel(qi, e, int64(n))
+		s.cancel(now, qi, e, int64(n))
 		b.mu.Unlock()
 		return err
 	}
@@ -439,7 +439,7 @@ func (b *bucket) giveBack(qi int, e, n int64, done *bool) {
 	}
 	// A ticket that has gone stays gone (rel only grows): only one whose
 	// units came back could be cancelled twice, its numbers given out again.
-	if b.s.cancel(qi, e, n) {
+	if b.s.cancel(b.l.now(), qi, e, n) {
 		if done != nil {
 			*done = true
 		}

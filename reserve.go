@@ -87,7 +87,7 @@ func (b *bucket) ReserveN(ctx context.Context, n int) (Reservation, error) {
 	if turn <= now {
 		b.advanceLocked(now)
 	} else if err := b.overDeadline(ctx, turn-now); err != nil {
-		s.cancel(queueFirst, e, int64(n))
+		s.cancel(now, queueFirst, e, int64(n))
 		b.mu.Unlock()
 		return nil, err
 	}

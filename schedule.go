@@ -653,6 +653,7 @@ func (s *schedule) rescale(now float64, c pacing) {
 		// end (GCRA's max(tat, arrival)).
 		s.tat = s.spK - (now-max(s.tat, min(s.hold, now)))*s.spRho
 		s.floorTat(now, c)
+		s.x.moved(now)
 	}
 	s.credInt, s.credTau = interval, tau
 }
@@ -915,14 +916,14 @@ func (s *schedule) enqueue(now float64, c pacing, qi int, n int64) (e int64, mov
 
 // cancel gives back the ticket (qi, e) of n units at now, after advance.
 // It reports whether the ticket had not gone (so its units came back).
-func (s *schedule) cancel(qi int, e, n int64) bool {
+func (s *schedule) cancel(now float64, qi int, e, n int64) bool {
 	if e <= s.q[qi].rel {
 		return false
 	}
 	if s.x != nil {
 		live := s.q[qi].live()
 		s.q[qi].cancel(e, n)
-		s.x.cancel(qi, e, s.q[qi].live() == live)
+		s.x.cancel(now, qi, e, s.q[qi].live() == live)
 		return true
 	}
 	s.q[qi].cancel(e, n)
@@ -1022,6 +1023,7 @@ func (s *schedule) sentRate(now, sec float64) float64 {
 // report every response (Transport reports to a shared quota only the
 // responses that say something) would otherwise leave them counted.
 func (s *schedule) window(now, left, reset, size, length float64, c pacing) {
+	s.x.moved(now)
 	s.win.update(now, left, reset, size, length, min(s.pending, s.sent(now, c.sec)), c.sec)
 }
 

@@ -20,7 +20,15 @@ import "math"
 // A ticket's turn is the latest among the limits, FIFO: walking the
 // tickets from the head, the j-th's turn is
 //
-//	t_j = max(t_{j−1}, turn(p_j), chain_{j−1} + n_j·I − τ, max_L tat_L + c_jL·I_L − τ_L),  t_0 = now (less 1 ns)
+//	t_j = max(t_{j−1}, turn(p_j), chain_{j−1} + n_j·I − τ, max_L tat_L + c_jL·I_L − τ_L)
+//
+// and t_0 the time of the last change that may have moved queued turns
+// earlier (an enqueue, a cancel, a window, a faster pace, a settle: see
+// extras.moved): no queued ticket goes before it, so one that a hole
+// or a window moved up arrives when that happened, as a wait's ideal
+// turn is after its call and after the wait ahead left. Not now: a wait
+// that wakes late (timer slack) went at its turn, and its lateness does
+// not add up along the queue.
 //
 // where turn(p_j) is the schedule's turn of the ticket's first-limit
 // position (hold, window, cut, its bucket: schedule.turnAt), and the
@@ -56,8 +64,11 @@ type extras struct {
 	dueTats  []float64
 	dueChain float64
 	dueN     [2]int
-	scratch  []float64 // the walk's tats
-	saved    []float64 // the tats save kept
+	// floor: no queued ticket goes before it, the time of the last
+	// enqueue or cancel (every queued turn was past it then).
+	floor   float64
+	scratch []float64 // the walk's tats
+	saved   []float64 // the tats save kept
 }
 
 // xlimit is one further limit: a GCRA bucket.
@@ -113,7 +124,7 @@ func (q *xqueue) remove(i, k int) {
 }
 
 func newExtras(lim []xlimit) *extras {
-	x := &extras{lim: lim}
+	x := &extras{lim: lim, floor: math.Inf(-1)}
 	for i := range x.lim {
 		x.lim[i].tat = math.Inf(-1) // full
 	}
@@ -121,6 +132,16 @@ func newExtras(lim []xlimit) *extras {
 	x.scratch = make([]float64, len(lim))
 	x.saved = make([]float64, len(lim))
 	return x
+}
+
+// moved records that queued turns may move earlier at now (a window,
+// a faster pace, units given back): no queued ticket goes before now, so
+// that one whose turn moves into the past claims no credit on the
+// further limits from before it could go. nil-safe.
+func (x *extras) moved(now float64) {
+	if x != nil {
+		x.floor = max(x.floor, now)
+	}
 }
 
 // fits reports whether every further limit holds cost at now.
@@ -163,13 +184,12 @@ func (x *extras) walk(s *schedule, now float64, c pacing, f func(qi, i int, t fl
 	for i, l := range x.lim {
 		tats[i] = l.tat
 	}
-	// A queued ticket goes no earlier than now (prev): one whose turn
+	// A queued ticket goes no earlier than floor (prev): one whose turn
 	// passed while it waited behind others (a hole ahead of it moved it up)
-	// arrives at the buckets now, claiming no credit from before. Less a
-	// nanosecond: a wait sleeps until its turn rounded up to one, and
-	// arrives at its turn, so that the rounding does not add up along a
-	// queue.
-	chain, prev, p := math.Inf(-1), now-1e-9*c.sec, 0.0
+	// arrives at the buckets when the hole was made, claiming no credit
+	// from before. Not now: a wait that wakes late (timer slack) went at
+	// its turn, and its lateness does not add up along the queue.
+	chain, prev, p := math.Inf(-1), x.floor, 0.0
 	for qi := range x.q {
 		q := &x.q[qi]
 		for i := q.head; i < len(q.e); i++ {
@@ -250,12 +270,13 @@ func (x *extras) commit(s *schedule) {
 // come back on every limit. kept: the schedule's line kept its units
 // queued (too many holes): the ticket stays, of its first-limit units
 // only.
-func (x *extras) cancel(qi int, e int64, kept bool) {
+func (x *extras) cancel(now float64, qi int, e int64, kept bool) {
 	q := &x.q[qi]
 	i := q.find(e)
 	if i < 0 {
 		return
 	}
+	x.moved(now)
 	k := len(x.lim)
 	if kept {
 		clear(q.cost(i, k))
@@ -284,12 +305,16 @@ func (s *schedule) enqueueX(now float64, c pacing, qi int, n int64, cost []float
 	e, moved := s.enqueue(now, c, qi, n)
 	if s.x != nil {
 		s.x.q[qi].push(e, n, cost)
+		s.x.moved(now)
 	}
 	return e, moved
 }
 
 // xsaved is what try puts back: the queues' bounds and the buckets.
-type xsaved struct{ head, n [2]int }
+type xsaved struct {
+	head, n [2]int
+	floor   float64
+}
 
 // save returns the queues' bounds and keeps the buckets; nil-safe.
 func (x *extras) save() xsaved {
@@ -300,6 +325,7 @@ func (x *extras) save() xsaved {
 	for qi := range x.q {
 		v.head[qi], v.n[qi] = x.q[qi].head, len(x.q[qi].e)
 	}
+	v.floor = x.floor
 	for i, l := range x.lim {
 		x.saved[i] = l.tat
 	}
@@ -320,4 +346,5 @@ func (x *extras) restore(v xsaved) {
 	for i := range x.lim {
 		x.lim[i].tat = x.saved[i]
 	}
+	x.floor = v.floor
 }

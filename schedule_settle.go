@@ -27,6 +27,7 @@ func (s *schedule) settle(now float64, c pacing, spent, actual float64) bool {
 	if d == 0 {
 		return false
 	}
+	s.x.moved(now)
 	if d > 0 {
 		s.win.spend(d, now)
 	}

@@ -217,6 +217,14 @@ type Quota struct {
 	// not block.
 	OnEvent func(throttle.Event)
 
+	// Limits are further limits of every key, each a token bucket in a
+	// unit of its own beside the quota's bucket (see
+	// [throttle.UnitRate]), spent all or none by WaitCost on For(key)
+	// ([throttle.CostWaiter]); a WaitN spends nothing of them but waits
+	// its turn. Kept in the key's hash; a key with them takes no leased
+	// turns, and FailLocal paces only the quota's bucket. nil means none.
+	Limits []throttle.UnitRate
+
 	client redis.UniversalClient
 	name   string
 	limit  rate.Limit
@@ -246,6 +254,9 @@ type Quota struct {
 
 	once sync.Once // computes def
 	def  *keyWaiter
+
+	xOnce sync.Once // computes x
+	x     *xconf    // Limits as the script takes them; nil if none
 
 	conf atomic.Pointer[qconf] // the configuration in force: see config
 }

@@ -396,6 +396,95 @@ local function cancelTicket(q, e, n)
 	table.insert(q.holes, at, {e, n})
 end
 
+-- Several limits (schedule_limits.go's extras): M is nil for a key with
+-- its one bucket. M.lim[L] = {interval µs, τ, burst, tat} of the key's
+-- further limits; M.q[qi] its queued tickets in order, {end, n, cost in
+-- each limit}; M.floor, no queued ticket goes before it (see mmoved).
+-- Kept in x (a[27]), flat: k, floor, the limits' 4k numbers, then per
+-- queue its count and tickets of 2 + k numbers. The configuration
+-- comes with each wait (op mwait, ARGV[11]); a key of this state never
+-- takes the fast paths (x is present, and its waits are mwait).
+local M = nil
+local mcost = nil -- the cost in M's limits of the wait enqueue takes
+if type(a[27]) == 'table' then
+	local f = a[27]
+	local k = f[1]
+	M = {k = k, floor = f[2], lim = {}, q = {[0] = {}, [1] = {}}}
+	local i = 3
+	for L = 1, k do
+		M.lim[L] = {f[i], f[i + 1], f[i + 2], f[i + 3]}
+		i = i + 4
+	end
+	for qi = 0, 1 do
+		local m = f[i]
+		i = i + 1
+		for _ = 1, m do
+			local tk = {}
+			for j = 1, 2 + k do
+				tk[j] = f[i + j - 1]
+			end
+			table.insert(M.q[qi], tk)
+			i = i + 2 + k
+		end
+	end
+end
+local function mflat()
+	if M == nil then
+		return nil -- x as a key with one bucket writes it
+	end
+	local f = {M.k, M.floor}
+	for _, l in ipairs(M.lim) do
+		for j = 1, 4 do
+			table.insert(f, l[j])
+		end
+	end
+	for qi = 0, 1 do
+		table.insert(f, #M.q[qi])
+		for _, tk in ipairs(M.q[qi]) do
+			for j = 1, 2 + M.k do
+				table.insert(f, tk[j])
+			end
+		end
+	end
+	return f
+end
+-- mmoved: queued turns may move earlier at now (an enqueue, a cancel, a
+-- window, a faster pace, a settle): no queued ticket goes before now
+-- (schedule_limits.go's extras.moved).
+local function mmoved()
+	if M ~= nil then
+		M.floor = math.max(M.floor, now)
+	end
+end
+-- cancelTicket, on every limit: the ticket leaves M's queue (its units
+-- come back on every limit), or, kept as queued units (too many holes),
+-- stays of its first-limit units only.
+local cancelLine = cancelTicket
+cancelTicket = function(q, e, n)
+	local before = live(q)
+	cancelLine(q, e, n)
+	if M == nil then
+		return
+	end
+	local qi = 1
+	if q == s.q[0] then
+		qi = 0
+	end
+	for i, tk in ipairs(M.q[qi]) do
+		if tk[1] == e then
+			mmoved()
+			if live(q) == before then
+				for j = 3, 2 + M.k do
+					tk[j] = 0
+				end
+			else
+				table.remove(M.q[qi], i)
+			end
+			return
+		end
+	end
+end
+
 -- window (schedule.go's window).
 local w = s.win
 local function spreading()
@@ -588,6 +677,7 @@ local function rescale()
 		s.spK = now + tau - s.credTau * s.spRho
 		s.tat = s.spK - (now - math.max(s.tat, math.min(s.hold, now))) * s.spRho
 		floorTat()
+		mmoved()
 	end
 	s.credInt, s.credTau = interval, tau
 end
@@ -651,6 +741,87 @@ local function dueUnits(hi)
 	end
 	return lo
 end
+-- mwalk: the turns of M's tickets in queue order (schedule_limits.go's
+-- walk): the latest among the limits, FIFO, each limit's tat moved as
+-- GCRA moves it when the ticket goes at its turn, no earlier than
+-- M.floor. f(qi, i, t) returns false to stop; returns the
+-- first limit's chain and the tats after the tickets f accepted.
+local function mwalk(f)
+	local iv, tau = pace(now)
+	local tats = {}
+	for L, l in ipairs(M.lim) do
+		tats[L] = l[4]
+	end
+	local chain, prev, p = -INF, M.floor, 0
+	for qi = 0, 1 do
+		for i, tk in ipairs(M.q[qi]) do
+			local n = tk[2]
+			p = p + n
+			local t = math.max(prev, turnAt(p))
+			if iv > 0 then
+				t = math.max(t, chain + n * iv - tau)
+			end
+			for L, l in ipairs(M.lim) do
+				local c = tk[2 + L]
+				if c > 0 and l[1] > 0 then
+					t = math.max(t, tats[L] + c * l[1] - l[2])
+				end
+			end
+			if not f(qi, i, t) then
+				return chain, tats
+			end
+			if iv > 0 then
+				chain = math.max(chain, t) + n * iv
+			end
+			for L, l in ipairs(M.lim) do
+				local c = tk[2 + L]
+				if c > 0 and l[1] > 0 then
+					tats[L] = math.max(tats[L], t) + c * l[1]
+				end
+			end
+			prev = t
+		end
+	end
+	return chain, tats
+end
+-- mdue: the first-limit units of the tickets whose turns have come,
+-- whole tickets from the head; what they leave is kept for mcommit.
+local mDue = nil
+local function mdue()
+	local at, units, cnt = now + 1e-9 * SEC, 0, {[0] = 0, [1] = 0}
+	local chain, tats = mwalk(function(qi, i, t)
+		if t > at then
+			return false
+		end
+		units = units + M.q[qi][i][2]
+		cnt[qi] = cnt[qi] + 1
+		return true
+	end)
+	mDue = {chain = chain, tats = tats, cnt = cnt}
+	return units
+end
+local function mcommit()
+	for L, l in ipairs(M.lim) do
+		l[4] = mDue.tats[L]
+	end
+	for qi = 0, 1 do
+		for _ = 1, mDue.cnt[qi] do
+			table.remove(M.q[qi], 1)
+		end
+	end
+	s.tat = math.max(s.tat, mDue.chain)
+end
+local function mturn(qi, e)
+	local turn = -INF
+	mwalk(function(qj, i, t)
+		if qj == qi and M.q[qi][i][1] == e then
+			turn = t
+			return false
+		end
+		return true
+	end)
+	return turn
+end
 local function advance()
 	if w.valid and now >= w.reset + WINDOW_KEEP * SEC and queued() == 0 then
 		w.valid, w.left, w.reset, w.size, w.probed, w.spreadAt, w.spreadLeft, w.probeAt = false, 0, 0, 0, 0, 0, 0, 0
@@ -666,7 +837,12 @@ local function advance()
 	if lv == 0 or now < s.hold then
 		return
 	end
-	local k = dueUnits(lv)
+	local k
+	if M ~= nil then
+		k = mdue() -- whole tickets, on every limit
+	else
+		k = dueUnits(lv)
+	end
 	local interval, tau = pace(now)
 	if k > 0 then
 		-- Release on copies first: tatAfter reads the tickets as they were
@@ -689,6 +865,9 @@ local function advance()
 					-- Under a cut: see advance in schedule.go.
 					s.tat = math.max(s.tat, now + gone * interval)
 				end
+			end
+			if M ~= nil then
+				mcommit()
 			end
 			spend(gone)
 			if s.trim > 0 then
@@ -728,6 +907,9 @@ local function turn(qi, e)
 	if p <= 0 then
 		return -INF
 	end
+	if M ~= nil then
+		return mturn(qi, e)
+	end
 	return turnAt(p)
 end
 local function enqueue(qi, n)
@@ -746,7 +928,16 @@ local function enqueue(qi, n)
 		s.maxCost = n
 		rescale()
 	end
-	return take(s.q[qi], n)
+	local e = take(s.q[qi], n)
+	if M ~= nil then
+		local tk = {e, n}
+		for L = 1, M.k do
+			tk[2 + L] = (mcost and mcost[L]) or 0
+		end
+		table.insert(M.q[qi], tk)
+		mmoved()
+	end
+	return e
 end
 local function reject(sentAt, cost)
 	if c.moved and sentAt < c.last then
@@ -883,8 +1074,40 @@ local function seed(knownId, floorRel, holdRel)
 	end
 end
 
+-- mwait: a wait on a key with further limits. ARGV[11] their
+-- configuration, "interval µs/burst" a limit, comma-separated (interval
+-- 0: no limit); ARGV[12…] the wait's cost in each. The limits' state is
+-- kept across a change of configuration (tats by position); a change in
+-- their number starts them full.
+if op == 'mwait' then
+	local lim = {}
+	for iv, b in string.gmatch(ARGV[11], '([^/,]+)/([^/,]+)') do
+		iv, b = tonumber(iv), tonumber(b)
+		table.insert(lim, {iv, iv * b, b, NONE})
+	end
+	if M ~= nil and M.k == #lim then
+		for L, l in ipairs(lim) do
+			l[4] = M.lim[L][4]
+		end
+		M.lim = lim
+	else
+		M = {k = #lim, floor = NONE, lim = lim, q = {[0] = {}, [1] = {}}}
+		-- Tickets queued before (by plain waits): of no cost in these.
+		for qi = 0, 1 do
+			local q = s.q[qi]
+			if live(q) > 0 then
+				return redis.error_reply('THROTTLE_MULTI a key queued without its further limits')
+			end
+		end
+	end
+	mcost = {}
+	for L = 1, M.k do
+		mcost[L] = tonumber(ARGV[11 + L]) or 0
+	end
+end
+
 local reply
-if op == 'wait' then
+if op == 'wait' or op == 'mwait' then
 	-- ARGV[5] n, ARGV[6] queue, ARGV[7] max wait µs or "", ARGV[8] the
 	-- id this process knew, ARGV[9] its last turn, µs from now, or "",
 	-- ARGV[10] its known pause, µs from now, or "". Returns {status, wait
@@ -968,6 +1191,7 @@ elseif op == 'adapt' then
 	end
 	local remaining = tonumber(ARGV[7])
 	if remaining ~= nil then
+		mmoved()
 		update(math.max(remaining, 0), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), math.min(s.pending, sent()))
 		moved = true
 	end
@@ -985,6 +1209,9 @@ elseif op == 'settle' then
 		return 1
 	end
 	advance()
+	if spent ~= actual then
+		mmoved()
+	end
 	if settle(spent, actual) then
 		moved = true
 	end
@@ -1187,13 +1414,23 @@ end
 if c.moved and cutRate(now) == 0 and now - c.last > STRIKE_WINDOW * SEC and s.trim == 0 then
 	c.r0, c.wMax, c.floor, c.at, c.open, c.last, c.moved = 0, 0, 0, 0, false, 0, false
 end
+if M ~= nil then
+	local busy = #M.q[0] + #M.q[1] > 0
+	for _, l in ipairs(M.lim) do
+		expire = math.max(expire, l[4])
+		busy = busy or l[4] > now
+	end
+	if not busy then
+		M = nil -- every limit full, nothing queued: the state of a new key
+	end
+end
 local ext = nil
-if #s.q[0].holes + #s.q[0].big + #s.q[1].holes + #s.q[1].big > 0 or w.valid or c.moved or s.trim > 0 then
+if #s.q[0].holes + #s.q[0].big + #s.q[1].holes + #s.q[1].big > 0 or w.valid or c.moved or s.trim > 0 or M ~= nil then
 	ext = cmsgpack.pack({
 		flat(s.q[0].holes), flat(s.q[0].big), flat(s.q[1].holes), flat(s.q[1].big),
 		bit(w.valid), w.left, w.reset, w.size, w.probed, w.spreadAt, w.spreadLeft,
 		c.r0, c.wMax, c.floor, c.at, bit(c.open), c.last, bit(c.moved), w.probeAt,
-		s.credInt, s.credTau, s.spAt, s.spK, s.spRho, s.trim, s.trimGone,
+		s.credInt, s.credTau, s.spAt, s.spK, s.spRho, s.trim, s.trimGone, mflat(),
 	})
 end
 local newXe = xe

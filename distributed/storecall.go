@@ -254,7 +254,7 @@ func (q *Quota) giveBack(ctx context.Context, s *redis.Script, keys []string, ar
 		giveBackLease(ctx, q, keys, args, cmd) // see lease_calls.go
 		return
 	}
-	if s != scheduleScript || len(args) < 6 || args[0] != "wait" {
+	if s != scheduleScript || len(args) < 6 || (args[0] != "wait" && args[0] != "mwait") {
 		return
 	}
 	v, ok := cmd.Val().([]any)

@@ -132,7 +132,7 @@ func (w *keyWaiter) wait(ctx context.Context, n, qi int) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if n == 1 && qi == queueFirst && w.q.maxLease() > 1 {
+	if n == 1 && qi == queueFirst && w.q.maxLease() > 1 && len(w.q.Limits) == 0 {
 		return w.q.leases.wait(ctx, w) // see lease.go
 	}
 	return w.waitDirect(ctx, n, qi)
@@ -140,7 +140,13 @@ func (w *keyWaiter) wait(ctx context.Context, n, qi int) (int64, error) {
 
 // waitDirect is wait with one call of its own (op wait), checks done.
 func (w *keyWaiter) waitDirect(ctx context.Context, n, qi int) (int64, error) {
-	r, err := w.take(ctx, n, qi)
+	return w.waitDirectX(ctx, n, qi, nil)
+}
+
+// waitDirectX is waitDirect with a cost in the quota's further limits
+// (xargs; nil: none).
+func (w *keyWaiter) waitDirectX(ctx context.Context, n, qi int, x []any) (int64, error) {
+	r, err := w.takeX(ctx, n, qi, x)
 	if err != nil {
 		if errCaller(ctx, err) || r.refused {
 			return 0, err
@@ -167,7 +173,24 @@ type taken struct {
 // refused if its turn is past ctx's deadline. An error with refused
 // false is the store's (or ctx's: see errCaller), for the FailMode.
 func (w *keyWaiter) take(ctx context.Context, n, qi int) (taken, error) {
+	return w.takeX(ctx, n, qi, nil)
+}
+
+// takeX is take with a cost in the quota's further limits (xargs; nil:
+// none). A quota with further limits takes every ticket through op
+// mwait, so that the script keeps every ticket's cost in them.
+func (w *keyWaiter) takeX(ctx context.Context, n, qi int, x []any) (taken, error) {
 	q := w.q
+	op := "wait"
+	if len(q.Limits) > 0 {
+		if x == nil {
+			var err error
+			if x, err = q.xargs(nil); err != nil {
+				return taken{refused: true}, err
+			}
+		}
+		op = "mwait"
+	}
 	maxWait := "" // no deadline: any turn will do
 	if deadline, ok := ctx.Deadline(); ok {
 		// Relative to this process's monotonic clock, like the returned wait.
@@ -179,7 +202,7 @@ func (w *keyWaiter) take(ctx context.Context, n, qi int) (taken, error) {
 	// A push read before the call is one the script has seen; one after,
 	// and before this wait listens, is seen through gen (see sleep).
 	gen, sub := q.pushes.mark()
-	reply, err := w.run(ctx, "wait", n, qi, maxWait, known, floor, hold)
+	reply, err := w.run(ctx, op, append([]any{n, qi, maxWait, known, floor, hold}, x...)...)
 	if err != nil {
 		return taken{}, err
 	}

@@ -1,0 +1,132 @@
+package distributed
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/throttle-go/throttle"
+	"golang.org/x/time/rate"
+)
+
+// Several limits per key (throttle's schedule_limits.go, in the script
+// as op mwait): Quota.Limits are token buckets in units of their own
+// beside the quota's bucket, kept in the key's one hash (one Cluster
+// slot) and spent all or none by one EVALSHA per wait, the turn the
+// latest among the limits, FIFO across the fleet. A key of such a quota
+// takes the script's general path (the fast paths serve a key with
+// nothing but its bucket), and its waits take no leased turns.
+
+// xconf is Quota.Limits as the script takes them.
+type xconf struct {
+	spec   string    // "interval µs/burst" a limit, comma-separated
+	units  []string  // their units
+	bursts []float64 // the largest cost of each; +Inf: no limit
+	err    error     // Limits invalid: every wait fails with it
+}
+
+// xconfig returns q.Limits as the script takes them, nil if none.
+func (q *Quota) xconfig() *xconf {
+	q.xOnce.Do(func() {
+		if len(q.Limits) == 0 {
+			return
+		}
+		x := &xconf{}
+		var spec []string
+		for i, u := range q.Limits {
+			burst := max(u.Burst, 1)
+			switch {
+			case u.Unit == "":
+				x.err = fmt.Errorf("%w: Limits[%d] of quota %q has no unit", throttle.ErrInvalidLimit, i, q.name)
+			case u.Limit < 0 || u.Burst < 0 || math.IsNaN(float64(u.Limit)):
+				x.err = fmt.Errorf("%w: Limits[%d] (%q) of quota %q has limit %v, burst %d", throttle.ErrInvalidLimit, i, u.Unit, q.name, u.Limit, u.Burst)
+			}
+			for _, v := range x.units {
+				if v == u.Unit {
+					x.err = fmt.Errorf("%w: two Limits in unit %q for quota %q", throttle.ErrInvalidLimit, u.Unit, q.name)
+				}
+			}
+			iv, b := 0.0, math.Inf(1)
+			if u.Limit != rate.Inf && (u.Limit != 0 || u.Burst != 0) {
+				// Limit 0 with a Burst: the bucket never refills (one unit
+				// per 3e233 years, finite as in the Limiter).
+				iv, b = min(1e6/float64(u.Limit), 1e247), float64(burst)
+			}
+			x.units = append(x.units, u.Unit)
+			x.bursts = append(x.bursts, b)
+			spec = append(spec, strconv.FormatFloat(iv, 'g', -1, 64)+"/"+strconv.Itoa(burst))
+		}
+		x.spec = strings.Join(spec, ",")
+		q.x = x
+	})
+	return q.x
+}
+
+// xargs returns the script's arguments of a wait of units on q's further
+// limits (the configuration, then a cost each), nil for a quota without
+// them.
+func (q *Quota) xargs(units []throttle.UnitCost) ([]any, error) {
+	x := q.xconfig()
+	if x == nil {
+		if len(units) > 0 {
+			return nil, fmt.Errorf("%w: quota %q has no limit in unit %q", throttle.ErrInvalidLimit, q.name, units[0].Unit)
+		}
+		return nil, nil
+	}
+	if x.err != nil {
+		return nil, x.err
+	}
+	cost := make([]float64, len(x.units))
+	for _, u := range units {
+		i := 0
+		for i < len(x.units) && x.units[i] != u.Unit {
+			i++
+		}
+		switch {
+		case i == len(x.units):
+			return nil, fmt.Errorf("%w: quota %q has no limit in unit %q", throttle.ErrInvalidLimit, q.name, u.Unit)
+		case u.N < 0:
+			return nil, fmt.Errorf("%w: negative cost %d %s", throttle.ErrInvalidLimit, u.N, u.Unit)
+		}
+		cost[i] += float64(u.N)
+		if cost[i] > x.bursts[i] {
+			return nil, fmt.Errorf("%w: cost %v %s, burst %v for quota %q", throttle.ErrCostExceedsBurst, cost[i], u.Unit, x.bursts[i], q.name)
+		}
+	}
+	args := make([]any, 0, 1+len(cost))
+	args = append(args, x.spec)
+	for _, c := range cost {
+		args = append(args, strconv.FormatFloat(c, 'g', -1, 64))
+	}
+	return args, nil
+}
+
+// WaitCost implements [throttle.CostWaiter]: it waits for c on the key's
+// limits (the quota's bucket and Quota.Limits), spent on all of them at
+// once or on none, in one script call.
+func (w *keyWaiter) WaitCost(ctx context.Context, c throttle.Cost) error {
+	n := c.N
+	if n == 0 {
+		n = 1
+	}
+	if err := w.q.check(n); err != nil {
+		return err
+	}
+	x, err := w.q.xargs(c.Units)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	_, err = w.waitDirectX(ctx, n, queueFirst, x)
+	return err
+}
+
+// WaitCost waits for c on the quota's own key (""): see
+// [keyWaiter.WaitCost].
+func (q *Quota) WaitCost(ctx context.Context, c throttle.Cost) error {
+	return q.defaultWaiter().WaitCost(ctx, c)
+}

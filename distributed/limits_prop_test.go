@@ -1,0 +1,82 @@
+package distributed
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/throttle-go/throttle/internal/schedtest"
+)
+
+// TestPropRedisLimits runs the property suite's sequences of several
+// limits per key (Config.Extra, waits with costs in each: WaitCost)
+// against Quota.Limits on a real redis-server, as TestPropRedis runs the
+// one-bucket ones: never over on each limit, all or none and exact
+// refund against the ideal FIFO schedule of every limit, FIFO, pauses,
+// no wedge. The further limits run at the quota's scale (50 ms a unit,
+// twice the tolerance), so that one unit early or late shows.
+//
+// THROTTLE_PROP_REDIS_N sets the sequences per suite (default 2).
+func TestPropRedisLimits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real clock and a real redis-server: about 10 s")
+	}
+	_, c := startRedis(t)
+	n := int64(2)
+	if v := os.Getenv("THROTTLE_PROP_REDIS_N"); v != "" {
+		var err error
+		if n, err = strconv.ParseInt(v, 10, 64); err != nil {
+			t.Fatalf("THROTTLE_PROP_REDIS_N=%q: %v", v, err)
+		}
+	}
+	base := time.Now().UnixNano() % 1e9
+	if v := os.Getenv("THROTTLE_PROP_BASE"); v != "" {
+		base, _ = strconv.ParseInt(v, 10, 64)
+	}
+	t.Logf("seeds %d to %d per suite (THROTTLE_PROP_BASE=%d)", base, base+n-1, base)
+	spaced := schedtest.Options{Ops: 12, Horizon: time.Second, Step: 10 * time.Millisecond,
+		MinGap: 30 * time.Millisecond, GiveUp: 20 * time.Second, Deadlines: true, Cancels: true}
+	with := func(f func(*schedtest.Options)) schedtest.Options {
+		o := spaced
+		f(&o)
+		return o
+	}
+	suites := []struct {
+		name string
+		opt  schedtest.Options
+	}{
+		{"limits-waits", spaced},
+		{"limits-pauses", with(func(o *schedtest.Options) { o.Retries, o.Pauses = true, true })},
+		{"limits-all", with(func(o *schedtest.Options) {
+			o.Retries, o.Pauses, o.Windows, o.Rejects, o.Tries, o.Reserves = true, true, true, true, true, true
+		})},
+	}
+	cfg := schedtest.Config{Limit: 20, Burst: 4, Extra: []schedtest.ExtraLimit{
+		{Unit: "tokens", Limit: 20, Burst: 6},
+		{Unit: "bytes", Limit: 10, Burst: 3},
+	}}
+	for _, s := range suites {
+		for i := range n {
+			seed := base + i
+			t.Run(fmt.Sprintf("%s/%d", s.name, seed), func(t *testing.T) {
+				t.Parallel()
+				seq := schedtest.Generate(seed, cfg, s.opt)
+				q := New(c, fmt.Sprintf("prop-%s-%d", s.name, seed), 20, 4)
+				q.Limits = cfg.Limits()
+				q.Timeout = time.Second // a loaded machine is no outage
+				q.FailMode = FailClosed // a store error must show
+				defer q.Close()
+				if err := scheduleScript.Load(t.Context(), c).Err(); err != nil {
+					t.Fatal(err)
+				}
+				lg := schedtest.Run(t, q.For("k"), seq, nil)
+				if !schedtest.Check(t, seq, lg, propRedisTol) {
+					t.Logf("replay: THROTTLE_PROP_BASE=%d THROTTLE_PROP_REDIS_N=1 go test -run 'TestPropRedisLimits/%s/' ./distributed\n%s",
+						seed, s.name, schedtest.Describe(seq, lg))
+				}
+			})
+		}
+	}
+}
