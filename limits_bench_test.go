@@ -1,0 +1,60 @@
+package throttle
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// BenchmarkLimitsWait is an uncontended wait on a key with two limits
+// (requests and tokens), the key looked up on every wait as Transport
+// does: the cost of the second limit against BenchmarkLimiterWait.
+func BenchmarkLimitsWait(b *testing.B) {
+	l := &Limiter{Limit: rate.Limit(1e12), Burst: 1 << 30,
+		Limits: []UnitRate{{Unit: "tokens", Rate: Rate{Limit: 1e15, Burst: 1 << 40}}}}
+	for i := range 1000 {
+		l.For("host-" + strconv.Itoa(i))
+	}
+	ctx := context.Background()
+	cost := Cost{Units: []UnitCost{{Unit: "tokens", N: 500}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := l.For("api.example.com").(CostWaiter).WaitCost(ctx, cost); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLimitsRatio alternates batches of 1,000 uncontended waits on a
+// one-limit key (WaitN) and on a two-limit key (WaitCost of requests and
+// tokens), each looked up each time, and reports the ratio of their times
+// (two/one): both batches see the same host noise.
+func BenchmarkLimitsRatio(b *testing.B) {
+	one := &Limiter{Limit: rate.Limit(1e12), Burst: 1 << 30}
+	two := &Limiter{Limit: rate.Limit(1e12), Burst: 1 << 30,
+		Limits: []UnitRate{{Unit: "tokens", Rate: Rate{Limit: 1e15, Burst: 1 << 40}}}}
+	for i := range 1000 {
+		one.For("host-" + strconv.Itoa(i))
+		two.For("host-" + strconv.Itoa(i))
+	}
+	ctx := context.Background()
+	cost := Cost{Units: []UnitCost{{Unit: "tokens", N: 500}}}
+	var t1, t2 time.Duration
+	b.ReportAllocs()
+	for b.Loop() {
+		s := time.Now()
+		for range 1000 {
+			one.For("api.example.com").WaitN(ctx, 1)
+		}
+		m := time.Now()
+		for range 1000 {
+			two.For("api.example.com").(CostWaiter).WaitCost(ctx, cost)
+		}
+		t2 += time.Since(m)
+		t1 += m.Sub(s)
+	}
+	b.ReportMetric(float64(t2)/float64(t1), "two/one")
+}
