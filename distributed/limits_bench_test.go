@@ -1,0 +1,58 @@
+package distributed
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/throttle-go/throttle"
+	"golang.org/x/time/rate"
+)
+
+// BenchmarkLimitsWaitRatio alternates a raw EVALSHA of a trivial script,
+// a wait on a one-limit quota and a wait on a quota with a further limit
+// (tokens, WaitCost), one each per iteration on the same server and
+// client, neither taking leased turns (one script call per wait), and
+// reports the ratios of their mean times: what the second limit adds to
+// the script's general path against the fast path and the round trip.
+func BenchmarkLimitsWaitRatio(b *testing.B) {
+	_, c := startRedis(b)
+	ctx := context.Background()
+	if err := trivialScript.Load(ctx, c).Err(); err != nil {
+		b.Fatal(err)
+	}
+	one := New(c, "bench-one", rate.Limit(1e9), 1e6)
+	one.MaxLease = 1
+	two := New(c, "bench-two", rate.Limit(1e9), 1e6)
+	two.Limits = []throttle.UnitRate{{Unit: "tokens", Rate: throttle.Rate{Limit: 1e12, Burst: 1 << 40}}}
+	defer one.Close()
+	defer two.Close()
+	w1 := one.For("api.example.com")
+	w2 := two.For("api.example.com").(throttle.CostWaiter)
+	cost := throttle.Cost{Units: []throttle.UnitCost{{Unit: "tokens", N: 500}}}
+	if err := w1.WaitN(ctx, 1); err != nil { // loads the script
+		b.Fatal(err)
+	}
+	var anchor, t1, t2 time.Duration
+	b.ReportAllocs()
+	for b.Loop() {
+		s := time.Now()
+		if err := trivialScript.Run(ctx, c, nil).Err(); err != nil {
+			b.Fatal(err)
+		}
+		m1 := time.Now()
+		if err := w1.WaitN(ctx, 1); err != nil {
+			b.Fatal(err)
+		}
+		m2 := time.Now()
+		if err := w2.WaitCost(ctx, cost); err != nil {
+			b.Fatal(err)
+		}
+		t2 += time.Since(m2)
+		t1 += m2.Sub(m1)
+		anchor += m1.Sub(s)
+	}
+	b.ReportMetric(float64(t1)/float64(anchor), "one/evalsha")
+	b.ReportMetric(float64(t2)/float64(anchor), "two/evalsha")
+	b.ReportMetric(float64(t2)/float64(t1), "two/one")
+}
