@@ -461,11 +461,11 @@ end
 -- stays of its first-limit units only.
 local cancelLine = cancelTicket
 cancelTicket = function(q, e, n)
+	if M == nil then
+		return cancelLine(q, e, n)
+	end
 	local before = live(q)
 	cancelLine(q, e, n)
-	if M == nil then
-		return
-	end
 	local qi = 1
 	if q == s.q[0] then
 		qi = 0
