@@ -85,7 +85,7 @@ type Limiter struct {
 	Overrides map[string]Rate
 
 	// Limits are further limits every key carries, each a token bucket in
-	// a unit of its own (see [UnitRate]), beside the bucket of Limit and
+	// a unit of its own (see [UnitLimit]), beside the bucket of Limit and
 	// Burst (Overrides, SetRate) in the unit WaitN counts: e.g. tokens a
 	// minute beside requests a minute. A wait spends on all of them at
 	// once or on none ([CostWaiter]: WaitCost on For(key)); a wait that
@@ -93,7 +93,7 @@ type Limiter struct {
 	// among the others. An invalid entry is an error on every wait. It is
 	// read at the first wait; nil means none, and a key runs at its one
 	// bucket exactly as without it.
-	Limits []UnitRate
+	Limits []UnitLimit
 
 	// InFlight caps the units each key without an InFlightOverrides entry
 	// may hold at once through [Acquirer] (AcquireN on For(key)), e.g. 100

@@ -4,32 +4,54 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"time"
 
 	"golang.org/x/time/rate"
 )
 
-// UnitRate is a token bucket in a unit of its own: one of a key's further
-// limits ([Limiter.Limits]), beside the bucket of Limit and Burst. APIs
-// state several limits at once: OpenAI's requests per minute AND tokens
-// per minute are Limit and Burst in requests and a UnitRate in "tokens":
+// UnitLimit is one of a key's further limits ([Limiter.Limits]), beside
+// the bucket of Limit and Burst, in a unit of its own: a token bucket
+// (Rate), a window (Window), or both. APIs state several limits at once:
+// OpenAI's requests per minute AND tokens per minute are Limit and Burst
+// in requests and a UnitLimit in "tokens"; "100 requests a minute" as a
+// server counts them is a Window:
 //
 //	lim := &throttle.Limiter{
 //		Limit: 500.0 / 60, Burst: 500, // requests
-//		Limits: []throttle.UnitRate{
+//		Limits: []throttle.UnitLimit{
 //			{Unit: "tokens", Rate: throttle.Rate{Limit: 30000.0 / 60, Burst: 30000}},
+//			{Unit: "requests", Window: throttle.Window{Count: 10000, Per: 24 * time.Hour}},
 //		},
 //	}
 //
-// Its Rate means what a key's Rate means: Limit units a second, at most
-// Burst at once; rate.Inf or the zero Rate is no limit (the unit is
-// counted by nothing), Limit 0 with a Burst lets Burst units through and
-// then nothing, Burst 0 is 1.
-type UnitRate struct {
+// A unit may have several limits (entries of one Unit, or Rate and
+// Window in one entry): a cost in it is spent on each.
+type UnitLimit struct {
 	// Unit names the unit the limit counts, as a [Cost] names it. It must
-	// not be empty (the empty unit is Limit and Burst's) nor name two
-	// limits.
+	// not be empty (the empty unit is Limit and Burst's).
 	Unit string
-	Rate
+	// Rate makes the limit a token bucket, as a key's Rate: Limit units a
+	// second, at most Burst at once; rate.Inf is none, Limit 0 with a
+	// Burst lets Burst units through and then nothing, Burst 0 is 1. The
+	// zero Rate is no bucket.
+	Rate Rate
+	// Window makes the limit a window: see [Window]. The zero Window is
+	// none.
+	Window Window
+}
+
+// Window is a limit of Count units per Per, counted as servers count
+// "100 a minute": fixed windows aligned to the Unix epoch (the units of
+// each window, whatever came in the one before), or, if Sliding, the
+// sliding window counter (a window's units and the one before weighted
+// by the share of it still inside the last Per: prev·(1 − f) + cur). A
+// bucket of burst q refilling q per w lets nearly 2q through in the
+// first w; a window of q per w lets q. Per ≤ 0 is no window; Count < 1
+// with a Per is an error on every wait.
+type Window struct {
+	Count   int
+	Per     time.Duration
+	Sliding bool
 }
 
 // Cost is what one wait spends: N units of the key's first limit (Limit
@@ -64,33 +86,39 @@ type CostWaiter interface {
 	WaitCost(ctx context.Context, c Cost) error
 }
 
-// xlimits converts l.Limits to the schedule's further limits; an error
-// for a configuration no wait can use.
+// xlimits converts l.Limits to the schedule's further limits and their
+// units; an error for a configuration no wait can use.
 func (l *Limiter) xlimits() ([]xlimit, []string, error) {
-	if len(l.Limits) == 0 {
-		return nil, nil, nil
-	}
-	lim := make([]xlimit, len(l.Limits))
-	units := make([]string, len(l.Limits))
+	var lim []xlimit
+	var units []string
 	for i, u := range l.Limits {
+		r, w := u.Rate, u.Window
 		switch {
 		case u.Unit == "":
 			return nil, nil, fmt.Errorf("throttle: Limits[%d] has no unit: %w", i, ErrInvalidLimit)
-		case u.Limit < 0 || u.Burst < 0 || math.IsNaN(float64(u.Limit)):
-			return nil, nil, fmt.Errorf("throttle: Limits[%d] (%q) has limit %v, burst %d: %w", i, u.Unit, u.Limit, u.Burst, ErrInvalidLimit)
+		case r.Limit < 0 || r.Burst < 0 || math.IsNaN(float64(r.Limit)):
+			return nil, nil, fmt.Errorf("throttle: Limits[%d] (%q) has limit %v, burst %d: %w", i, u.Unit, r.Limit, r.Burst, ErrInvalidLimit)
+		case w.Per > 0 && w.Count < 1:
+			return nil, nil, fmt.Errorf("throttle: Limits[%d] (%q) has a window of %d per %v: %w", i, u.Unit, w.Count, w.Per, ErrInvalidLimit)
 		}
-		for _, v := range units[:i] {
-			if v == u.Unit {
-				return nil, nil, fmt.Errorf("throttle: two Limits in unit %q: %w", u.Unit, ErrInvalidLimit)
+		if r.Limit != rate.Inf && (r.Limit != 0 || r.Burst != 0) {
+			b := xlimit{kind: xBucket, burst: float64(max(r.Burst, 1))}
+			b.interval = min(1e9/float64(r.Limit), neverInterval)
+			b.tau = b.burst * b.interval
+			lim, units = append(lim, b), append(units, u.Unit)
+		}
+		if w.Per > 0 {
+			x := xlimit{kind: xFixed, w: float64(w.Per), q: float64(w.Count)}
+			if w.Sliding {
+				x.kind = xSliding
 			}
+			// Aligned to the Unix epoch: schedule times count from l.epoch.
+			x.off = float64(l.epoch.UnixNano() % int64(w.Per))
+			lim, units = append(lim, x), append(units, u.Unit)
 		}
-		units[i] = u.Unit
-		burst := float64(max(u.Burst, 1))
-		lim[i].burst = burst
-		if u.Limit != rate.Inf && (u.Limit != 0 || u.Burst != 0) {
-			lim[i].interval = min(1e9/float64(u.Limit), neverInterval)
-			lim[i].tau = burst * lim[i].interval
-		}
+	}
+	if len(lim) == 0 {
+		return nil, nil, nil
 	}
 	return lim, units, nil
 }
@@ -100,19 +128,22 @@ func (l *Limiter) xlimits() ([]xlimit, []string, error) {
 func (b *bucket) costOf(units []UnitCost) ([]float64, error) {
 	clear(b.xcost)
 	for _, u := range units {
-		i := 0
-		for i < len(b.xunits) && b.xunits[i] != u.Unit {
-			i++
-		}
-		switch {
-		case i == len(b.xunits):
-			return nil, fmt.Errorf("throttle: %q has no limit in unit %q: %w", b.key, u.Unit, ErrInvalidLimit)
-		case u.N < 0:
+		if u.N < 0 {
 			return nil, fmt.Errorf("throttle: wait for %d %s of %q: %w", u.N, u.Unit, b.key, ErrInvalidLimit)
 		}
-		b.xcost[i] += float64(u.N)
-		if l := b.s.x.lim[i]; l.interval > 0 && b.xcost[i] > l.burst {
-			return nil, fmt.Errorf("throttle: wait for %v %s of %q, burst %v: %w", b.xcost[i], u.Unit, b.key, l.burst, ErrCostExceedsBurst)
+		found := false
+		for i, v := range b.xunits {
+			if v != u.Unit {
+				continue
+			}
+			found = true
+			b.xcost[i] += float64(u.N)
+			if l := &b.s.x.lim[i]; l.kind == xBucket && l.interval > 0 && b.xcost[i] > l.burst || l.kind != xBucket && b.xcost[i] > l.q {
+				return nil, fmt.Errorf("throttle: wait for %v %s of %q, more than one of its limits allows at once: %w", b.xcost[i], u.Unit, b.key, ErrCostExceedsBurst)
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("throttle: %q has no limit in unit %q: %w", b.key, u.Unit, ErrInvalidLimit)
 		}
 	}
 	return b.xcost, nil

@@ -14,7 +14,7 @@ import (
 // does: the cost of the second limit against BenchmarkLimiterWait.
 func BenchmarkLimitsWait(b *testing.B) {
 	l := &Limiter{Limit: rate.Limit(1e12), Burst: 1 << 30,
-		Limits: []UnitRate{{Unit: "tokens", Rate: Rate{Limit: 1e15, Burst: 1 << 40}}}}
+		Limits: []UnitLimit{{Unit: "tokens", Rate: Rate{Limit: 1e15, Burst: 1 << 40}}}}
 	for i := range 1000 {
 		l.For("host-" + strconv.Itoa(i))
 	}
@@ -35,7 +35,7 @@ func BenchmarkLimitsWait(b *testing.B) {
 func BenchmarkLimitsRatio(b *testing.B) {
 	one := &Limiter{Limit: rate.Limit(1e12), Burst: 1 << 30}
 	two := &Limiter{Limit: rate.Limit(1e12), Burst: 1 << 30,
-		Limits: []UnitRate{{Unit: "tokens", Rate: Rate{Limit: 1e15, Burst: 1 << 40}}}}
+		Limits: []UnitLimit{{Unit: "tokens", Rate: Rate{Limit: 1e15, Burst: 1 << 40}}}}
 	for i := range 1000 {
 		one.For("host-" + strconv.Itoa(i))
 		two.For("host-" + strconv.Itoa(i))

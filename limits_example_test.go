@@ -18,7 +18,7 @@ import (
 func ExampleCostWaiter() {
 	lim := &throttle.Limiter{
 		Limit: rate.Every(time.Minute / 3), Burst: 3, // 3 requests a minute
-		Limits: []throttle.UnitRate{
+		Limits: []throttle.UnitLimit{
 			{Unit: "tokens", Rate: throttle.Rate{Limit: rate.Every(time.Minute / 1000), Burst: 1000}}, // 1,000 tokens a minute
 		},
 	}

@@ -14,6 +14,7 @@ import (
 // turns worked out by hand from schedule_limits.go's rule.
 func TestLimitsTurns(t *testing.T) {
 	tok := func(n int) Cost { return Cost{Units: []UnitCost{{"tokens", n}}} }
+	req := func(n int) Cost { return Cost{Units: []UnitCost{{"requests", n}}} }
 	tests := []struct {
 		name   string
 		l      *Limiter
@@ -26,14 +27,14 @@ func TestLimitsTurns(t *testing.T) {
 			// requests 10/s burst 2; tokens 100/s burst 100. Tokens bind:
 			// 60 at 0 (tat 600 ms), the next 60 once 20 have refilled.
 			name:  "tokens bind",
-			l:     &Limiter{Limit: 10, Burst: 2, Limits: []UnitRate{{Unit: "tokens", Rate: Rate{Limit: 100, Burst: 100}}}},
+			l:     &Limiter{Limit: 10, Burst: 2, Limits: []UnitLimit{{Unit: "tokens", Rate: Rate{Limit: 100, Burst: 100}}}},
 			costs: []Cost{tok(60), tok(60), tok(60)},
 			want:  []time.Duration{0, 200 * time.Millisecond, 800 * time.Millisecond},
 		},
 		{
 			// Requests bind: 1/s burst 1; the tokens' bucket is deep.
 			name:  "requests bind",
-			l:     &Limiter{Limit: 1, Burst: 1, Limits: []UnitRate{{Unit: "tokens", Rate: Rate{Limit: 1000, Burst: 1000}}}},
+			l:     &Limiter{Limit: 1, Burst: 1, Limits: []UnitLimit{{Unit: "tokens", Rate: Rate{Limit: 1000, Burst: 1000}}}},
 			costs: []Cost{tok(10), tok(10), {}},
 			want:  []time.Duration{0, time.Second, 2 * time.Second},
 		},
@@ -42,7 +43,7 @@ func TestLimitsTurns(t *testing.T) {
 			// tokens from the pause's end (no credit from before the first
 			// could go), 500 ms after the first.
 			name:  "no credit from before a wait could go",
-			l:     &Limiter{Limits: []UnitRate{{Unit: "tokens", Rate: Rate{Limit: 10, Burst: 5}}}},
+			l:     &Limiter{Limits: []UnitLimit{{Unit: "tokens", Rate: Rate{Limit: 10, Burst: 5}}}},
 			pause: 10 * time.Second,
 			costs: []Cost{tok(5), tok(5), {}},
 			want:  []time.Duration{10 * time.Second, 10500 * time.Millisecond, 10500 * time.Millisecond},
@@ -51,20 +52,44 @@ func TestLimitsTurns(t *testing.T) {
 			// FIFO: a wait of no tokens waits behind one that waits for
 			// tokens.
 			name:  "fifo",
-			l:     &Limiter{Limit: 100, Burst: 10, Limits: []UnitRate{{Unit: "tokens", Rate: Rate{Limit: 10, Burst: 10}}}},
+			l:     &Limiter{Limit: 100, Burst: 10, Limits: []UnitLimit{{Unit: "tokens", Rate: Rate{Limit: 10, Burst: 10}}}},
 			costs: []Cost{tok(10), tok(5), {N: 3}},
 			want:  []time.Duration{0, 500 * time.Millisecond, 500 * time.Millisecond},
 		},
 		{
+			// A fixed window of 3 per second (the bubble's clock starts on
+			// a whole second): the fourth goes when the next window opens.
+			name:  "fixed window",
+			l:     &Limiter{Limits: []UnitLimit{{Unit: "requests", Window: Window{Count: 3, Per: time.Second}}}},
+			costs: []Cost{req(1), req(2), req(1), req(3)},
+			want:  []time.Duration{0, 0, time.Second, 2 * time.Second},
+		},
+		{
+			// A sliding window counter of 4 per second: 4 at 0, then the
+			// next once 4·(1 − f) + 1 ≤ 4 (f = ¼ into the next window),
+			// the one after at 4·(1 − f) + 2 ≤ 4 (f = ½).
+			name:  "sliding window",
+			l:     &Limiter{Limits: []UnitLimit{{Unit: "requests", Window: Window{Count: 4, Per: time.Second, Sliding: true}}}},
+			costs: []Cost{req(4), req(1), req(1)},
+			want:  []time.Duration{0, 1250 * time.Millisecond, 1500 * time.Millisecond},
+		},
+		{
+			// A bucket and a window in one unit: each takes the cost.
+			name:  "bucket and window",
+			l:     &Limiter{Limits: []UnitLimit{{Unit: "requests", Rate: Rate{Limit: 10, Burst: 2}, Window: Window{Count: 3, Per: time.Second}}}},
+			costs: []Cost{req(1), req(1), req(1), req(1)},
+			want:  []time.Duration{0, 0, 100 * time.Millisecond, time.Second},
+		},
+		{
 			name:   "errors",
-			l:      &Limiter{Limits: []UnitRate{{Unit: "tokens", Rate: Rate{Limit: 10, Burst: 5}}}},
+			l:      &Limiter{Limits: []UnitLimit{{Unit: "tokens", Rate: Rate{Limit: 10, Burst: 5}}}},
 			costs:  []Cost{tok(6), {Units: []UnitCost{{"bytes", 1}}}, tok(-1), tok(5)},
 			want:   []time.Duration{0, 0, 0, 0},
 			errors: []error{ErrCostExceedsBurst, ErrInvalidLimit, ErrInvalidLimit, nil},
 		},
 		{
 			name:   "no unit",
-			l:      &Limiter{Limits: []UnitRate{{Rate: Rate{Limit: 10, Burst: 5}}}},
+			l:      &Limiter{Limits: []UnitLimit{{Rate: Rate{Limit: 10, Burst: 5}}}},
 			costs:  []Cost{{}},
 			want:   []time.Duration{0},
 			errors: []error{ErrInvalidLimit},
@@ -108,7 +133,7 @@ func TestLimitsTurns(t *testing.T) {
 // every limit: the wait behind it takes its turn.
 func TestLimitsCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := &Limiter{Limit: 10, Burst: 1, Limits: []UnitRate{{Unit: "tokens", Rate: Rate{Limit: 10, Burst: 10}}}}
+		l := &Limiter{Limit: 10, Burst: 1, Limits: []UnitLimit{{Unit: "tokens", Rate: Rate{Limit: 10, Burst: 10}}}}
 		w := l.For("k").(CostWaiter)
 		tok := func(n int) Cost { return Cost{Units: []UnitCost{{"tokens", n}}} }
 		start := time.Now()

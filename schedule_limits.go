@@ -61,22 +61,13 @@ type extras struct {
 	lim []xlimit
 	q   [2]xqueue
 	// The state after the tickets due at the last walk (due), for commit.
-	dueTats  []float64
+	dueLim   []xlimit
 	dueChain float64
 	dueN     [2]int
-	// floor: no queued ticket goes before it, the time of the last
-	// enqueue or cancel (every queued turn was past it then).
+	// floor: no queued ticket goes before it (see moved).
 	floor   float64
-	scratch []float64 // the walk's tats
-	saved   []float64 // the tats save kept
-}
-
-// xlimit is one further limit: a GCRA bucket.
-type xlimit struct {
-	interval float64 // per unit; 0: no limit
-	tau      float64 // burst·interval
-	burst    float64
-	tat      float64
+	scratch []xlimit // the walk's limits
+	saved   []xlimit // the limits save kept
 }
 
 // xqueue holds a queue's tickets in order from head: e (the ticket's end
@@ -126,11 +117,11 @@ func (q *xqueue) remove(i, k int) {
 func newExtras(lim []xlimit) *extras {
 	x := &extras{lim: lim, floor: math.Inf(-1)}
 	for i := range x.lim {
-		x.lim[i].tat = math.Inf(-1) // full
+		x.lim[i].tat, x.lim[i].idx = math.Inf(-1), math.Inf(-1) // full
 	}
-	x.dueTats = make([]float64, len(lim))
-	x.scratch = make([]float64, len(lim))
-	x.saved = make([]float64, len(lim))
+	x.dueLim = make([]xlimit, len(lim))
+	x.scratch = make([]xlimit, len(lim))
+	x.saved = make([]xlimit, len(lim))
 	return x
 }
 
@@ -146,8 +137,17 @@ func (x *extras) moved(now float64) {
 
 // fits reports whether every further limit holds cost at now.
 func (x *extras) fits(now float64, cost []float64) bool {
-	for i, l := range x.lim {
-		if cost[i] > 0 && l.interval > 0 && (max(l.tat, now)-now)+(cost[i]-l.burst)*l.interval > 0 {
+	for i := range x.lim {
+		l := &x.lim[i]
+		if cost[i] <= 0 || !l.limits() {
+			continue
+		}
+		if l.kind == xBucket {
+			// (tat − now) + (c − burst)·interval: see goNow.
+			if (max(l.tat, now)-now)+(cost[i]-l.burst)*l.interval > 0 {
+				return false
+			}
+		} else if l.earliest(now, cost[i]) > now {
 			return false
 		}
 	}
@@ -157,16 +157,16 @@ func (x *extras) fits(now float64, cost []float64) bool {
 // spend spends cost at now on every further limit.
 func (x *extras) spend(now float64, cost []float64) {
 	for i := range x.lim {
-		if l := &x.lim[i]; cost[i] > 0 && l.interval > 0 {
-			l.tat = max(l.tat, now) + cost[i]*l.interval
+		if cost[i] > 0 {
+			x.lim[i].take(now, cost[i])
 		}
 	}
 }
 
 // idle reports whether every further bucket is full at now.
 func (x *extras) idle(now float64) bool {
-	for _, l := range x.lim {
-		if l.tat > now {
+	for i := range x.lim {
+		if !x.lim[i].full(now) {
 			return false
 		}
 	}
@@ -175,15 +175,13 @@ func (x *extras) idle(now float64) bool {
 
 // walk computes the turns of the queued tickets in queue order (see
 // above), calling f with each ticket's queue, index and turn until f
-// returns false. It leaves the buckets after the last ticket f accepted
+// returns false. It leaves the limits after the last ticket f accepted
 // in x.scratch and returns the chain then.
 func (x *extras) walk(s *schedule, now float64, c pacing, f func(qi, i int, t float64) bool) float64 {
 	k := len(x.lim)
 	iv, tau := s.pace(now, c)
-	tats := x.scratch
-	for i, l := range x.lim {
-		tats[i] = l.tat
-	}
+	lims := x.scratch
+	copy(lims, x.lim)
 	// A queued ticket goes no earlier than floor (prev): one whose turn
 	// passed while it waited behind others (a hole ahead of it moved it up)
 	// arrives at the buckets when the hole was made, claiming no credit
@@ -199,9 +197,19 @@ func (x *extras) walk(s *schedule, now float64, c pacing, f func(qi, i int, t fl
 			if iv > 0 {
 				t = max(t, chain+n*iv-tau)
 			}
-			for L, l := range x.lim {
-				if cost[L] > 0 && l.interval > 0 {
-					t = max(t, tats[L]+cost[L]*l.interval-l.tau)
+			// The least fixed point of every limit's earliest time (each
+			// is monotone: see schedule_xlimit.go); a few passes at most.
+			for range 2*k + 2 {
+				moved := false
+				for L := range lims {
+					if cost[L] > 0 {
+						if e := lims[L].earliest(t, cost[L]); e > t {
+							t, moved = e, true
+						}
+					}
+				}
+				if !moved {
+					break
 				}
 			}
 			if !f(qi, i, t) {
@@ -210,9 +218,9 @@ func (x *extras) walk(s *schedule, now float64, c pacing, f func(qi, i int, t fl
 			if iv > 0 {
 				chain = max(chain, t) + n*iv
 			}
-			for L, l := range x.lim {
-				if cost[L] > 0 && l.interval > 0 {
-					tats[L] = max(tats[L], t) + cost[L]*l.interval
+			for L := range lims {
+				if cost[L] > 0 {
+					lims[L].take(t, cost[L])
 				}
 			}
 			prev = t
@@ -249,16 +257,14 @@ func (x *extras) due(s *schedule, now float64, c pacing) int64 {
 		x.dueN[qi]++
 		return true
 	})
-	copy(x.dueTats, x.scratch)
+	copy(x.dueLim, x.scratch)
 	return units
 }
 
 // commit applies the tickets due went at the last due: their costs on
 // every limit, and the first limit's tat no earlier than their chain.
 func (x *extras) commit(s *schedule) {
-	for i := range x.lim {
-		x.lim[i].tat = x.dueTats[i]
-	}
+	copy(x.lim, x.dueLim)
 	for qi := range x.q {
 		x.q[qi].pop(x.dueN[qi])
 	}
@@ -326,9 +332,7 @@ func (x *extras) save() xsaved {
 		v.head[qi], v.n[qi] = x.q[qi].head, len(x.q[qi].e)
 	}
 	v.floor = x.floor
-	for i, l := range x.lim {
-		x.saved[i] = l.tat
-	}
+	copy(x.saved, x.lim)
 	return v
 }
 
@@ -343,8 +347,6 @@ func (x *extras) restore(v xsaved) {
 		q := &x.q[qi]
 		q.head, q.e, q.n, q.c = v.head[qi], q.e[:v.n[qi]], q.n[:v.n[qi]], q.c[:v.n[qi]*k]
 	}
-	for i := range x.lim {
-		x.lim[i].tat = x.saved[i]
-	}
+	copy(x.lim, x.saved)
 	x.floor = v.floor
 }

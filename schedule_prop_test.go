@@ -77,6 +77,28 @@ var propSuites = []struct {
 	{"limits/pauses/10per_s/burst3+tokens", propTokens(10, 3), schedtest.Options{Deadlines: true, Cancels: true, Retries: true, Pauses: true}},
 	{"limits/all/10per_s/burst2+tokens+bytes", propTokensBytes(10, 2), propAll},
 	{"limits/all/nolimit+tokens", propTokens(0, 0), propAll},
+	// Windows as configured limits: fixed (aligned to the Unix epoch) and
+	// sliding window counters, alone and beside a bucket.
+	{"limits/waits/10per_s/burst2+fixed", propWindow(10, 2, false), schedtest.Options{Deadlines: true, Cancels: true}},
+	{"limits/waits/10per_s/burst2+sliding", propWindow(10, 2, true), schedtest.Options{Deadlines: true, Cancels: true}},
+	{"limits/waits/nolimit+tokens+sliding", propWindowTokens(true), schedtest.Options{Deadlines: true, Cancels: true, Ops: 30}},
+	{"limits/all/10per_s/burst3+fixed", propWindow(10, 3, false), propAll},
+	{"limits/all/nolimit+tokens+sliding", propWindowTokens(true), propAll},
+}
+
+// propWindow is a Config of limit/s, burst, and a window of 8 tokens per
+// 500 ms, fixed or sliding.
+func propWindow(limit float64, burst int, sliding bool) schedtest.Config {
+	return schedtest.Config{Limit: limit, Burst: burst, Extra: []schedtest.ExtraLimit{
+		{Unit: "tokens", Burst: 8, Window: 500 * time.Millisecond, Sliding: sliding}}}
+}
+
+// propWindowTokens is a Config without a first limit, tokens 50/s burst
+// 20, and a window of 6 requests per 300 ms (sliding or fixed).
+func propWindowTokens(sliding bool) schedtest.Config {
+	c := propTokens(0, 0)
+	c.Extra = append(c.Extra, schedtest.ExtraLimit{Unit: "requests", Burst: 6, Window: 300 * time.Millisecond, Sliding: sliding})
+	return c
 }
 
 // propTokens is a Config of limit/s, burst, and tokens 50/s burst 20.
@@ -119,6 +141,12 @@ func propRun(t *testing.T, seq schedtest.Sequence) (v []string, lg schedtest.Log
 	})
 	defer wd.Stop()
 	synctest.Test(t, func(t *testing.T) {
+		if len(seq.Config.Extra) > 0 {
+			// The bubble's clock starts on a whole second: start the run
+			// at a phase of windows aligned to the Unix epoch that the
+			// seed picks, as a run on the real clock does.
+			time.Sleep(time.Duration(uint64(seq.Seed)%1000) * time.Millisecond)
+		}
 		l := &throttle.Limiter{Limit: rate.Limit(seq.Config.Limit), Burst: seq.Config.Burst, Limits: seq.Config.Limits()}
 		lg = schedtest.Run(t, l.For("k"), seq, synctest.Wait)
 		v = schedtest.Violations(seq, lg, propTol)

@@ -21,10 +21,12 @@ import (
 
 // xconf is Quota.Limits as the script takes them.
 type xconf struct {
-	spec   string    // "interval µs/burst" a limit, comma-separated
-	units  []string  // their units
-	bursts []float64 // the largest cost of each; +Inf: no limit
-	err    error     // Limits invalid: every wait fails with it
+	// spec: a limit each, comma-separated: "b:interval µs/burst" a
+	// bucket, "f:length µs/count" a fixed window, "s:…" a sliding one.
+	spec  string
+	units []string  // their units (a unit may have several limits)
+	most  []float64 // the largest cost of each; +Inf: no limit
+	err   error     // Limits invalid: every wait fails with it
 }
 
 // xconfig returns q.Limits as the script takes them, nil if none.
@@ -35,31 +37,38 @@ func (q *Quota) xconfig() *xconf {
 		}
 		x := &xconf{}
 		var spec []string
+		add := func(unit, s string, most float64) {
+			x.units, x.most, spec = append(x.units, unit), append(x.most, most), append(spec, s)
+		}
 		for i, u := range q.Limits {
-			burst := max(u.Burst, 1)
+			r, w := u.Rate, u.Window
 			switch {
 			case u.Unit == "":
 				x.err = fmt.Errorf("%w: Limits[%d] of quota %q has no unit", throttle.ErrInvalidLimit, i, q.name)
-			case u.Limit < 0 || u.Burst < 0 || math.IsNaN(float64(u.Limit)):
-				x.err = fmt.Errorf("%w: Limits[%d] (%q) of quota %q has limit %v, burst %d", throttle.ErrInvalidLimit, i, u.Unit, q.name, u.Limit, u.Burst)
+			case r.Limit < 0 || r.Burst < 0 || math.IsNaN(float64(r.Limit)):
+				x.err = fmt.Errorf("%w: Limits[%d] (%q) of quota %q has limit %v, burst %d", throttle.ErrInvalidLimit, i, u.Unit, q.name, r.Limit, r.Burst)
+			case w.Per > 0 && w.Count < 1:
+				x.err = fmt.Errorf("%w: Limits[%d] (%q) of quota %q has a window of %d per %v", throttle.ErrInvalidLimit, i, u.Unit, q.name, w.Count, w.Per)
 			}
-			for _, v := range x.units {
-				if v == u.Unit {
-					x.err = fmt.Errorf("%w: two Limits in unit %q for quota %q", throttle.ErrInvalidLimit, u.Unit, q.name)
-				}
-			}
-			iv, b := 0.0, math.Inf(1)
-			if u.Limit != rate.Inf && (u.Limit != 0 || u.Burst != 0) {
+			if r.Limit != rate.Inf && (r.Limit != 0 || r.Burst != 0) {
 				// Limit 0 with a Burst: the bucket never refills (one unit
 				// per 3e233 years, finite as in the Limiter).
-				iv, b = min(1e6/float64(u.Limit), 1e247), float64(burst)
+				burst := max(r.Burst, 1)
+				iv := min(1e6/float64(r.Limit), 1e247)
+				add(u.Unit, "b:"+strconv.FormatFloat(iv, 'g', -1, 64)+"/"+strconv.Itoa(burst), float64(burst))
 			}
-			x.units = append(x.units, u.Unit)
-			x.bursts = append(x.bursts, b)
-			spec = append(spec, strconv.FormatFloat(iv, 'g', -1, 64)+"/"+strconv.Itoa(burst))
+			if w.Per > 0 {
+				kind := "f:"
+				if w.Sliding {
+					kind = "s:"
+				}
+				add(u.Unit, kind+strconv.FormatInt(w.Per.Microseconds(), 10)+"/"+strconv.Itoa(w.Count), float64(w.Count))
+			}
 		}
 		x.spec = strings.Join(spec, ",")
-		q.x = x
+		if len(spec) > 0 || x.err != nil {
+			q.x = x
+		}
 	})
 	return q.x
 }
@@ -80,19 +89,22 @@ func (q *Quota) xargs(units []throttle.UnitCost) ([]any, error) {
 	}
 	cost := make([]float64, len(x.units))
 	for _, u := range units {
-		i := 0
-		for i < len(x.units) && x.units[i] != u.Unit {
-			i++
-		}
-		switch {
-		case i == len(x.units):
-			return nil, fmt.Errorf("%w: quota %q has no limit in unit %q", throttle.ErrInvalidLimit, q.name, u.Unit)
-		case u.N < 0:
+		if u.N < 0 {
 			return nil, fmt.Errorf("%w: negative cost %d %s", throttle.ErrInvalidLimit, u.N, u.Unit)
 		}
-		cost[i] += float64(u.N)
-		if cost[i] > x.bursts[i] {
-			return nil, fmt.Errorf("%w: cost %v %s, burst %v for quota %q", throttle.ErrCostExceedsBurst, cost[i], u.Unit, x.bursts[i], q.name)
+		found := false
+		for i, v := range x.units {
+			if v != u.Unit {
+				continue
+			}
+			found = true
+			cost[i] += float64(u.N)
+			if cost[i] > x.most[i] {
+				return nil, fmt.Errorf("%w: cost %v %s, more than a limit of quota %q allows at once (%v)", throttle.ErrCostExceedsBurst, cost[i], u.Unit, q.name, x.most[i])
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("%w: quota %q has no limit in unit %q", throttle.ErrInvalidLimit, q.name, u.Unit)
 		}
 	}
 	args := make([]any, 0, 1+len(cost))

@@ -24,7 +24,7 @@ func BenchmarkLimitsWaitRatio(b *testing.B) {
 	one := New(c, "bench-one", rate.Limit(1e9), 1e6)
 	one.MaxLease = 1
 	two := New(c, "bench-two", rate.Limit(1e9), 1e6)
-	two.Limits = []throttle.UnitRate{{Unit: "tokens", Rate: throttle.Rate{Limit: 1e12, Burst: 1 << 40}}}
+	two.Limits = []throttle.UnitLimit{{Unit: "tokens", Rate: throttle.Rate{Limit: 1e12, Burst: 1 << 40}}}
 	defer one.Close()
 	defer two.Close()
 	w1 := one.For("api.example.com")

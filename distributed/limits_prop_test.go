@@ -43,34 +43,52 @@ func TestPropRedisLimits(t *testing.T) {
 		f(&o)
 		return o
 	}
-	suites := []struct {
-		name string
-		opt  schedtest.Options
-	}{
-		{"limits-waits", spaced},
-		{"limits-pauses", with(func(o *schedtest.Options) { o.Retries, o.Pauses = true, true })},
-		{"limits-all", with(func(o *schedtest.Options) {
-			o.Retries, o.Pauses, o.Windows, o.Rejects, o.Tries, o.Reserves = true, true, true, true, true, true
-		})},
-	}
-	cfg := schedtest.Config{Limit: 20, Burst: 4, Extra: []schedtest.ExtraLimit{
+	all := with(func(o *schedtest.Options) {
+		o.Retries, o.Pauses, o.Windows, o.Rejects, o.Tries, o.Reserves = true, true, true, true, true, true
+	})
+	buckets := schedtest.Config{Limit: 20, Burst: 4, Extra: []schedtest.ExtraLimit{
 		{Unit: "tokens", Limit: 20, Burst: 6},
 		{Unit: "bytes", Limit: 10, Burst: 3},
 	}}
+	// Windows of 5 requests per 400 ms beside tokens: fixed (aligned to
+	// the Unix epoch, on Redis's clock) and sliding.
+	windows := func(sliding bool) schedtest.Config {
+		return schedtest.Config{Limit: 20, Burst: 4, Extra: []schedtest.ExtraLimit{
+			{Unit: "tokens", Limit: 20, Burst: 6},
+			{Unit: "requests", Burst: 5, Window: 400 * time.Millisecond, Sliding: sliding},
+		}}
+	}
+	suites := []struct {
+		name string
+		cfg  schedtest.Config
+		opt  schedtest.Options
+	}{
+		{"limits-waits", buckets, spaced},
+		{"limits-pauses", buckets, with(func(o *schedtest.Options) { o.Retries, o.Pauses = true, true })},
+		{"limits-all", buckets, all},
+		{"limits-fixed", windows(false), spaced},
+		{"limits-sliding", windows(true), spaced},
+		{"limits-sliding-all", windows(true), all},
+	}
 	for _, s := range suites {
 		for i := range n {
 			seed := base + i
 			t.Run(fmt.Sprintf("%s/%d", s.name, seed), func(t *testing.T) {
 				t.Parallel()
-				seq := schedtest.Generate(seed, cfg, s.opt)
+				seq := schedtest.Generate(seed, s.cfg, s.opt)
 				q := New(c, fmt.Sprintf("prop-%s-%d", s.name, seed), 20, 4)
-				q.Limits = cfg.Limits()
+				q.Limits = s.cfg.Limits()
 				q.Timeout = time.Second // a loaded machine is no outage
 				q.FailMode = FailClosed // a store error must show
 				defer q.Close()
 				if err := scheduleScript.Load(t.Context(), c).Err(); err != nil {
 					t.Fatal(err)
 				}
+				// Start at the phase of the windows the seed picks, so that
+				// a replay of the seed meets the windows as the run did.
+				const per = 400 * time.Millisecond
+				phase := time.Duration(seed%40) * 10 * time.Millisecond
+				time.Sleep((phase - time.Duration(time.Now().UnixNano())%per + per) % per)
 				lg := schedtest.Run(t, q.For("k"), seq, nil)
 				if !schedtest.Check(t, seq, lg, propRedisTol) {
 					t.Logf("replay: THROTTLE_PROP_BASE=%d THROTTLE_PROP_REDIS_N=1 go test -run 'TestPropRedisLimits/%s/' ./distributed\n%s",

@@ -16,7 +16,7 @@ import (
 func TestLimitsCancelRedis(t *testing.T) {
 	_, c := startRedis(t)
 	q := New(c, "limits-cancel", 1000, 10)
-	q.Limits = []throttle.UnitRate{{Unit: "bytes", Rate: throttle.Rate{Limit: 10, Burst: 3}}}
+	q.Limits = []throttle.UnitLimit{{Unit: "bytes", Rate: throttle.Rate{Limit: 10, Burst: 3}}}
 	q.Timeout = time.Second
 	defer q.Close()
 	w := q.For("k").(throttle.CostWaiter)

@@ -219,11 +219,11 @@ type Quota struct {
 
 	// Limits are further limits of every key, each a token bucket in a
 	// unit of its own beside the quota's bucket (see
-	// [throttle.UnitRate]), spent all or none by WaitCost on For(key)
+	// [throttle.UnitLimit]), spent all or none by WaitCost on For(key)
 	// ([throttle.CostWaiter]); a WaitN spends nothing of them but waits
 	// its turn. Kept in the key's hash; a key with them takes no leased
 	// turns, and FailLocal paces only the quota's bucket. nil means none.
-	Limits []throttle.UnitRate
+	Limits []throttle.UnitLimit
 
 	client redis.UniversalClient
 	name   string

@@ -397,11 +397,13 @@ local function cancelTicket(q, e, n)
 end
 
 -- Several limits (schedule_limits.go's extras): M is nil for a key with
--- its one bucket. M.lim[L] = {interval µs, τ, burst, tat} of the key's
--- further limits; M.q[qi] its queued tickets in order, {end, n, cost in
--- each limit}; M.floor, no queued ticket goes before it (see mmoved).
--- Kept in x (a[27]), flat: k, floor, the limits' 4k numbers, then per
--- queue its count and tickets of 2 + k numbers. The configuration
+-- its one bucket. M.lim[L] is a further limit (schedule_xlimit.go):
+-- {0, interval µs, τ, tat} a bucket, {1, length µs, count, window,
+-- units in it, units in the one before} a fixed window, {2, …} a sliding
+-- one; M.q[qi] its queued tickets in order, {end, n, cost in each limit};
+-- M.floor, no queued ticket goes before it (see mmoved). Kept in x
+-- (a[27]), flat: k, floor, the limits' 6k numbers, then per queue its
+-- count and tickets of 2 + k numbers. The configuration
 -- comes with each wait (op mwait, ARGV[11]); a key of this state never
 -- takes the fast paths (x is present, and its waits are mwait).
 local M = nil
@@ -412,8 +414,8 @@ if type(a[27]) == 'table' then
 	M = {k = k, floor = f[2], lim = {}, q = {[0] = {}, [1] = {}}}
 	local i = 3
 	for L = 1, k do
-		M.lim[L] = {f[i], f[i + 1], f[i + 2], f[i + 3]}
-		i = i + 4
+		M.lim[L] = {f[i], f[i + 1], f[i + 2], f[i + 3], f[i + 4], f[i + 5]}
+		i = i + 6
 	end
 	for qi = 0, 1 do
 		local m = f[i]
@@ -434,7 +436,7 @@ local function mflat()
 	end
 	local f = {M.k, M.floor}
 	for _, l in ipairs(M.lim) do
-		for j = 1, 4 do
+		for j = 1, 6 do
 			table.insert(f, l[j])
 		end
 	end
@@ -746,11 +748,61 @@ end
 -- GCRA moves it when the ticket goes at its turn, no earlier than
 -- M.floor. f(qi, i, t) returns false to stop; returns the
 -- first limit's chain and the tats after the tickets f accepted.
+-- A limit's rule (schedule_xlimit.go): xcounts, the units gone in
+-- window i and the one before; xearliest, the earliest time from t at
+-- which it lets c > 0 units go; xtake, c units gone at t.
+local function xcounts(l, i)
+	if i == l[4] then
+		return l[6], l[5]
+	elseif i == l[4] + 1 then
+		return l[5], 0
+	end
+	return 0, 0
+end
+local function xearliest(l, t, c)
+	if l[1] == 0 then
+		if l[2] > 0 then
+			t = math.max(t, l[4] + c * l[2] - l[3])
+		end
+		return t
+	end
+	local wl, q = l[2], l[3]
+	local i = math.floor(t / wl)
+	if i < l[4] then
+		i, t = l[4], math.max(t, l[4] * wl)
+	end
+	local prev, cur = xcounts(l, i)
+	if cur + c > q then
+		i, t = i + 1, (i + 1) * wl
+		prev, cur = cur, 0
+	end
+	if l[1] == 2 and prev > 0 then
+		local f = t / wl - i
+		if prev * (1 - f) + cur + c > q + 1e-9 then
+			t = math.max(t, i * wl + (1 - (q - cur - c) / prev) * wl)
+		end
+	end
+	return t
+end
+local function xtake(l, t, c)
+	if l[1] == 0 then
+		if l[2] > 0 then
+			l[4] = math.max(l[4], t) + c * l[2]
+		end
+		return
+	end
+	local i = math.floor(t / l[2])
+	if i > l[4] then
+		local prev, cur = xcounts(l, i)
+		l[4], l[5], l[6] = i, cur, prev
+	end
+	l[5] = l[5] + c
+end
 local function mwalk(f)
 	local iv, tau = pace(now)
-	local tats = {}
+	local lims = {}
 	for L, l in ipairs(M.lim) do
-		tats[L] = l[4]
+		lims[L] = {l[1], l[2], l[3], l[4], l[5], l[6]}
 	end
 	local chain, prev, p = -INF, M.floor, 0
 	for qi = 0, 1 do
@@ -761,35 +813,45 @@ local function mwalk(f)
 			if iv > 0 then
 				t = math.max(t, chain + n * iv - tau)
 			end
-			for L, l in ipairs(M.lim) do
-				local c = tk[2 + L]
-				if c > 0 and l[1] > 0 then
-					t = math.max(t, tats[L] + c * l[1] - l[2])
+			-- The least fixed point of every limit's earliest time.
+			for _ = 1, 2 * M.k + 2 do
+				local movedT = false
+				for L, l in ipairs(lims) do
+					local c = tk[2 + L]
+					if c > 0 then
+						local e = xearliest(l, t, c)
+						if e > t then
+							t, movedT = e, true
+						end
+					end
+				end
+				if not movedT then
+					break
 				end
 			end
 			if not f(qi, i, t) then
-				return chain, tats
+				return chain, lims
 			end
 			if iv > 0 then
 				chain = math.max(chain, t) + n * iv
 			end
-			for L, l in ipairs(M.lim) do
+			for L, l in ipairs(lims) do
 				local c = tk[2 + L]
-				if c > 0 and l[1] > 0 then
-					tats[L] = math.max(tats[L], t) + c * l[1]
+				if c > 0 then
+					xtake(l, t, c)
 				end
 			end
 			prev = t
 		end
 	end
-	return chain, tats
+	return chain, lims
 end
 -- mdue: the first-limit units of the tickets whose turns have come,
 -- whole tickets from the head; what they leave is kept for mcommit.
 local mDue = nil
 local function mdue()
 	local at, units, cnt = now + 1e-9 * SEC, 0, {[0] = 0, [1] = 0}
-	local chain, tats = mwalk(function(qi, i, t)
+	local chain, lims = mwalk(function(qi, i, t)
 		if t > at then
 			return false
 		end
@@ -797,13 +859,11 @@ local function mdue()
 		cnt[qi] = cnt[qi] + 1
 		return true
 	end)
-	mDue = {chain = chain, tats = tats, cnt = cnt}
+	mDue = {chain = chain, lims = lims, cnt = cnt}
 	return units
 end
 local function mcommit()
-	for L, l in ipairs(M.lim) do
-		l[4] = mDue.tats[L]
-	end
+	M.lim = mDue.lims
 	for qi = 0, 1 do
 		for _ = 1, mDue.cnt[qi] do
 			table.remove(M.q[qi], 1)
@@ -1081,13 +1141,22 @@ end
 -- their number starts them full.
 if op == 'mwait' then
 	local lim = {}
-	for iv, b in string.gmatch(ARGV[11], '([^/,]+)/([^/,]+)') do
-		iv, b = tonumber(iv), tonumber(b)
-		table.insert(lim, {iv, iv * b, b, NONE})
+	for kind, p1, p2 in string.gmatch(ARGV[11], '([bfs]):([^/,]+)/([^/,]+)') do
+		p1, p2 = tonumber(p1), tonumber(p2)
+		if kind == 'b' then
+			table.insert(lim, {0, p1, p1 * p2, NONE, 0, 0})
+		elseif kind == 'f' then
+			table.insert(lim, {1, p1, p2, NONE, 0, 0})
+		else
+			table.insert(lim, {2, p1, p2, NONE, 0, 0})
+		end
 	end
 	if M ~= nil and M.k == #lim then
 		for L, l in ipairs(lim) do
-			l[4] = M.lim[L][4]
+			local o = M.lim[L]
+			if o[1] == l[1] then -- the same kind: its state carries over
+				l[4], l[5], l[6] = o[4], o[5], o[6]
+			end
 		end
 		M.lim = lim
 	else
@@ -1417,8 +1486,14 @@ end
 if M ~= nil then
 	local busy = #M.q[0] + #M.q[1] > 0
 	for _, l in ipairs(M.lim) do
-		expire = math.max(expire, l[4])
-		busy = busy or l[4] > now
+		if l[1] == 0 then
+			expire = math.max(expire, l[4])
+			busy = busy or l[4] > now
+		else
+			local ends = (l[4] + 2) * l[2] -- the counts matter until then
+			expire = math.max(expire, ends)
+			busy = busy or (ends > now and l[5] + l[6] > 0)
+		end
 	end
 	if not busy then
 		M = nil -- every limit full, nothing queued: the state of a new key

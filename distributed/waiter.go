@@ -132,7 +132,7 @@ func (w *keyWaiter) wait(ctx context.Context, n, qi int) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if n == 1 && qi == queueFirst && w.q.maxLease() > 1 && len(w.q.Limits) == 0 {
+	if n == 1 && qi == queueFirst && w.q.maxLease() > 1 && w.q.xconfig() == nil {
 		return w.q.leases.wait(ctx, w) // see lease.go
 	}
 	return w.waitDirect(ctx, n, qi)
@@ -182,7 +182,7 @@ func (w *keyWaiter) take(ctx context.Context, n, qi int) (taken, error) {
 func (w *keyWaiter) takeX(ctx context.Context, n, qi int, x []any) (taken, error) {
 	q := w.q
 	op := "wait"
-	if len(q.Limits) > 0 {
+	if q.xconfig() != nil {
 		if x == nil {
 			var err error
 			if x, err = q.xargs(nil); err != nil {

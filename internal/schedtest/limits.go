@@ -12,21 +12,30 @@ import (
 	"github.com/throttle-go/throttle"
 )
 
-// ExtraLimit is a further limit of the quota: a token bucket in a unit of
-// its own ([throttle.Limiter.Limits]).
+// ExtraLimit is a further limit of the quota, in a unit of its own
+// ([throttle.Limiter.Limits]): a token bucket, or a window.
 type ExtraLimit struct {
 	Unit  string
-	Limit float64 // units per second; > 0
-	Burst int     // units at once; 0 means 1
+	Limit float64 // a bucket's units per second; > 0 without a Window
+	Burst int     // a bucket's units at once (0 means 1), a window's Count
+	// Window: a window of Burst units per Window (fixed, aligned to the
+	// Unix epoch, or the sliding window counter if Sliding) instead of
+	// a bucket.
+	Window  time.Duration
+	Sliding bool
 }
 
 func (l ExtraLimit) burst() int { return max(l.Burst, 1) }
 
 // Limits returns c's further limits as a Limiter's Limits.
-func (c Config) Limits() []throttle.UnitRate {
-	var u []throttle.UnitRate
+func (c Config) Limits() []throttle.UnitLimit {
+	var u []throttle.UnitLimit
 	for _, l := range c.Extra {
-		u = append(u, throttle.UnitRate{Unit: l.Unit, Rate: throttle.Rate{Limit: rate.Limit(l.Limit), Burst: l.Burst}})
+		if l.Window > 0 {
+			u = append(u, throttle.UnitLimit{Unit: l.Unit, Window: throttle.Window{Count: l.burst(), Per: l.Window, Sliding: l.Sliding}})
+			continue
+		}
+		u = append(u, throttle.UnitLimit{Unit: l.Unit, Rate: throttle.Rate{Limit: rate.Limit(l.Limit), Burst: l.Burst}})
 	}
 	return u
 }
@@ -48,7 +57,14 @@ func (c Config) extraString() string {
 	}
 	var b strings.Builder
 	for _, l := range c.Extra {
-		fmt.Fprintf(&b, ", %s %v/s burst %d", l.Unit, l.Limit, l.burst())
+		switch {
+		case l.Window > 0 && l.Sliding:
+			fmt.Fprintf(&b, ", %s %d per %v sliding", l.Unit, l.burst(), l.Window)
+		case l.Window > 0:
+			fmt.Fprintf(&b, ", %s %d per %v fixed", l.Unit, l.burst(), l.Window)
+		default:
+			fmt.Fprintf(&b, ", %s %v/s burst %d", l.Unit, l.Limit, l.burst())
+		}
 	}
 	return b.String()
 }
@@ -78,6 +94,10 @@ func (c *checker) units(i, L int) float64 {
 func (c *checker) neverOverExtra() {
 	adm := c.admitted()
 	for L, l := range c.seq.Config.Extra {
+		if l.Window > 0 {
+			c.neverOverWindow(adm, L, l)
+			continue
+		}
 		interval, burst := 1e9/l.Limit, float64(l.burst())
 		tau, tat := burst*interval, math.Inf(-1)
 		for _, i := range adm {
@@ -102,17 +122,98 @@ func (c *checker) neverOverExtra() {
 func (c *checker) extraWork(queued []int) float64 {
 	d := 0.0
 	for L, l := range c.seq.Config.Extra {
+		per := 1e9 / l.Limit
+		if l.Window > 0 {
+			d += ns(l.Window) // the window the first waits in
+			per = ns(l.Window) / float64(l.burst())
+		}
 		for _, i := range queued {
-			d += c.units(i, L) * 1e9 / l.Limit
+			d += c.units(i, L) * per
 		}
 	}
 	return d
 }
 
-// xbucket is one limit of the ideal schedule of conserveExtra.
+// xbucket is one limit of the ideal schedule of conserveExtra: a bucket
+// (interval, tau, tat), or a window (w, q, off; the window units last
+// went in, and its counts).
 type xbucket struct {
 	interval, tau, tat float64
 	cost               func(i int) float64
+	w, q, off          float64
+	sliding            bool
+	idx, cur, prev     float64
+}
+
+// earliest returns the earliest time from t at which the limit lets n
+// units go (see throttle's schedule_xlimit.go; written again here).
+func (b *xbucket) earliest(t, n float64) float64 {
+	if b.w == 0 {
+		return max(t, b.tat+n*b.interval-b.tau)
+	}
+	win := math.Floor((t + b.off) / b.w)
+	if win < b.idx {
+		win, t = b.idx, max(t, b.idx*b.w-b.off)
+	}
+	prev, cur := 0.0, 0.0
+	switch win {
+	case b.idx:
+		prev, cur = b.prev, b.cur
+	case b.idx + 1:
+		prev = b.cur
+	}
+	if cur+n > b.q {
+		win, t, prev, cur = win+1, (win+1)*b.w-b.off, cur, 0
+	}
+	if b.sliding && prev > 0 {
+		if f := (t+b.off)/b.w - win; prev*(1-f)+cur+n > b.q+1e-9 {
+			t = max(t, (win+1-(b.q-cur-n)/prev)*b.w-b.off)
+		}
+	}
+	return t
+}
+
+// take records n units gone at t.
+func (b *xbucket) take(t, n float64) {
+	if b.w == 0 {
+		b.tat = max(b.tat, t) + n*b.interval
+		return
+	}
+	if win := math.Floor((t + b.off) / b.w); win > b.idx {
+		if win == b.idx+1 {
+			b.prev = b.cur
+		} else {
+			b.prev = 0
+		}
+		b.idx, b.cur = win, 0
+	}
+	b.cur += n
+}
+
+// neverOverWindow: the admissions of L's units, in time order, never
+// take a window past its count (fixed: the units of each window aligned
+// to the Unix epoch; sliding: prev·(1 − f) + cur at each admission).
+func (c *checker) neverOverWindow(adm []int, L int, l ExtraLimit) {
+	w := ns(l.Window)
+	b := xbucket{w: w, q: float64(l.burst()), sliding: l.Sliding, idx: math.Inf(-1),
+		off: float64(c.lg.Start.UnixNano() % int64(l.Window))}
+	for _, i := range adm {
+		n := c.units(i, L)
+		if n == 0 {
+			continue
+		}
+		// An admission up to tol early counts as on time: it is checked
+		// at t + tol (a later time lets no fewer units go), and counted at
+		// t − tol (within tol of a window's end, in that window: the
+		// units of the next are not the fewer for it).
+		t := c.ret(i) + c.tol
+		if e := b.earliest(t, n); e > t {
+			c.errorf("never over (%s %d per %v, sliding %v): wait %d admitted %v %s at %v; the window allows them from %v",
+				l.Unit, l.burst(), l.Window, l.Sliding, i, n, l.Unit, time.Duration(c.ret(i)), time.Duration(e))
+			return
+		}
+		b.take(c.ret(i)-c.tol, n)
+	}
 }
 
 // conserveExtra is conserve for a quota with further limits (sequences of
@@ -130,16 +231,30 @@ func (c *checker) conserveExtra() {
 	var bs []xbucket
 	if cfg.Limit > 0 {
 		iv := 1e9 / cfg.Limit
-		bs = append(bs, xbucket{iv, float64(cfg.burst()) * iv, math.Inf(-1), func(i int) float64 { return float64(c.seq.Ops[i].N) }})
+		bs = append(bs, xbucket{interval: iv, tau: float64(cfg.burst()) * iv, tat: math.Inf(-1), cost: func(i int) float64 { return float64(c.seq.Ops[i].N) }})
 	}
 	for L, l := range cfg.Extra {
+		cost := func(i int) float64 { return c.units(i, L) }
+		if l.Window > 0 {
+			bs = append(bs, xbucket{cost: cost, w: ns(l.Window), q: float64(l.burst()), sliding: l.Sliding,
+				idx: math.Inf(-1), off: float64(c.lg.Start.UnixNano() % int64(l.Window))})
+			continue
+		}
 		iv := 1e9 / l.Limit
-		bs = append(bs, xbucket{iv, float64(l.burst()) * iv, math.Inf(-1), func(i int) float64 { return c.units(i, L) }})
+		bs = append(bs, xbucket{interval: iv, tau: float64(l.burst()) * iv, tat: math.Inf(-1), cost: cost})
 	}
 	turn := func(i int, from float64) float64 {
-		for _, b := range bs {
-			if n := b.cost(i); n > 0 {
-				from = max(from, b.tat+n*b.interval-b.tau)
+		for range 2*len(bs) + 2 { // the least fixed point
+			moved := false
+			for k := range bs {
+				if n := bs[k].cost(i); n > 0 {
+					if e := bs[k].earliest(from, n); e > from {
+						from, moved = e, true
+					}
+				}
+			}
+			if !moved {
+				break
 			}
 		}
 		return from
@@ -167,7 +282,7 @@ func (c *checker) conserveExtra() {
 			}
 			for k := range bs {
 				if n := bs[k].cost(i); n > 0 {
-					bs[k].tat = max(bs[k].tat, t) + n*bs[k].interval
+					bs[k].take(t, n)
 				}
 			}
 			last = max(last, t)

@@ -33,6 +33,9 @@ type Log struct {
 	// Ordered: calls at the same instant were made in the order of the
 	// ops (Run had an idle func).
 	Ordered bool
+	// Start: when the run started (offsets count from it): windows
+	// aligned to the Unix epoch are counted from it.
+	Start time.Time
 }
 
 var errGaveUp = errors.New("schedtest: gave up")
@@ -75,6 +78,7 @@ func Run(t testing.TB, w throttle.Waiter, seq Sequence, idle func()) Log {
 	}
 	lg := Log{Results: make([]Result, len(seq.Ops)), Ordered: idle != nil}
 	start := time.Now()
+	lg.Start = start
 	since := func() time.Duration { return time.Since(start) }
 	// Every wait's context derives from base, which gives up on waits
 	// still waiting GiveUp after the last op.

@@ -1,0 +1,106 @@
+package throttle
+
+import "math"
+
+// One further limit of a key (schedule_limits.go) and its rule: when it
+// lets c units go, and what their going leaves. Three kinds:
+//
+//   - a token bucket (GCRA): c units may go at t ≥ tat + c·interval − τ,
+//     and leave tat = max(tat, t) + c·interval;
+//   - a fixed window of q units per w, aligned to the Unix epoch (as
+//     servers count "100 a minute"): c units may go in a window while the
+//     units gone in it and c are at most q, else at the next window's
+//     start;
+//   - a sliding window counter of q per w (as servers estimate it): c
+//     units may go at t while prev·(1 − f) + cur + c ≤ q, cur the units
+//     gone in t's window, prev those of the window before, f how far t
+//     is into its window; the earliest such t solves for f.
+//
+// Each rule is monotone: units a limit lets go at t it lets go at any
+// later t, so that a ticket's turn, the latest among the limits, is the
+// least fixed point of moving it to each limit's earliest time.
+type xlimit struct {
+	kind int // xBucket, xFixed or xSliding
+
+	interval, tau, burst float64 // a bucket: its pace; burst·interval
+	tat                  float64 // its state
+
+	w, q float64 // a window: its length and units
+	// off aligns the windows to the Unix epoch: t's window is
+	// ⌊(t+off)/w⌋ (schedule times count from the Limiter's start).
+	off            float64
+	idx, cur, prev float64 // the last window units went in, and its counts
+}
+
+const (
+	xBucket = iota
+	xFixed
+	xSliding
+)
+
+// limits reports whether the limit counts anything (a bucket without a
+// pace does not).
+func (l *xlimit) limits() bool { return l.kind != xBucket || l.interval > 0 }
+
+// counts returns the units gone in window i and in the one before it.
+func (l *xlimit) counts(i float64) (prev, cur float64) {
+	switch i {
+	case l.idx:
+		return l.prev, l.cur
+	case l.idx + 1:
+		return l.cur, 0
+	}
+	return 0, 0
+}
+
+// earliest returns the earliest time from t at which the limit lets c > 0
+// units go.
+func (l *xlimit) earliest(t, c float64) float64 {
+	if l.kind == xBucket {
+		if l.interval > 0 {
+			t = max(t, l.tat+c*l.interval-l.tau)
+		}
+		return t
+	}
+	start := func(i float64) float64 { return i*l.w - l.off }
+	i := math.Floor((t + l.off) / l.w)
+	if i < l.idx { // FIFO: no unit goes in a window before the last's
+		i, t = l.idx, max(t, start(l.idx))
+	}
+	prev, cur := l.counts(i)
+	if cur+c > l.q {
+		i, t = i+1, start(i+1)
+		prev, cur = cur, 0
+	}
+	if l.kind == xSliding && prev > 0 {
+		f := (t+l.off)/l.w - i
+		if prev*(1-f)+cur+c > l.q+1e-9 {
+			t = max(t, start(i)+(1-(l.q-cur-c)/prev)*l.w)
+		}
+	}
+	return t
+}
+
+// take records c units gone at t.
+func (l *xlimit) take(t, c float64) {
+	if l.kind == xBucket {
+		if l.interval > 0 {
+			l.tat = max(l.tat, t) + c*l.interval
+		}
+		return
+	}
+	if i := math.Floor((t + l.off) / l.w); i > l.idx {
+		l.prev, l.cur = l.counts(i)
+		l.idx = i
+	}
+	l.cur += c
+}
+
+// full reports whether the limit at now is as a new key's: its bucket
+// full, or its windows' counts past.
+func (l *xlimit) full(now float64) bool {
+	if l.kind == xBucket {
+		return l.tat <= now
+	}
+	return math.Floor((now+l.off)/l.w) > l.idx+1 || l.cur+l.prev == 0
+}
