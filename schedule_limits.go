@@ -3,57 +3,64 @@ package throttle
 import "math"
 
 // Several limits on one key: the schedule's model of turns (schedule.go)
-// with more buckets, each in a unit of its own.
+// with more limits, each in a unit of its own.
 //
 // # State
 //
 // A key with [Limiter.Limits] keeps, besides its schedule (the first limit,
-// Limit and Burst, in the unit WaitN counts, with its pauses, windows and
-// cuts), one GCRA bucket per further limit (its tat, at the limit's
-// interval and depth τ = burst·interval), and for every queued ticket its
-// cost in each of those units (extras.q, in queue order: retries first).
-// A single-bucket key has none of it (schedule.x is nil) and runs the
-// schedule's closed forms and fast paths unchanged.
+// Limit and Burst, in the unit WaitN counts, with its pauses, server
+// windows and cuts), the state of each further limit (schedule_xlimit.go:
+// a bucket's tat, or a configured window's counts), and for every queued
+// ticket its cost in each of those limits (extras.q, in queue order:
+// retries first). A single-bucket key has none of it (schedule.x is nil)
+// and runs the schedule's closed forms and fast paths unchanged; so does
+// the script (op mwait, the general path).
 //
 // # Turns
 //
 // A ticket's turn is the latest among the limits, FIFO: walking the
-// tickets from the head, the j-th's turn is
+// tickets from the head, the j-th's turn t_j is the least time no earlier
+// than
 //
-//	t_j = max(t_{j−1}, turn(p_j), chain_{j−1} + n_j·I − τ, max_L tat_L + c_jL·I_L − τ_L)
+//	t_{j−1},  turn(p_j),  chain_{j−1} + n_j·I − τ
 //
-// and t_0 the time of the last change that may have moved queued turns
-// earlier (an enqueue, a cancel, a window, a faster pace, a settle: see
-// extras.moved): no queued ticket goes before it, so one that a hole
-// or a window moved up arrives when that happened, as a wait's ideal
-// turn is after its call and after the wait ahead left. Not now: a wait
-// that wakes late (timer slack) went at its turn, and its lateness does
-// not add up along the queue.
-//
-// where turn(p_j) is the schedule's turn of the ticket's first-limit
-// position (hold, window, cut, its bucket: schedule.turnAt), and the
-// buckets move as GCRA moves them when the ticket goes at t_j:
+// at which every further limit L lets its cost c_jL go (the least fixed
+// point of each limit's earliest time: every rule is monotone, so a
+// few passes find it). turn(p_j) is the schedule's turn of the ticket's
+// first-limit position (hold, server window, cut, its bucket:
+// schedule.turnAt); chain is the first limit's bucket seen from the
+// tickets' turns. When the ticket goes at t_j, each limit records its
+// units there, as GCRA does for a bucket:
 //
 //	tat_L ← max(tat_L, t_j) + c_jL·I_L        chain_j = max(chain_{j−1}, t_j) + n_j·I
 //
-// so that, as for the server's window (schedule.tatAfter), units that a
-// limit held back claim no credit from before they could go: a ticket
-// that one limit delays arrives at the others' buckets at its turn, not
-// earlier. chain is the first limit's bucket seen from the tickets'
-// turns (the schedule's closed form counts the chains from the head and
-// the window's turns; the max of both is GCRA's tat, since every chain
-// is a max of arrivals plus units). A limit a ticket spends nothing of
-// does not hold it back. Turns are derived from the state, never stored,
-// as in the schedule: a cancelled ticket leaves the walk and its units
-// in every unit come back at once (the tickets behind move up), exact on
-// all limits; a pause moves every turn.
+// (a window counts them in t_j's window), so that, as for the server's
+// window (schedule.tatAfter), units that one limit held back claim no
+// credit on the others from before they could go: a ticket arrives at
+// every limit at its turn, not earlier. The schedule's closed form
+// counts the first limit's chains from the head and the server window's
+// turns; the max of both is GCRA's tat, since every chain is a max of
+// arrivals plus units. A limit a ticket spends nothing of does not hold
+// it back.
 //
-// Units go in queue order, whole tickets only, on all limits at once or on
-// none (advance): the tickets whose turns have come go, the schedule
-// spends their first-limit units, each limit's tat moves as above, and
-// the first limit's tat is at least the chain. The walk costs a pass over
-// the tickets ahead; a key whose queue is empty and whose buckets all
-// hold the cost goes at once without it (goNowX), as a single bucket does.
+// t_0 is the time of the last change that may have moved queued turns
+// earlier (an enqueue, a cancel, a server window, a faster pace, a
+// settle: extras.moved): no queued ticket goes before it, so one that a
+// hole or a window moved up arrives when that happened, as a wait's
+// ideal turn is after its call and after the wait ahead left. Not now: a
+// wait that wakes late (timer slack, a round trip) went at its turn, and
+// its lateness does not add up along the queue.
+//
+// Turns are derived from the state, never stored, as in the schedule: a
+// cancelled ticket leaves the walk and its units come back at once on
+// every limit (the tickets behind move up), exact on all of them; a
+// pause moves every turn. Units go in queue order, whole tickets only,
+// on all limits at once or on none (advance): the tickets whose turns
+// have come go, the schedule spends their first-limit units, each limit
+// records its own as above, and the first limit's tat is at least the
+// chain. The walk costs a pass over the tickets ahead; a key whose queue
+// is empty and whose limits all let the cost go at once goes without it
+// (goNowX), as a single bucket does.
 
 // extras are the further limits of a key and its queued tickets' costs in
 // them.
