@@ -67,6 +67,9 @@ type Cost struct {
 	// error ([ErrInvalidLimit]), a cost above its limit's burst too
 	// ([ErrCostExceedsBurst]).
 	Units []UnitCost
+	// Retry queues the wait ahead of first attempts, as
+	// [RetryWaiter.WaitRetryN] does: for a request sent again.
+	Retry bool
 }
 
 // UnitCost is a cost of N units in Unit: see [Cost].
@@ -151,11 +154,14 @@ func (b *bucket) costOf(units []UnitCost) ([]float64, error) {
 
 // WaitCost waits for c on the key's limits: see [CostWaiter].
 func (b *bucket) WaitCost(ctx context.Context, c Cost) error {
-	n := c.N
+	n, qi := c.N, queueFirst
 	if n == 0 {
 		n = 1
 	}
-	return b.waitUnits(ctx, n, c.Units, queueFirst)
+	if c.Retry {
+		qi = queueRetry
+	}
+	return b.waitUnits(ctx, n, c.Units, qi)
 }
 
 // WaitCost waits for c on the Limiter's own quota (the key ""): see

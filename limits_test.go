@@ -3,6 +3,8 @@ package throttle
 import (
 	"context"
 	"errors"
+	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -153,6 +155,45 @@ func TestLimitsCancel(t *testing.T) {
 		wg.Wait()
 		if !errors.Is(errB, context.Canceled) || errC != nil || atC != time.Second {
 			t.Errorf("cancelled B: %v; C: %v at %v; want context.Canceled; nil at 1s", errB, errC, atC)
+		}
+	})
+}
+
+// TestLimitsTransport checks that a Transport's Units spend on the key's
+// further limits: requests of 60 tokens against 100 tokens a second
+// (burst 100), the requests' own limit far off, one at a time. A retry
+// (a 429 with Retry-After: 1 on the second request) spends its tokens
+// again, at its turn.
+func TestLimitsTransport(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var sent []time.Duration
+		var calls int
+		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			calls++
+			sent = append(sent, time.Since(start))
+			if calls == 2 {
+				return respond(r, http.StatusTooManyRequests, "Retry-After", "1"), nil
+			}
+			return respond(r, http.StatusOK), nil
+		})
+		l := &Limiter{Limit: 1000, Burst: 10, Limits: []UnitLimit{{Unit: "tokens", Rate: Rate{Limit: 100, Burst: 100}}}}
+		tr := &Transport{Base: base, Waiter: l, DisableAdaptive: true,
+			Units: func(*http.Request) []UnitCost { return []UnitCost{{"tokens", 60}} }}
+		client := &http.Client{Transport: tr}
+		for range 3 {
+			resp, err := client.Get("http://api.example.com/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+		// 0; 200 ms, once 20 tokens refilled (429: paused until 1.2 s);
+		// the retry at 1.2 s (its tokens there since 400 ms), leaving 40;
+		// the third once 20 more refilled: 1.4 s.
+		want := []time.Duration{0, 200 * time.Millisecond, 1200 * time.Millisecond, 1400 * time.Millisecond}
+		if !slices.Equal(sent, want) {
+			t.Errorf("attempts sent at %v; want %v", sent, want)
 		}
 	})
 }

@@ -50,7 +50,15 @@ func (t *Transport) wait(ctx context.Context, rs *retries, w Waiter, a Acquirer,
 			release = noRelease
 		}
 	}
-	if err == nil {
+	var units []UnitCost
+	if t.Units != nil {
+		units = t.Units(rs.req)
+	}
+	cw, costs := w.(CostWaiter)
+	if err == nil && costs && len(units) > 0 {
+		// Every limit at once; a retry keeps its place as below.
+		err = cw.WaitCost(wctx, Cost{N: n, Units: units, Retry: attempt > 1})
+	} else if err == nil {
 		if rw, ok := w.(RetryWaiter); ok && attempt > 1 {
 			// A retry keeps its place ahead of the requests that arrived
 			// since its first attempt.

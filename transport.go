@@ -78,6 +78,13 @@ type Transport struct {
 	// call, a batch's size). Nil means 1 per request.
 	Cost func(*http.Request) int
 
+	// Units, if not nil, is what a request costs in the key's further
+	// limits (e.g. {{"tokens", estimate}} beside Cost's requests: see
+	// [Limiter.Limits]): each attempt waits for Cost and these on every
+	// limit at once, through [CostWaiter] when the key's waiter is one.
+	// Nil means none.
+	Units func(*http.Request) []UnitCost
+
 	// Settle, if not nil, tells from each attempt's response what the
 	// attempt really cost (an LLM call's tokens, in a header): ok true
 	// and actual ≥ 0 settle the attempt's Cost as actual on the key's

@@ -133,7 +133,11 @@ func (w *keyWaiter) WaitCost(ctx context.Context, c throttle.Cost) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	_, err = w.waitDirectX(ctx, n, queueFirst, x)
+	qi := queueFirst
+	if c.Retry {
+		qi = queueRetry
+	}
+	_, err = w.waitDirectX(ctx, n, qi, x)
 	return err
 }
 
