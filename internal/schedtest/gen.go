@@ -160,6 +160,9 @@ func (o Op) String() string {
 		}
 		if o.Units != nil {
 			q = "WaitCost"
+			if o.Retry {
+				q = "WaitCost(Retry)"
+			}
 			fmt.Fprintf(&b, "%s(%d, %v)", q, o.N, o.Units)
 		} else {
 			fmt.Fprintf(&b, "%s(%d)", q, o.N)
@@ -400,7 +403,7 @@ func Generate(seed int64, cfg Config, opt Options) Sequence {
 		if opt.Reserves && !o.Try && r.IntN(3) == 0 {
 			o.Reserve, o.Retry = true, false
 		}
-		if len(cfg.Extra) > 0 && !o.Try && !o.Retry && !o.Reserve {
+		if len(cfg.Extra) > 0 && !o.Try && !o.Reserve && (!o.Retry || r.IntN(2) == 0) {
 			o.Units = extraCosts(r, cfg.Extra)
 		}
 		if opt.Settles && cfg.Limit > 0 && len(cfg.Extra) == 0 && r.IntN(2) == 0 {

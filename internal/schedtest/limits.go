@@ -42,7 +42,7 @@ func (c Config) Limits() []throttle.UnitLimit {
 
 // cost returns o's cost as a throttle.Cost.
 func (c Config) cost(o Op) throttle.Cost {
-	tc := throttle.Cost{N: o.N}
+	tc := throttle.Cost{N: o.N, Retry: o.Retry}
 	for i, n := range o.Units {
 		if n > 0 {
 			tc.Units = append(tc.Units, throttle.UnitCost{Unit: c.Extra[i].Unit, N: n})
