@@ -137,5 +137,6 @@ func (w *keyWaiter) configCheck(ctx context.Context, used *qconf, err error) (re
 // configuration: the store answered, so it is no store failure.
 func isConfig(err error) bool {
 	var re redis.Error
-	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "THROTTLE_CONFIG ")
+	return errors.As(err, &re) && (strings.HasPrefix(re.Error(), "THROTTLE_CONFIG ") ||
+		strings.HasPrefix(re.Error(), "THROTTLE_LIMITS ") || strings.HasPrefix(re.Error(), "THROTTLE_MULTI "))
 }

@@ -2,11 +2,13 @@ package distributed
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/throttle-go/throttle"
 	"golang.org/x/time/rate"
 )
@@ -21,8 +23,9 @@ import (
 
 // xconf is Quota.Limits as the script takes them.
 type xconf struct {
-	// spec: a limit each, comma-separated: "b:interval µs/burst" a
-	// bucket, "f:length µs/count" a fixed window, "s:…" a sliding one.
+	// spec: "Version|" then a limit each, comma-separated: "b:interval
+	// µs/burst" a bucket, "f:length µs/count" a fixed window, "s:…" a
+	// sliding one.
 	spec  string
 	units []string  // their units (a unit may have several limits)
 	most  []float64 // the largest cost of each; +Inf: no limit
@@ -65,7 +68,7 @@ func (q *Quota) xconfig() *xconf {
 				add(u.Unit, kind+strconv.FormatInt(w.Per.Microseconds(), 10)+"/"+strconv.Itoa(w.Count), float64(w.Count))
 			}
 		}
-		x.spec = strings.Join(spec, ",")
+		x.spec = strconv.Itoa(q.Version) + "|" + strings.Join(spec, ",")
 		if len(spec) > 0 || x.err != nil {
 			q.x = x
 		}
@@ -113,6 +116,27 @@ func (q *Quota) xargs(units []throttle.UnitCost) ([]any, error) {
 		args = append(args, strconv.FormatFloat(c, 'g', -1, 64))
 	}
 	return args, nil
+}
+
+// limitsError returns the script's refusal of this process's Limits
+// (THROTTLE_LIMITS: a key's state written with other Limits, and a
+// Version no lower) as an error matching [ErrConfigMismatch]; nil for
+// any other error.
+func (w *keyWaiter) limitsError(err error) error {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return nil
+	}
+	if msg, found := strings.CutPrefix(re.Error(), "THROTTLE_MULTI "); found {
+		return fmt.Errorf("%w: quota %q, key %q: %s (a process without this process's Limits)", ErrConfigMismatch, w.q.name, w.key, msg)
+	}
+	stored, found := strings.CutPrefix(re.Error(), "THROTTLE_LIMITS ")
+	if !found {
+		return nil
+	}
+	return fmt.Errorf("%w: quota %q, key %q: this process has Limits %q; the key's state in Redis was written with %q (version|limits). "+
+		"Give every process sharing the quota the same Limits, or raise Version to replace them",
+		ErrConfigMismatch, w.q.name, w.key, w.q.xconfig().spec, stored)
 }
 
 // WaitCost implements [throttle.CostWaiter]: it waits for c on the key's

@@ -2,11 +2,13 @@ package distributed
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/throttle-go/throttle"
+	"golang.org/x/time/rate"
 )
 
 // TestLimitsCancelRedis checks that a wait cancelled in the middle of the
@@ -37,5 +39,42 @@ func TestLimitsCancelRedis(t *testing.T) {
 	wg.Wait()
 	if errB == nil || errC != nil || atC < 290*time.Millisecond || atC > 360*time.Millisecond {
 		t.Errorf("B: %v; C: %v at %v; want context.Canceled; nil at about 300ms", errB, errC, atC)
+	}
+}
+
+// TestLimitsMismatch checks that processes naming one quota with other
+// Limits are refused with an error matching ErrConfigMismatch, not
+// mixed, unless their Version is higher: then they replace them.
+func TestLimitsMismatch(t *testing.T) {
+	_, c := startRedis(t)
+	newQ := func(tokens rate.Limit, version int) *Quota {
+		q := New(c, "limits-mismatch", 1000, 10)
+		q.Limits = []throttle.UnitLimit{{Unit: "tokens", Rate: throttle.Rate{Limit: tokens, Burst: 100}}}
+		q.Timeout, q.Version, q.MaxLease = time.Second, version, 1
+		t.Cleanup(func() { q.Close() })
+		return q
+	}
+	tok := throttle.Cost{Units: []throttle.UnitCost{{Unit: "tokens", N: 1}}}
+	a, b, b1 := newQ(100, 0), newQ(50, 0), newQ(50, 1)
+	// A queued wait keeps the key's state (a full bucket is forgotten).
+	if err := a.WaitCost(t.Context(), throttle.Cost{Units: []throttle.UnitCost{{Unit: "tokens", N: 100}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		q    *Quota
+		want error
+	}{
+		{"same limits", a, nil},
+		{"other limits", b, ErrConfigMismatch},
+		{"other limits, higher version", b1, nil},
+		{"the first, now a lower version", a, ErrConfigMismatch},
+	} {
+		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		err := tt.q.WaitCost(ctx, tok)
+		cancel()
+		if !errors.Is(err, tt.want) && !(tt.want == nil && errors.Is(err, throttle.ErrWouldExceedDeadline)) {
+			t.Errorf("%s: WaitCost = %v; want %v", tt.name, err, tt.want)
+		}
 	}
 }

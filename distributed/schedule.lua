@@ -401,9 +401,10 @@ end
 -- {0, interval µs, τ, tat} a bucket, {1, length µs, count, window,
 -- units in it, units in the one before} a fixed window, {2, …} a sliding
 -- one; M.q[qi] its queued tickets in order, {end, n, cost in each limit};
--- M.floor, no queued ticket goes before it (see mmoved). Kept in x
--- (a[27]), flat: k, floor, the limits' 6k numbers, then per queue its
--- count and tickets of 2 + k numbers. The configuration
+-- M.floor, no queued ticket goes before it (see mmoved); M.ver and
+-- M.spec, the configuration that wrote them (see mwait). Kept in x
+-- (a[27]), flat: k, floor, ver, spec, the limits' 6k numbers, then per
+-- queue its count and tickets of 2 + k numbers. The configuration
 -- comes with each wait (op mwait, ARGV[11]); a key of this state never
 -- takes the fast paths (x is present, and its waits are mwait).
 local M = nil
@@ -411,8 +412,8 @@ local mcost = nil -- the cost in M's limits of the wait enqueue takes
 if type(a[27]) == 'table' then
 	local f = a[27]
 	local k = f[1]
-	M = {k = k, floor = f[2], lim = {}, q = {[0] = {}, [1] = {}}}
-	local i = 3
+	M = {k = k, floor = f[2], ver = f[3], spec = f[4], lim = {}, q = {[0] = {}, [1] = {}}}
+	local i = 5
 	for L = 1, k do
 		M.lim[L] = {f[i], f[i + 1], f[i + 2], f[i + 3], f[i + 4], f[i + 5]}
 		i = i + 6
@@ -434,7 +435,7 @@ local function mflat()
 	if M == nil then
 		return nil -- x as a key with one bucket writes it
 	end
-	local f = {M.k, M.floor}
+	local f = {M.k, M.floor, M.ver, M.spec}
 	for _, l in ipairs(M.lim) do
 		for j = 1, 6 do
 			table.insert(f, l[j])
@@ -1135,13 +1136,21 @@ local function seed(knownId, floorRel, holdRel)
 end
 
 -- mwait: a wait on a key with further limits. ARGV[11] their
--- configuration, "interval µs/burst" a limit, comma-separated (interval
--- 0: no limit); ARGV[12…] the wait's cost in each. The limits' state is
--- kept across a change of configuration (tats by position); a change in
--- their number starts them full.
+-- configuration, "version|spec": spec is a limit each, comma-separated,
+-- "b:interval µs/burst" a bucket, "f:length µs/count" a fixed window,
+-- "s:…" a sliding one; ARGV[12…] the wait's cost in each. A state
+-- written with another spec is refused (THROTTLE_LIMITS and the state's
+-- "version|spec"), unless the version is higher: then it replaces it,
+-- each limit keeping its state if of the same kind (a change in their
+-- number starts them afresh).
 if op == 'mwait' then
+	local ver, spec = string.match(ARGV[11], '^(%d+)|(.*)$')
+	ver = tonumber(ver)
+	if M ~= nil and M.spec ~= spec and (M.ver or 0) >= ver then
+		return redis.error_reply('THROTTLE_LIMITS ' .. (M.ver or 0) .. '|' .. tostring(M.spec))
+	end
 	local lim = {}
-	for kind, p1, p2 in string.gmatch(ARGV[11], '([bfs]):([^/,]+)/([^/,]+)') do
+	for kind, p1, p2 in string.gmatch(spec, '([bfs]):([^/,]+)/([^/,]+)') do
 		p1, p2 = tonumber(p1), tonumber(p2)
 		if kind == 'b' then
 			table.insert(lim, {0, p1, p1 * p2, NONE, 0, 0})
@@ -1158,9 +1167,9 @@ if op == 'mwait' then
 				l[4], l[5], l[6] = o[4], o[5], o[6]
 			end
 		end
-		M.lim = lim
+		M.lim, M.ver, M.spec = lim, ver, spec
 	else
-		M = {k = #lim, floor = NONE, lim = lim, q = {[0] = {}, [1] = {}}}
+		M = {k = #lim, floor = NONE, ver = ver, spec = spec, lim = lim, q = {[0] = {}, [1] = {}}}
 		-- Tickets queued before (by plain waits): of no cost in these.
 		for qi = 0, 1 do
 			local q = s.q[qi]

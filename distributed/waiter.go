@@ -203,6 +203,9 @@ func (w *keyWaiter) takeX(ctx context.Context, n, qi int, x []any) (taken, error
 	// and before this wait listens, is seen through gen (see sleep).
 	gen, sub := q.pushes.mark()
 	reply, err := w.run(ctx, op, append([]any{n, qi, maxWait, known, floor, hold}, x...)...)
+	if lerr := w.limitsError(err); lerr != nil {
+		return taken{refused: true}, lerr // the store answered: no fail mode
+	}
 	if err != nil {
 		return taken{}, err
 	}
