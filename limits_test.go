@@ -197,3 +197,30 @@ func TestLimitsTransport(t *testing.T) {
 		}
 	})
 }
+
+// TestLimitsState checks the view of a key's further limits: what each
+// holds once the queued waits have spent theirs, and Next behind them.
+func TestLimitsState(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &Limiter{Limit: 100, Burst: 10, Limits: []UnitLimit{
+			{Unit: "tokens", Rate: Rate{Limit: 10, Burst: 10}},
+			{Unit: "requests", Window: Window{Count: 5, Per: time.Second}},
+		}}
+		w := l.For("k").(CostWaiter)
+		cost := Cost{Units: []UnitCost{{"tokens", 8}, {"requests", 1}}}
+		if err := w.WaitCost(t.Context(), cost); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go w.WaitCost(ctx, cost) // queued until 600 ms (tokens)
+		synctest.Wait()
+		ls, st := l.LimitStates("k"), l.State("k")
+		want := []LimitState{{Unit: "tokens", Remaining: -6}, {Unit: "requests", Window: true, Remaining: 3}}
+		if !slices.Equal(ls, want) || st.Next != 600*time.Millisecond {
+			t.Errorf("LimitStates %+v, State.Next %v; want %+v, 600ms", ls, st.Next, want)
+		}
+		cancel()
+		synctest.Wait()
+	})
+}

@@ -73,7 +73,9 @@ func (b *bucket) State(ctx context.Context) (State, error) {
 	// advance only lets go what has gone already (it is how the state is
 	// read lazily): the view is that of any call at now.
 	b.advanceLocked(now)
-	return b.s.state(now, b.pacing, at), nil
+	st := b.s.state(now, b.pacing, at)
+	b.s.xview(now, b.pacing, &st, b.xunits, nil)
+	return st, nil
 }
 
 // state converts the schedule's view at now to a State taken at at.
