@@ -13,8 +13,8 @@ import (
 // a wait on a one-limit quota and a wait on a quota with a further limit
 // (tokens, WaitCost), one each per iteration on the same server and
 // client, neither taking leased turns (one script call per wait), and
-// reports the ratios of their mean times: what the second limit adds to
-// the script's general path against the fast path and the round trip.
+// reports the ratios of their mean times: what the second limit adds
+// (mwait's shortcut against the fast path) and the round trip.
 func BenchmarkLimitsWaitRatio(b *testing.B) {
 	_, c := startRedis(b)
 	ctx := context.Background()
