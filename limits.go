@@ -89,6 +89,51 @@ type CostWaiter interface {
 	WaitCost(ctx context.Context, c Cost) error
 }
 
+// CostTrier is a Waiter whose keys carry several limits and that can
+// spend a cost now or not at all, never blocking: TryCost is [Trier]'s
+// TryN for a [Cost] (Retry aside: a try takes no place in a queue). It
+// spends c on every limit if a wait of c would go at once, and reports
+// ok; otherwise it changes nothing and reports retryIn, how long from
+// now a wait of c would go if the key's state did not change. The keys
+// of [Limiter] and of distributed.Quota implement it.
+type CostTrier interface {
+	TryCost(ctx context.Context, c Cost) (ok bool, retryIn time.Duration, err error)
+}
+
+// TryCost spends c on the key's limits now, or nothing: see [CostTrier].
+func (b *bucket) TryCost(ctx context.Context, c Cost) (bool, time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return false, 0, err
+	}
+	n := c.N
+	if n == 0 {
+		n = 1
+	}
+	b.mu.Lock()
+	if b.dead {
+		b.mu.Unlock()
+		return b.l.bucket(b.key).TryCost(ctx, c)
+	}
+	if err := b.check(n); err != nil {
+		b.mu.Unlock()
+		return false, 0, err
+	}
+	cost, err := b.costOf(c.Units)
+	if err != nil {
+		b.mu.Unlock()
+		return false, 0, err
+	}
+	now := b.l.now()
+	b.advanceLocked(now)
+	ok, turn := b.s.try(now, b.pacing, queueFirst, int64(n), cost)
+	b.wakeIfSped()
+	b.mu.Unlock()
+	if ok {
+		return true, 0, nil
+	}
+	return false, duration(turn - now), nil
+}
+
 // xlimits converts l.Limits to the schedule's further limits and their
 // units; an error for a configuration no wait can use.
 func (l *Limiter) xlimits() ([]xlimit, []string, error) {

@@ -224,3 +224,31 @@ func TestLimitsState(t *testing.T) {
 		synctest.Wait()
 	})
 }
+
+// TestLimitsTry checks TryCost: spent on every limit now, or nothing,
+// with the delay a wait would have.
+func TestLimitsTry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &Limiter{Limit: 100, Burst: 10, Limits: []UnitLimit{{Unit: "tokens", Rate: Rate{Limit: 10, Burst: 10}}}}
+		w := l.For("k").(CostTrier)
+		tok := func(n int) Cost { return Cost{Units: []UnitCost{{"tokens", n}}} }
+		for i, tt := range []struct {
+			tokens  int
+			ok      bool
+			retryIn time.Duration
+		}{
+			{8, true, 0},
+			{8, false, 600 * time.Millisecond}, // 2 left: nothing spent
+			{2, true, 0},
+			{1, false, 100 * time.Millisecond},
+		} {
+			ok, d, err := w.TryCost(t.Context(), tok(tt.tokens))
+			if ok != tt.ok || d != tt.retryIn || err != nil {
+				t.Errorf("try %d (%d tokens) = %v, %v, %v; want %v, %v, nil", i, tt.tokens, ok, d, err, tt.ok, tt.retryIn)
+			}
+		}
+		if st := l.State("k"); st.Tokens != 8 {
+			t.Errorf("requests' bucket holds %v; want 8 (two tries went)", st.Tokens)
+		}
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/throttle-go/throttle"
@@ -164,6 +165,20 @@ func (w *keyWaiter) WaitCost(ctx context.Context, c throttle.Cost) error {
 	}
 	_, err = w.waitDirectX(ctx, n, qi, x)
 	return err
+}
+
+// TryCost implements [throttle.CostTrier]: c spent on every limit now,
+// or nothing, in one script call.
+func (w *keyWaiter) TryCost(ctx context.Context, c throttle.Cost) (bool, time.Duration, error) {
+	n := c.N
+	if n == 0 {
+		n = 1
+	}
+	x, err := w.q.xargs(c.Units)
+	if err != nil {
+		return false, 0, err
+	}
+	return w.tryX(ctx, n, x)
 }
 
 // WaitCost waits for c on the quota's own key (""): see

@@ -546,7 +546,7 @@ end
 -- "version|spec"), unless the version is higher: then it replaces it,
 -- each limit keeping its state if of the same kind (a change in their
 -- number starts them afresh).
-if op == 'mwait' then
+if op == 'mwait' or op == 'mtry' then
 	local ver, spec = string.match(ARGV[11], '^(%d+)|(.*)$')
 	ver = tonumber(ver)
 	if M ~= nil and M.spec ~= spec and (M.ver or 0) >= ver then
@@ -1396,7 +1396,7 @@ elseif op == 'settle' then
 		moved = true
 	end
 	reply = 1
-elseif op == 'try' then
+elseif op == 'try' or op == 'mtry' then
 	-- wait's ARGV, its max wait "0" (so that the fast path serves a try
 	-- of one unit as a wait refused past its max wait). The rules of a
 	-- wait (schedule.go's try): the ticket goes if its turn has come;

@@ -25,6 +25,12 @@ import (
 // try that Redis had let go then stays spent (erring on the side of the
 // API's limit).
 func (w *keyWaiter) TryN(ctx context.Context, n int) (bool, time.Duration, error) {
+	return w.tryX(ctx, n, nil)
+}
+
+// tryX is TryN with a cost in the quota's further limits (xargs; nil:
+// none): op mtry, whose rules are try's on every limit.
+func (w *keyWaiter) tryX(ctx context.Context, n int, x []any) (bool, time.Duration, error) {
 	q := w.q
 	if err := q.check(n); err != nil {
 		return false, 0, err
@@ -37,7 +43,14 @@ func (w *keyWaiter) TryN(ctx context.Context, n int) (bool, time.Duration, error
 	}
 	known, floor, hold := q.memo.args(w.rkey)
 	// The arguments of a wait whose max wait is 0: see schedule.lua.
-	reply, err := w.run(ctx, "try", n, queueFirst, "0", known, floor, hold)
+	op := "try"
+	if x != nil {
+		op = "mtry"
+	}
+	reply, err := w.run(ctx, op, append([]any{n, queueFirst, "0", known, floor, hold}, x...)...)
+	if lerr := w.limitsError(err); lerr != nil {
+		return false, 0, lerr
+	}
 	if err == nil && len(reply) != 6 {
 		err = fmt.Errorf("unexpected reply %v from the schedule script", reply)
 	}

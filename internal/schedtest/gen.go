@@ -163,6 +163,9 @@ func (o Op) String() string {
 			if o.Retry {
 				q = "WaitCost(Retry)"
 			}
+			if o.Try {
+				q = "TryCost"
+			}
 			fmt.Fprintf(&b, "%s(%d, %v)", q, o.N, o.Units)
 		} else {
 			fmt.Fprintf(&b, "%s(%d)", q, o.N)
@@ -403,7 +406,7 @@ func Generate(seed int64, cfg Config, opt Options) Sequence {
 		if opt.Reserves && !o.Try && r.IntN(3) == 0 {
 			o.Reserve, o.Retry = true, false
 		}
-		if len(cfg.Extra) > 0 && !o.Try && !o.Reserve && (!o.Retry || r.IntN(2) == 0) {
+		if len(cfg.Extra) > 0 && !o.Reserve && (!o.Retry || r.IntN(2) == 0) {
 			o.Units = extraCosts(r, cfg.Extra)
 		}
 		if opt.Settles && cfg.Limit > 0 && len(cfg.Extra) == 0 && r.IntN(2) == 0 {

@@ -58,6 +58,7 @@ func Run(t testing.TB, w throttle.Waiter, seq Sequence, idle func()) Log {
 	sw, _ := w.(throttle.Reserver)
 	stw, _ := w.(throttle.Settler)
 	cw, _ := w.(throttle.CostWaiter)
+	ctw, _ := w.(throttle.CostTrier)
 	for i, o := range seq.Ops {
 		switch {
 		case o.Kind == Wait && o.Reserve && sw == nil:
@@ -66,7 +67,9 @@ func Run(t testing.TB, w throttle.Waiter, seq Sequence, idle func()) Log {
 			t.Fatalf("op %d: %T does not implement throttle.Trier", i, w)
 		case o.Kind == Wait && o.SettleAfter > 0 && stw == nil:
 			t.Fatalf("op %d: %T does not implement throttle.Settler", i, w)
-		case o.Kind == Wait && o.Units != nil && cw == nil:
+		case o.Kind == Wait && o.Units != nil && o.Try && ctw == nil:
+			t.Fatalf("op %d: %T does not implement throttle.CostTrier", i, w)
+		case o.Kind == Wait && o.Units != nil && !o.Try && cw == nil:
 			t.Fatalf("op %d: %T does not implement throttle.CostWaiter", i, w)
 		case o.Kind == Wait && o.Retry && rw == nil:
 			t.Fatalf("op %d: %T does not implement throttle.RetryWaiter", i, w)
@@ -130,7 +133,12 @@ func Run(t testing.TB, w throttle.Waiter, seq Sequence, idle func()) Log {
 					res.Err = rv.Wait(ctx)
 				case o.Try:
 					// A refusal is recorded as a wait's at its deadline.
-					ok, d, err := tw.TryN(ctx, o.N)
+					ok, d, err := false, time.Duration(0), error(nil)
+					if o.Units != nil {
+						ok, d, err = ctw.TryCost(ctx, seq.Config.cost(o))
+					} else {
+						ok, d, err = tw.TryN(ctx, o.N)
+					}
 					if res.Err = err; err == nil && !ok {
 						res.Err = &throttle.DeadlineError{Delay: d}
 					}
