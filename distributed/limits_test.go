@@ -78,3 +78,53 @@ func TestLimitsMismatch(t *testing.T) {
 		}
 	}
 }
+
+// TestLimitsFleetWindow shares "100 requests per 2 s" (a fixed window,
+// aligned to the Unix epoch on Redis's clock) among three processes'
+// quotas, 600 non-blocking attempts (TryCost) over two windows: exactly
+// 100 admitted in each, whichever process asked.
+func TestLimitsFleetWindow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real clock: 4 s")
+	}
+	_, c := startRedis(t)
+	const per = 2 * time.Second
+	var qs []*Quota
+	for range 3 {
+		q := New(c, "limits-fleet-window", 1e9, 1e6) // the first limit far off
+		q.Limits = []throttle.UnitLimit{{Unit: "requests", Window: throttle.Window{Count: 100, Per: per}}}
+		q.Timeout = time.Second
+		t.Cleanup(func() { q.Close() })
+		qs = append(qs, q)
+	}
+	// From 50 ms into a window to 50 ms before the end of the next.
+	time.Sleep(per - time.Duration(time.Now().UnixNano())%per + 50*time.Millisecond)
+	start := time.Now()
+	one := throttle.Cost{Units: []throttle.UnitCost{{Unit: "requests", N: 1}}}
+	var mu sync.Mutex
+	admitted := [2]int{}
+	var wg sync.WaitGroup
+	for i := range 6 { // two goroutines a process, 100 attempts each
+		q := qs[i%3].For("api").(throttle.CostTrier)
+		wg.Go(func() {
+			for j := range 100 {
+				time.Sleep(time.Until(start.Add(time.Duration(j) * (2*per - 100*time.Millisecond) / 100)))
+				w := int(time.Since(start) / (per - 50*time.Millisecond))
+				ok, _, err := q.TryCost(t.Context(), one)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if ok && w < 2 {
+					mu.Lock()
+					admitted[w]++
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if admitted != [2]int{100, 100} {
+		t.Errorf("admitted %v in the two windows; want [100 100]", admitted)
+	}
+}
