@@ -95,6 +95,13 @@ type Limiter struct {
 	// bucket exactly as without it.
 	Limits []UnitLimit
 
+	// LimitsOverrides sets other further limits for particular keys, in
+	// the form Key returns, as Overrides does for Limit and Burst: e.g.
+	// tokens a minute for "api.openai.com" alone. An entry replaces
+	// Limits for its key (an empty one: none). It is read at the first
+	// wait; nil means none.
+	LimitsOverrides map[string][]UnitLimit
+
 	// InFlight caps the units each key without an InFlightOverrides entry
 	// may hold at once through [Acquirer] (AcquireN on For(key)), e.g. 100
 	// for GitHub's concurrent requests: [Transport] holds a request's cost
@@ -131,17 +138,25 @@ type Limiter struct {
 	OnEvent func(Event)
 
 	once     sync.Once
-	epoch    time.Time       // time zero of the schedules; monotonic
-	rates    map[string]Rate // copy of Overrides and SetRate's rates; insertMu after once
-	caps     map[string]int  // copy of InFlightOverrides
-	keys     sync.Map        // string -> *bucket
-	count    atomic.Int64    // entries in keys
-	insertMu sync.Mutex      // serializes insertions and sweeps, so count never passes MaxKeys
-	next     int64           // count at which the next sweep runs; insertMu
-	def      *bucket         // the bucket of WaitN on the Limiter itself
-	xlim     []xlimit        // Limits as the schedule keeps them; each key a copy
-	xunits   []string        // their units
-	xerr     error           // Limits invalid: every wait fails with it
+	epoch    time.Time          // time zero of the schedules; monotonic
+	rates    map[string]Rate    // copy of Overrides and SetRate's rates; insertMu after once
+	caps     map[string]int     // copy of InFlightOverrides
+	keys     sync.Map           // string -> *bucket
+	count    atomic.Int64       // entries in keys
+	insertMu sync.Mutex         // serializes insertions and sweeps, so count never passes MaxKeys
+	next     int64              // count at which the next sweep runs; insertMu
+	def      *bucket            // the bucket of WaitN on the Limiter itself
+	xlim     []xlimit           // Limits as the schedule keeps them; each key a copy
+	xunits   []string           // their units
+	xerr     error              // Limits invalid: every wait fails with it
+	xkeys    map[string]xconfig // LimitsOverrides as the schedule keeps them
+}
+
+// xconfig is a key's further limits as the schedule keeps them.
+type xconfig struct {
+	lim   []xlimit
+	units []string
+	err   error
 }
 
 // bucket is one key's schedule and the waits sleeping on it.
@@ -178,7 +193,13 @@ func (l *Limiter) init() {
 		l.caps[k] = c
 	}
 	l.next = min(minSweep, l.maxKeys())
-	l.xlim, l.xunits, l.xerr = l.xlimits()
+	l.xlim, l.xunits, l.xerr = l.xlimits(l.Limits)
+	l.xkeys = make(map[string]xconfig, len(l.LimitsOverrides))
+	for k, u := range l.LimitsOverrides {
+		var x xconfig
+		x.lim, x.units, x.err = l.xlimits(u)
+		l.xkeys[k] = x
+	}
 	l.def = l.newBucket("")
 }
 
@@ -197,11 +218,15 @@ func (l *Limiter) newBucket(key string) *bucket {
 	b := &bucket{l: l, key: key}
 	b.setRate(r)
 	b.inflight.limit = int64(l.inFlight(key))
-	if l.xlim != nil {
-		b.s.x = newExtras(append([]xlimit(nil), l.xlim...))
-		b.xunits, b.xcost = l.xunits, make([]float64, len(l.xlim))
+	x := xconfig{l.xlim, l.xunits, l.xerr}
+	if o, ok := l.xkeys[key]; ok {
+		x = o
 	}
-	b.xerr = l.xerr
+	if x.lim != nil {
+		b.s.x = newExtras(append([]xlimit(nil), x.lim...))
+		b.xunits, b.xcost = x.units, make([]float64, len(x.lim))
+	}
+	b.xerr = x.err
 	// A new key's bucket is full: any time before now will do.
 	b.s.tat = math.Inf(-1)
 	b.s.lastGo = math.Inf(-1)

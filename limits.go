@@ -136,10 +136,10 @@ func (b *bucket) TryCost(ctx context.Context, c Cost) (bool, time.Duration, erro
 
 // xlimits converts l.Limits to the schedule's further limits and their
 // units; an error for a configuration no wait can use.
-func (l *Limiter) xlimits() ([]xlimit, []string, error) {
+func (l *Limiter) xlimits(limits []UnitLimit) ([]xlimit, []string, error) {
 	var lim []xlimit
 	var units []string
-	for i, u := range l.Limits {
+	for i, u := range limits {
 		r, w := u.Rate, u.Window
 		switch {
 		case u.Unit == "":

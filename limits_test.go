@@ -252,3 +252,23 @@ func TestLimitsTry(t *testing.T) {
 		}
 	})
 }
+
+// TestLimitsOverrides checks that a key of LimitsOverrides has its own
+// further limits, and the others Limits.
+func TestLimitsOverrides(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &Limiter{
+			Limits:          []UnitLimit{{Unit: "tokens", Rate: Rate{Limit: 10, Burst: 10}}},
+			LimitsOverrides: map[string][]UnitLimit{"big": {{Unit: "tokens", Rate: Rate{Limit: 10, Burst: 100}}}, "none": {}},
+		}
+		tok := Cost{Units: []UnitCost{{"tokens", 50}}}
+		for _, tt := range []struct {
+			key  string
+			want error
+		}{{"k", ErrCostExceedsBurst}, {"big", nil}, {"none", ErrInvalidLimit}} {
+			if err := l.For(tt.key).(CostWaiter).WaitCost(t.Context(), tok); !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
+				t.Errorf("%q: WaitCost(50 tokens) = %v; want %v", tt.key, err, tt.want)
+			}
+		}
+	})
+}
