@@ -2,8 +2,8 @@ package distributed
 
 import (
 	"cmp"
-	"encoding/binary"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
