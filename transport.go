@@ -170,6 +170,7 @@ type Transport struct {
 	budget  retryBudget // shared by every request of the Transport
 	rtt     roundTrips  // how long recent round trips took
 	learned learned     // what the keys' responses told, beyond one response
+	hidden  hidden      // the keys' hidden budgets (hidden.go)
 }
 
 func (t *Transport) base() http.RoundTripper {
