@@ -144,6 +144,7 @@ type bucket struct {
 	sleepers int           // waits sleeping on s
 	dead     bool          // forgotten by l: new waits re-resolve through l
 	inflight slots         // the in-flight cap (inflight.go)
+	quick    float64       // the quickest round trip of the key's responses (anchor.go); 0: none
 
 	// The slow-down in force, for EventRecovered (see events_limiter.go).
 	recovery  *time.Timer // reports the cut's end; nil if none armed
@@ -497,6 +498,14 @@ func (b *bucket) Adapt(ctx context.Context, f Feedback) error {
 	}
 	if f.HasAvailable && !math.IsNaN(f.Available) && s.level(now, b.pacing, f.Available) {
 		moved = true
+	}
+	if age := float64(f.Age); age > 0 {
+		if b.quick == 0 || age < b.quick {
+			b.quick = age
+		}
+		if !f.Refused && !f.Throttled && f.Pause == 0 && s.anchor(now, b.pacing, now-age, b.quick) {
+			moved = true
+		}
 	}
 	if f.Throttled && s.reject(now, now-float64(max(f.Age, 0)), float64(max(f.Cost, 1)), b.pacing) {
 		moved = true

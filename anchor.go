@@ -1,0 +1,44 @@
+package throttle
+
+// A strict server (nginx's limit_req without burst, a leaky bucket with
+// no slack) takes a request only an interval after the last one it took,
+// as it saw them arrive. Dispatch jitter moves the arrivals: a request
+// that arrives late shortens the gap to the next one, which the server
+// refuses although both were sent an interval apart (a leaky bucket of
+// 50/s, up to 1 ms of jitter on the way in, a Transport told 50/s: 1% of
+// the requests refused with the trim's margin, 0.94 of the capacity).
+//
+// A response tells how late its request may have been: its round trip
+// less the key's quickest (the least a request takes there and back), the
+// delay added on the way. So once a key one unit deep has been refused
+// (its server shown to be strict), each response to a request that went
+// moves the key's next turn to no sooner than an interval past when the
+// server may have taken it: sent + interval + (round trip − quickest).
+// The gap the server sees is then never short by the jitter of the
+// request before (it may still be by the next one's, the trim's margin).
+// The delay is at most anchorMax of an interval, so that a server whose
+// round trips vary for other reasons (time spent answering after the
+// limit was checked) costs a key no more than that. It only moves turns
+// later, so the bucket's bound holds; it is kept by the in-process
+// Limiter, as level is.
+
+// anchorMax bounds the delay a response adds, in intervals (trimMax: the
+// most the trim takes).
+const anchorMax = trimMax
+
+// anchor applies, after advance, a response at now to a request sent at
+// sentAt that the server took, for a key whose quickest round trip is
+// quick: see above. It reports whether the next turn moved.
+func (s *schedule) anchor(now float64, c pacing, sentAt, quick float64) bool {
+	interval, tau := s.pace(now, c)
+	if interval <= 0 || tau > interval*(1+1e-9) || !s.cut.moved || now-s.cut.last > trimKeep*c.sec {
+		return false
+	}
+	late := min(max(now-sentAt-quick, 0), anchorMax*interval)
+	t := sentAt + interval + late
+	if t <= s.tat {
+		return false
+	}
+	s.tat = t
+	return true
+}
