@@ -10,7 +10,9 @@ package throttle
 //
 // A response tells how late its request may have been: its round trip
 // less the key's quickest (the least a request takes there and back), the
-// delay added on the way. So once a key one unit deep has been refused
+// delay added on the way. So once a key configured one unit deep (a
+// limit on the gap between requests; a window a server declares counts
+// units per window, where gaps do not matter) has been refused
 // (its server shown to be strict), each response to a request that went
 // moves the key's next turn to no sooner than an interval past when the
 // server may have taken it: sent + interval + (round trip − quickest).
@@ -31,7 +33,7 @@ const anchorMax = trimMax
 // quick: see above. It reports whether the next turn moved.
 func (s *schedule) anchor(now float64, c pacing, sentAt, quick float64) bool {
 	interval, tau := s.pace(now, c)
-	if interval <= 0 || tau > interval*(1+1e-9) || !s.cut.moved || now-s.cut.last > trimKeep*c.sec {
+	if c.interval == 0 || interval <= 0 || tau > interval*(1+1e-9) || !s.cut.moved || now-s.cut.last > trimKeep*c.sec {
 		return false
 	}
 	late := min(max(now-sentAt-quick, 0), anchorMax*interval)
