@@ -44,3 +44,46 @@ func (s *schedule) anchor(now float64, c pacing, sentAt, quick float64) bool {
 	s.tat = t
 	return true
 }
+
+// A server's bucket with a burst is anchored the same way, once, by the
+// first burst of a busy period: its bucket, full as the key's, starts
+// counting from the first of the burst's units to arrive, the one with
+// the least delay on the way. A later unit that arrives with less delay
+// than it (relative to its turn) finds the server's bucket short, when
+// the key's pace is the server's limit exactly (a bucket of 100/s, burst
+// 10, told exactly, ≤ 1 ms of jitter: the first such unit refused, and
+// its Retry-After, a whole second, cost 0.04 of the run's capacity).
+// The spread of the burst's round trips (the slowest less the quickest)
+// tells how much the delays on the way vary: the key's turns move later
+// by it, once per busy period, at most anchorMax of an interval. A
+// server with slack loses that much once; one with none keeps, from
+// then on, the slack its first arrival took.
+
+// burstSpread is what the responses to a busy period's first burst told.
+type burstSpread struct {
+	seen    bool    // a response was seen: at is set
+	at      float64 // the busy period it is for (schedule.busySince)
+	lo, hi  float64 // the quickest and slowest round trips of the burst
+	shifted float64 // how far the key's turns moved for it
+}
+
+// spread applies, after advance, a response at now to a unit sent at
+// sentAt, which took rtt there and back, for a key with a configured
+// limit (see above). It reports whether the turns moved.
+func (s *schedule) spread(now float64, c pacing, b *burstSpread, sentAt, rtt float64) bool {
+	interval, _ := s.pace(now, c)
+	if c.interval == 0 || interval <= 0 || sentAt < s.busySince || sentAt-s.busySince >= interval {
+		return false // not a unit of the busy period's first burst
+	}
+	if !b.seen || b.at != s.busySince {
+		*b = burstSpread{seen: true, at: s.busySince, lo: rtt, hi: rtt}
+	}
+	b.lo, b.hi = min(b.lo, rtt), max(b.hi, rtt)
+	want := min(b.hi-b.lo, anchorMax*interval)
+	if want <= b.shifted {
+		return false
+	}
+	s.tat = max(s.tat, now) + want - b.shifted
+	b.shifted = want
+	return true
+}

@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"testing"
 	"testing/synctest"
@@ -101,4 +102,76 @@ func TestAnchor(t *testing.T) {
 			t.Errorf("a key two units deep: second unit %v after the first; want 7ms (at once)", got)
 		}
 	})
+}
+
+// TestTransportBurstSpread is a server bucket of 100/s, burst 10, whose
+// 429s carry Retry-After, up to 1 ms of dispatch jitter, and a Transport
+// told the exact limit: 16 workers, 2,000 requests. The server's bucket
+// counts from the first of the opening burst to arrive; a later unit with
+// less delay on the way found it short, and the Retry-After of its 429 (a
+// whole second) cost 0.04 of the capacity. Moved by the spread of the
+// burst's round trips, the key keeps the slack its first arrival took:
+// none refused.
+func TestTransportBurstSpread(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := throttletest.NewTokenBucket(100, 10)
+		s.RetryAfter = true
+		tr := &Transport{Waiter: &Limiter{Limit: 100, Burst: 10},
+			Base: &throttletest.Direct{Handler: s, Latency: time.Millisecond, Jitter: time.Millisecond, Seed: 1}}
+		start := time.Now()
+		closedLoopN(t, &http.Client{Transport: tr}, 16, 2000)
+		wall := time.Since(start)
+		st := s.Stats()
+		got := float64(st.Admitted) / (10 + 100*wall.Seconds())
+		if st.Admitted != 2000 || st.Rejected != 0 || got < 0.99 {
+			t.Errorf("%d admitted, %d refused in %v: %.4f of capacity; want 2000, 0, ≥ 0.99", st.Admitted, st.Rejected, wall, got)
+		}
+		t.Logf("admitted %d, refused %d, in %v: %.4f of capacity", st.Admitted, st.Rejected, wall, got)
+	})
+}
+
+// TestBurstSpread checks the rule on one key: the responses to the busy
+// period's first burst move its turns by the spread of their round trips
+// (as it grows, by what it grew), at most anchorMax of an interval; a
+// later unit's response moves nothing, nor does a key without a
+// configured limit.
+func TestBurstSpread(t *testing.T) {
+	const ms = 1e6
+	c := pacing{interval: 10 * ms, burst: 10, sec: 1e9}
+	var s schedule
+	var b burstSpread
+	s.busySince, s.tat = 0, 100*ms // a burst of 10 went at 0
+	steps := []struct {
+		now, sentAt, rtt float64
+		moved            bool
+		tat              float64
+	}{
+		{2 * ms, 0, 2 * ms, false, 100 * ms},
+		{2.3 * ms, 0, 2.3 * ms, true, 100.3 * ms},
+		{2.2 * ms, 0, 2.2 * ms, false, 100.3 * ms},
+		{2.9 * ms, 0, 2.9 * ms, true, 100.9 * ms},
+		{5 * ms, 0, 5 * ms, true, 101 * ms},            // capped: 0.1 of 10 ms
+		{14 * ms, 10 * ms, 2 * ms, false, 101 * ms},    // not of the burst
+		{14 * ms, 9.9 * ms, 4.1 * ms, false, 101 * ms}, // of the burst's interval; the cap holds
+	}
+	for i, st := range steps {
+		moved := s.spread(st.now, c, &b, st.sentAt, st.rtt)
+		if moved != st.moved || math.Abs(s.tat-st.tat) > 1e-6 {
+			t.Errorf("step %d: moved %v, tat %.3f ms; want %v, %.3f ms", i, moved, s.tat/ms, st.moved, st.tat/ms)
+		}
+	}
+	// A new busy period starts over.
+	s.busySince, s.tat = 2000*ms, 2100*ms
+	s.spread(2002*ms, c, &b, 2000*ms, 2*ms)
+	if !s.spread(2003*ms, c, &b, 2000*ms, 2.5*ms) || math.Abs(s.tat-2100.5*ms) > 1e-6 {
+		t.Errorf("new busy period: tat %.3f ms; want 2100.5 ms", s.tat/ms)
+	}
+	// No configured limit (a declared pace): nothing.
+	var d schedule
+	d.dInt, d.dBurst, d.tat = 10*ms, 10, 100*ms
+	var db burstSpread
+	d.spread(2*ms, pacing{sec: 1e9}, &db, 0, 2*ms)
+	if d.spread(3*ms, pacing{sec: 1e9}, &db, 0, 3*ms) {
+		t.Errorf("a declared pace moved")
+	}
 }

@@ -145,6 +145,7 @@ type bucket struct {
 	dead     bool          // forgotten by l: new waits re-resolve through l
 	inflight slots         // the in-flight cap (inflight.go)
 	quick    float64       // the quickest round trip of the key's responses (anchor.go); 0: none
+	burst1   burstSpread   // the round trips of the busy period's first burst (anchor.go)
 
 	// The slow-down in force, for EventRecovered (see events_limiter.go).
 	recovery  *time.Timer // reports the cut's end; nil if none armed
@@ -504,6 +505,9 @@ func (b *bucket) Adapt(ctx context.Context, f Feedback) error {
 			b.quick = age
 		}
 		if !f.Refused && !f.Throttled && f.Pause == 0 && s.anchor(now, b.pacing, now-age, b.quick) {
+			moved = true
+		}
+		if !f.Refused && !f.Throttled && f.Pause == 0 && s.spread(now, b.pacing, &b.burst1, now-age, age) {
 			moved = true
 		}
 	}
