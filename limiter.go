@@ -43,6 +43,12 @@ type Rate struct {
 // ctx ends gives its units back exactly: the waits behind it move up. A
 // key can be paused ([Pauser]) and paced by what servers say ([Adapter]),
 // and cap the units it has in flight ([Limiter.InFlight], [Acquirer]).
+// A key with a configured limit also reads its responses' round trips
+// ([Feedback].Age) against a server that leaves no slack: a key one unit
+// deep, once refused, goes no sooner than an interval after the server
+// may have taken its last request, and every key moves its turns once per
+// busy period by the spread of its first burst's round trips (both at
+// most a tenth of an interval; see anchor.go).
 // A turn is never stored: it follows from the key's state whenever it is
 // asked for, so that pauses, slow-downs and refunds move every queued turn
 // at once (see schedule.go for the model and its invariants).
