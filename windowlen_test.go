@@ -60,6 +60,27 @@ func TestWindowFromResets(t *testing.T) {
 	}
 }
 
+// TestWindowFromResetsSpent: a spent window is told only once the
+// responses span it; before, its reset is the wait (a reset 50 ms away
+// read as a window of a second would pace the key at one request in 200
+// ms for a limit of 5).
+func TestWindowFromResetsSpent(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	read := func(l *learned, at, reset time.Duration, left int64) ratelimit.Policy {
+		return l.read("api", ratelimit.Reading{Policies: []ratelimit.Policy{{Limit: 5, Remaining: left, Reset: reset,
+			HasLimit: true, HasRemaining: true, HasReset: true}}}, "requests", 1, false, t0.Add(at)).Policies[0]
+	}
+	var l learned
+	if p := read(&l, 0, 50*time.Millisecond, 0); p.HasWindow {
+		t.Errorf("a spent window, first response: window %v; want none", p.Window)
+	}
+	var l2 learned
+	read(&l2, 0, time.Second, 3)
+	if p := read(&l2, time.Second, time.Second, 0); !p.HasWindow || p.Window != time.Second {
+		t.Errorf("a spent window, spanned: window %v (%v); want 1s", p.Window, p.HasWindow)
+	}
+}
+
 // TestWindowFromResetsKeepsStated checks that a stated window, and a
 // refilling bucket's, are left as they are, and that the caller's
 // Reading is not changed.
