@@ -44,6 +44,28 @@ func TestTransportHiddenBudget(t *testing.T) {
 	})
 }
 
+// TestTransportHiddenBudgetToldNothing: the same budget met by a
+// Transport told nothing, 32 workers: each cycle sent every worker's
+// request at once into the spent budget (589 refused, 7 requests given
+// up on the retry budget). Learned, only the three cycles that learn it
+// refuse what is in flight, and since nothing but the server spreads a
+// burst, the refusal's Retry-After bounds the window tightly: the run
+// takes the budget's time.
+func TestTransportHiddenBudgetToldNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := throttletest.NewSlidingLog(20, time.Second)
+		tr := &Transport{Base: &throttletest.Direct{Handler: s, Latency: time.Millisecond, Jitter: time.Millisecond, Seed: 1}}
+		start := time.Now()
+		closedLoopN(t, &http.Client{Transport: tr}, 32, 400)
+		wall := time.Since(start)
+		st := s.Stats()
+		if st.Admitted != 400 || st.Rejected > 4*32 || wall > 19500*time.Millisecond {
+			t.Errorf("%d admitted, %d refused in %v; want 400, ≤ 128 (what is in flight in the cycles that learn it), ≤ 19.5s", st.Admitted, st.Rejected, wall)
+		}
+		t.Logf("admitted %d, refused %d, in %v", st.Admitted, st.Rejected, wall)
+	})
+}
+
 // TestHiddenBudgetCycles drives the learner with cycles: it learns only
 // from two cycles in a row that agree, takes the smaller q and w, counts
 // the cycle's units, restarts the cycle at the first acceptance past the
