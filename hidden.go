@@ -33,8 +33,11 @@ import (
 // than w), and a pace one unit deep spends a second more than the budget
 // needs over a run of 400 units at 20 a second.
 //
-// Two cycles in a row must agree (their q within hiddenAgree, or one
-// unit; their w within hiddenAgree) before the window is used: a lone
+// A key is remembered from its first refusal with a Retry-After (so a
+// Transport keeps nothing for keys that are never refused), and its
+// cycles counted from there: three refusals learn a budget. Two cycles in
+// a row must agree (their q within hiddenAgree, or one unit; their w
+// within hiddenAgree) before the window is used: a lone
 // refusal, or refusals that timer jitter draws from a server bucket with
 // no slack (a refusal after 500 units, the next after 1,300), is no
 // budget. A refusal while the window is used ends its cycle as any does:

@@ -56,11 +56,11 @@ func (s *policySeen) seeReset(p ratelimit.Policy, now time.Time) {
 	s.resetMax = max(s.resetMax, p.Reset)
 }
 
-// window returns the window the resets told (the longest so far, and
-// only once the responses span it if the response at now says the window
-// is spent), if it is too short to track (minTrackedWindow: longer windows pace the
-// key by what remains until their reset, which a declared pace from a
-// window read a rounding too long would only slow).
+// window returns the window the resets told (the longest so far; if the
+// response at now says the window is spent, only once the responses span
+// it), if it is too short to track (minTrackedWindow: longer windows pace
+// the key by what remains until their reset, which a declared pace from
+// a window read a rounding too long would only slow).
 func (s *policySeen) window(now time.Time, spent bool) (time.Duration, bool) {
 	if s.first.IsZero() || s.resetMax <= 0 || (spent && now.Sub(s.first) < s.resetMax) {
 		return 0, false
