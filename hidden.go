@@ -21,7 +21,11 @@ import (
 // w = r + a − s after they went. Whole-second Retry-After values round
 // the second figure up, never down, so w bounds the budget's window from
 // above: a window of q units per w, restarted by the first acceptance
-// after the last one ended, never asks for more than the budget gave. It
+// after the last one ended, never asks for more than the budget gave.
+// The bound is as tight as the burst is short: Retry-After counts from
+// the burst's first unit, so a burst the key's own pace spreads over d
+// reads w up to d long (20 units at a configured 100/s, burst 10: 1.11 s
+// for a budget's second; told nothing, 1.0 s). It
 // is told to the key's waiter as a server's window is ([Feedback]'s
 // window: Remaining q − units accepted in the cycle until Reset), and
 // the waiter spends it as one: at once while units are left, then a probe
@@ -37,17 +41,17 @@ import (
 // Transport keeps nothing for keys that are never refused), and its
 // cycles counted from there: three refusals learn a budget. Two cycles in
 // a row must agree (their q within hiddenAgree, or one unit; their w
-// within hiddenAgree) before the window is used: a lone
-// refusal, or refusals that timer jitter draws from a server bucket with
-// no slack (a refusal after 500 units, the next after 1,300), is no
-// budget. A refusal while the window is used ends its cycle as any does:
-// the two last cycles decide again. The budget is forgotten hiddenKeep
-// after the last refusal (a budget that grew is then found again, at the
-// cost of one refusal's cycle), and for a key whose responses state a
-// limit of their own (the rules for stated windows apply). Only an
-// in-process [Limiter]'s keys take it: a waiter shared with other
-// processes (distributed) would take one process's share of the budget
-// for the whole budget.
+// within hiddenAgree) before the window is used: a lone refusal, or
+// refusals that timer jitter draws from a server bucket with no slack (a
+// refusal after 500 units, the next after 1,300), is no budget. A
+// refusal while the window is used ends its cycle as any does: the two
+// last cycles decide again. The budget is forgotten hiddenKeep after the
+// last refusal (a budget that grew is then found again, at the cost of
+// two refusals' cycles), and for a key whose responses state a limit of
+// their own (the rules for stated windows apply). Only an in-process
+// [Limiter]'s keys take it: a waiter shared with other processes
+// (distributed) would take one process's share of the budget for the
+// whole budget.
 const (
 	hiddenAgree = 0.1
 	hiddenKeep  = 60 * time.Second
