@@ -196,6 +196,7 @@ func (t *Transport) observe(ctx context.Context, o *Outcome, w Waiter, key strin
 	o.Wait, o.HasWait = wait, said
 	d = t.Retry.classify(*o)
 	f.Pause = max(f.Pause, min(d.Pause, t.Retry.maxRetryAfter()))
+	t.hiddenBudget(&f, w, key, sent, now, rejected, said, wait, len(q.Policies) > 0)
 	if f.Throttled && o.Reading.Permanent() {
 		f.Throttled = false // a permanent rejection: a slower pace cannot help
 	}

@@ -85,7 +85,7 @@ func (o *learned) read(key string, q ratelimit.Reading, unit string, n int, reje
 		s := &seen[j]
 		if unwindowed(p) {
 			s.seeReset(p, now)
-			if w, ok := s.window(now); ok {
+			if w, ok := s.window(now, p.Exhausted()); ok {
 				if !cloned {
 					policies, cloned = slices.Clone(policies), true
 				}

@@ -43,6 +43,12 @@ type Rate struct {
 // ctx ends gives its units back exactly: the waits behind it move up. A
 // key can be paused ([Pauser]) and paced by what servers say ([Adapter]),
 // and cap the units it has in flight ([Limiter.InFlight], [Acquirer]).
+// A key with a configured limit also reads its responses' round trips
+// ([Feedback].Age) against a server that leaves no slack: a key one unit
+// deep, once refused, goes no sooner than an interval after the server
+// may have taken its last request, and every key moves its turns once per
+// busy period by the spread of its first burst's round trips (both at
+// most a tenth of an interval; see anchor.go).
 // A turn is never stored: it follows from the key's state whenever it is
 // asked for, so that pauses, slow-downs and refunds move every queued turn
 // at once (see schedule.go for the model and its invariants).
@@ -173,6 +179,8 @@ type bucket struct {
 	sleepers int           // waits sleeping on s
 	dead     bool          // forgotten by l: new waits re-resolve through l
 	inflight slots         // the in-flight cap (inflight.go)
+	quick    float64       // the quickest round trip of the key's responses (anchor.go); 0: none
+	burst1   burstSpread   // the round trips of the busy period's first burst (anchor.go)
 	xunits   []string      // the units of s.x's limits (l.xunits)
 	xcost    []float64     // a wait's cost in them, converted under mu
 	xerr     error         // l.xerr
@@ -558,6 +566,17 @@ func (b *bucket) Adapt(ctx context.Context, f Feedback) error {
 	}
 	if f.HasAvailable && !math.IsNaN(f.Available) && s.level(now, b.pacing, f.Available) {
 		moved = true
+	}
+	if age := float64(f.Age); age > 0 {
+		if b.quick == 0 || age < b.quick {
+			b.quick = age
+		}
+		if !f.Refused && !f.Throttled && f.Pause == 0 && s.anchor(now, b.pacing, now-age, b.quick) {
+			moved = true
+		}
+		if !f.Refused && !f.Throttled && f.Pause == 0 && s.spread(now, b.pacing, &b.burst1, now-age, age) {
+			moved = true
+		}
 	}
 	if f.Throttled && s.reject(now, now-float64(max(f.Age, 0)), float64(max(f.Cost, 1)), b.pacing) {
 		moved = true

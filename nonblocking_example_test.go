@@ -113,3 +113,23 @@ func ExampleLimiter_SetRate() {
 	// next turn at 1/s: 1s
 	// next turn at 10/s: 100ms
 }
+
+// A bucket of 10 refilling 5 a second, and 12 calls at once: 10 go at
+// once, the 11th and 12th a refill (200 ms) apart. The delays are the
+// turns each call would sleep until, read without sleeping.
+func ExampleLimiter_ReserveN() {
+	lim := &throttle.Limiter{Limit: 5, Burst: 10}
+	ctx := context.Background()
+	var delays []time.Duration
+	for range 12 {
+		r, err := lim.ReserveN(ctx, 1)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		delays = append(delays, r.Delay().Round(10*time.Millisecond))
+	}
+	fmt.Println(delays)
+	// Output:
+	// [0s 0s 0s 0s 0s 0s 0s 0s 0s 0s 200ms 400ms]
+}

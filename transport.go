@@ -64,8 +64,12 @@ type Transport struct {
 	// package's waiter fit. What servers say (pauses, windows, declared
 	// limits, bare rejections) goes to the key's waiter when it is an
 	// [Adapter] or a [Pauser], else to a per-key [Limiter] the Transport
-	// keeps in front of it. Nil means no pacing of the Transport's own:
-	// only what servers say.
+	// keeps in front of it. A [*Limiter]'s keys also take the hidden
+	// budget of a server that refuses with Retry-After alone, below the
+	// key's limit: once two refusal cycles agree, q units per w, told as
+	// a window (see hidden.go; a waiter shared with other processes does
+	// not, since one process sees its share of the budget only). Nil
+	// means no pacing of the Transport's own: only what servers say.
 	Waiter Waiter
 
 	// Key names the quota a request spends. Nil means [HostKey]: the
@@ -177,6 +181,7 @@ type Transport struct {
 	budget  retryBudget // shared by every request of the Transport
 	rtt     roundTrips  // how long recent round trips took
 	learned learned     // what the keys' responses told, beyond one response
+	hidden  hidden      // the keys' hidden budgets (hidden.go)
 }
 
 func (t *Transport) base() http.RoundTripper {

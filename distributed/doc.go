@@ -161,9 +161,9 @@
 // A key's state lives at Prefix + "{" + base64url(name) + "." +
 // base64url(key) + "}" (Prefix defaults to "throttle:"), a hash whose
 // fields schedule.lua describes: the state's id, the bucket, the two
-// queues' counters, units in flight and per second, and, while any is in
-// force, the window, the cut and the queues' holes in one MessagePack
-// field. A key's in-flight cap ([Quota].InFlight) lives beside it, at
+// queues' counters, units in flight and per second (packed doubles),
+// and, while any is in force, the window, the cut and the queues' holes
+// in one MessagePack field. A key's in-flight cap ([Quota].InFlight) lives beside it, at
 // the same name with the suffixes ":lease", ":queue", ":queued",
 // ":released" and ":cap" after the closing brace (the same hash tag, so
 // the same Cluster slot): the leases and the acquisitions waiting, as
@@ -175,7 +175,7 @@
 // Versions: Redis 5.0 or later, or Valkey. The script reads TIME and then
 // writes, which needs effects replication (the default since Redis 5.0;
 // the script does not call redis.replicate_commands); it uses EVALSHA
-// (EVAL after NOSCRIPT), cmsgpack, HSET with several fields (4.0),
+// (EVAL after NOSCRIPT), struct and cmsgpack, HSET with several fields (4.0),
 // PEXPIRE and PUBLISH, and replies in RESP2 types only (no
 // redis.setresp). The tests run Redis 7.0 and Valkey 8.0 (TestServers);
 // Redis 5 and 6 are not packaged for the Debian release the tests run on.

@@ -309,16 +309,11 @@ func (l *leases) close() {
 // Quota.giveBack): its args are those of leaseBox.lease, its reply
 // {count, id, last end, …}.
 func giveBackLease(ctx context.Context, q *Quota, keys []string, args []any, cmd *redis.Cmd) {
-	v, ok := cmd.Val().([]any)
-	if !ok || len(v) < 5 {
+	v, ok := scriptInts(cmd.Val())
+	if !ok || len(v) < 5 || v[0] <= 0 {
 		return
 	}
-	count, ok1 := v[0].(int64)
-	id, ok2 := v[1].(int64)
-	last, ok3 := v[2].(int64)
-	if !ok1 || !ok2 || !ok3 || count <= 0 {
-		return
-	}
+	count, id, last := v[0], v[1], v[2]
 	back := make([]int64, 0, count)
 	for e := last - count + 1; e <= last; e++ {
 		back = append(back, e)

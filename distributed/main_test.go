@@ -82,8 +82,14 @@ func hashState(tb testing.TB, c redis.UniversalClient, rkey string) (t, p float6
 var coreScript = redis.NewScript(`
 local c = redis.call('HGET', KEYS[1], 'c')
 if not c then return nil end
-local v = cmsgpack.unpack(c)
-return {string.format('%.17g', v[2]), string.format('%.17g', v[3])}
+local v
+if string.byte(c, 1) == 1 then
+	v = {struct.unpack('<Bddd', c)}
+else
+	v = cmsgpack.unpack(c)
+	table.insert(v, 1, 0)
+end
+return {string.format('%.17g', v[3]), string.format('%.17g', v[4])}
 `)
 
 // redisNow returns Redis's clock in µs.

@@ -257,8 +257,8 @@ func (q *Quota) giveBack(ctx context.Context, s *redis.Script, keys []string, ar
 	if s != scheduleScript || len(args) < 6 || (args[0] != "wait" && args[0] != "mwait") {
 		return
 	}
-	v, ok := cmd.Val().([]any)
-	if !ok || len(v) != 6 || v[0] != int64(1) {
+	v, ok := scriptInts(cmd.Val())
+	if !ok || len(v) != 6 || v[0] != 1 {
 		return // no ticket was kept
 	}
 	_ = s.Run(ctx, q.client, keys, "cancel", args[1], args[2], args[3], v[2], args[5], v[3], args[4]).Err()

@@ -3,6 +3,7 @@ package distributed
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -71,22 +72,46 @@ func (w *keyWaiter) runOnce(ctx context.Context, c *qconf, op string, args []any
 	if err != nil {
 		return nil, err
 	}
-	switch v := cmd.Val().(type) {
+	out, ok := scriptInts(cmd.Val())
+	if !ok {
+		return nil, fmt.Errorf("unexpected reply %v from the schedule script", cmd.Val())
+	}
+	return out, nil
+}
+
+// scriptInts reads a reply of the schedule script as its numbers: an
+// integer, an array of integers, or (the fast paths' form; see
+// packReply in schedule.lua) a string of doubles packed little-endian,
+// truncated toward zero as Redis truncates a Lua number it replies.
+func scriptInts(v any) ([]int64, bool) {
+	switch v := v.(type) {
 	case int64:
-		return []int64{v}, nil
+		return []int64{v}, true
+	case string:
+		if len(v)%8 != 0 {
+			return nil, false
+		}
+		out := make([]int64, len(v)/8)
+		for i := range out {
+			f := math.Float64frombits(binary.LittleEndian.Uint64([]byte(v[8*i : 8*i+8])))
+			if math.IsNaN(f) || math.Abs(f) >= 1<<63 {
+				return nil, false
+			}
+			out[i] = int64(f)
+		}
+		return out, true
 	case []any:
 		out := make([]int64, len(v))
 		for i, x := range v {
-			switch x := x.(type) {
-			case int64:
-				out[i] = x
-			default:
-				return nil, fmt.Errorf("unexpected reply %v from the schedule script", cmd.Val())
+			n, ok := x.(int64)
+			if !ok {
+				return nil, false
 			}
+			out[i] = n
 		}
-		return out, nil
+		return out, true
 	}
-	return nil, fmt.Errorf("unexpected reply %v from the schedule script", cmd.Val())
+	return nil, false
 }
 
 // ticket is a wait's place in the key's queue: end in queue qi of the

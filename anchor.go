@@ -1,0 +1,89 @@
+package throttle
+
+// A strict server (nginx's limit_req without burst, a leaky bucket with
+// no slack) takes a request only an interval after the last one it took,
+// as it saw them arrive. Dispatch jitter moves the arrivals: a request
+// that arrives late shortens the gap to the next one, which the server
+// refuses although both were sent an interval apart (a leaky bucket of
+// 50/s, up to 1 ms of jitter on the way in, a Transport told 50/s: 1% of
+// the requests refused with the trim's margin, 0.94 of the capacity).
+//
+// A response tells how late its request may have been: its round trip
+// less the key's quickest (the least a request takes there and back), the
+// delay added on the way. So once a key configured one unit deep (a
+// limit on the gap between requests; a window a server declares counts
+// units per window, where gaps do not matter) has been refused
+// (its server shown to be strict), each response to a request that went
+// moves the key's next turn to no sooner than an interval past when the
+// server may have taken it: sent + interval + (round trip − quickest).
+// The gap the server sees is then never short by the jitter of the
+// request before (it may still be by the next one's, the trim's margin).
+// The delay is at most anchorMax of an interval, so that a server whose
+// round trips vary for other reasons (time spent answering after the
+// limit was checked) costs a key no more than that. It only moves turns
+// later, so the bucket's bound holds; it is kept by the in-process
+// Limiter, as level is.
+
+// anchorMax bounds the delay a response adds, in intervals (trimMax: the
+// most the trim takes).
+const anchorMax = trimMax
+
+// anchor applies, after advance, a response at now to a request sent at
+// sentAt that the server took, for a key whose quickest round trip is
+// quick: see above. It reports whether the next turn moved.
+func (s *schedule) anchor(now float64, c pacing, sentAt, quick float64) bool {
+	interval, tau := s.pace(now, c)
+	if c.interval == 0 || interval <= 0 || tau > interval*(1+1e-9) || !s.cut.moved || now-s.cut.last > trimKeep*c.sec {
+		return false
+	}
+	late := min(max(now-sentAt-quick, 0), anchorMax*interval)
+	t := sentAt + interval + late
+	if t <= s.tat {
+		return false
+	}
+	s.tat = t
+	return true
+}
+
+// A server's bucket with a burst is anchored the same way, once, by the
+// first burst of a busy period: its bucket, full as the key's, starts
+// counting from the first of the burst's units to arrive, the one with
+// the least delay on the way. A later unit that arrives with less delay
+// than it (relative to its turn) finds the server's bucket short, when
+// the key's pace is the server's limit exactly (a bucket of 100/s, burst
+// 10, told exactly, ≤ 1 ms of jitter: the first such unit refused, and
+// its Retry-After, a whole second, cost 0.04 of the run's capacity).
+// The spread of the burst's round trips (the slowest less the quickest)
+// tells how much the delays on the way vary: the key's turns move later
+// by it, once per busy period, at most anchorMax of an interval. A
+// server with slack loses that much once; one with none keeps, from
+// then on, the slack its first arrival took.
+
+// burstSpread is what the responses to a busy period's first burst told.
+type burstSpread struct {
+	seen    bool    // a response was seen: at is set
+	at      float64 // the busy period it is for (schedule.busySince)
+	lo, hi  float64 // the quickest and slowest round trips of the burst
+	shifted float64 // how far the key's turns moved for it
+}
+
+// spread applies, after advance, a response at now to a unit sent at
+// sentAt, which took rtt there and back, for a key with a configured
+// limit (see above). It reports whether the turns moved.
+func (s *schedule) spread(now float64, c pacing, b *burstSpread, sentAt, rtt float64) bool {
+	interval, _ := s.pace(now, c)
+	if c.interval == 0 || interval <= 0 || sentAt < s.busySince || sentAt-s.busySince >= interval {
+		return false // not a unit of the busy period's first burst
+	}
+	if !b.seen || b.at != s.busySince {
+		*b = burstSpread{seen: true, at: s.busySince, lo: rtt, hi: rtt}
+	}
+	b.lo, b.hi = min(b.lo, rtt), max(b.hi, rtt)
+	want := min(b.hi-b.lo, anchorMax*interval)
+	if want <= b.shifted {
+		return false
+	}
+	s.tat = max(s.tat, now) + want - b.shifted
+	b.shifted = want
+	return true
+}

@@ -1,0 +1,177 @@
+package throttle
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/throttle-go/throttle/throttletest"
+)
+
+// TestTransportStrictAnchored is nginx's limit_req of 50/s without burst
+// (whole milliseconds, bare 429s), up to 1 ms of dispatch jitter on the
+// way in, and a Transport told 50/s, burst 1: 8 workers, 1,000 requests.
+// With the trim's margin alone, 10 of them were refused and 0.94 of the
+// capacity used (the margin rests where 1% are refused); anchored on
+// when the server may have taken the last request, the gaps it sees are
+// never short by that request's jitter: a refusal, then none.
+func TestTransportStrictAnchored(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		time.Sleep(317 * time.Microsecond) // a phase against the server's whole ms
+		s := throttletest.NewLeakyBucket(50)
+		s.Status = http.StatusTooManyRequests
+		tr := &Transport{Waiter: &Limiter{Limit: 50, Burst: 1},
+			Base: &throttletest.Direct{Handler: s, Latency: time.Millisecond, Jitter: time.Millisecond, Seed: 1}}
+		start := time.Now()
+		closedLoopN(t, &http.Client{Transport: tr}, 8, 1000)
+		wall := time.Since(start)
+		st := s.Stats()
+		capacity := 1 + float64(int(wall.Seconds()*50))
+		got := float64(st.Admitted) / capacity
+		if st.Admitted != 1000 || st.Rejected > 2 || got < 0.97 {
+			t.Errorf("%d admitted, %d refused in %v: %.3f of capacity; want 1000, ≤ 2, ≥ 0.97", st.Admitted, st.Rejected, wall, got)
+		}
+		t.Logf("admitted %d, refused %d, in %v: %.3f of capacity", st.Admitted, st.Rejected, wall, got)
+	})
+}
+
+// TestAnchor checks the rule on one key: no anchor before a refusal, nor
+// for a key deeper than a unit; after one, the next turn is an interval
+// past the request's send plus its lateness (its round trip less the
+// quickest), at most anchorMax of an interval; and it never moves a turn
+// earlier.
+func TestAnchor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		const ms = time.Millisecond
+		// turnAfter sends a unit on k, answers it rtt later as a
+		// success, and returns how long after the send the next unit
+		// goes.
+		turnAfter := func(k Waiter, rtt time.Duration) time.Duration {
+			if err := k.WaitN(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			sent := time.Now()
+			time.Sleep(rtt)
+			k.(Adapter).Adapt(ctx, Feedback{Cost: 1, Age: rtt})
+			if err := k.WaitN(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			return time.Since(sent)
+		}
+		l := &Limiter{Limit: 50, Burst: 1}
+		k := l.For("k")
+		if got := turnAfter(k, 2*ms); got != 20*ms {
+			t.Errorf("before any refusal: next unit %v after; want 20ms", got)
+		}
+		// near: the schedule's pace is a float (a ns of rounding).
+		near := func(a, b time.Duration) bool { return (a - b).Abs() <= time.Nanosecond }
+		// A refusal: shows the server strict (and trims the pace 1%).
+		time.Sleep(time.Second)
+		k.(Adapter).Adapt(ctx, Feedback{Cost: 1, Throttled: true, Refused: true, Age: 2 * ms})
+		time.Sleep(time.Second)
+		trimmed := float64(20*ms) / (1 - trimStep)
+		interval := time.Duration(trimmed)
+		if got := turnAfter(k, 2*ms); !near(got, interval) {
+			t.Errorf("quickest round trip: next unit %v after; want %v (the interval)", got, interval)
+		}
+		time.Sleep(time.Second)
+		if got := turnAfter(k, 2*ms+700*time.Microsecond); !near(got, interval+700*time.Microsecond) {
+			t.Errorf("0.7 ms late: next unit %v after; want %v", got, interval+700*time.Microsecond)
+		}
+		time.Sleep(time.Second)
+		if got, want := turnAfter(k, 20*ms), interval+time.Duration(anchorMax*float64(interval)); !near(got, want) {
+			t.Errorf("18 ms late: next unit %v after; want %v (anchorMax of an interval)", got, want)
+		}
+		// A key two units deep is not anchored.
+		l2 := &Limiter{Limit: 50, Burst: 2}
+		k2 := l2.For("k")
+		k2.(Adapter).Adapt(ctx, Feedback{Cost: 1, Throttled: true, Refused: true, Age: 2 * ms})
+		time.Sleep(time.Second)
+		_ = k2.WaitN(ctx, 1)
+		sent := time.Now()
+		time.Sleep(2 * ms)
+		k2.(Adapter).Adapt(ctx, Feedback{Cost: 1, Age: 2 * ms})
+		time.Sleep(5 * ms)
+		k2.(Adapter).Adapt(ctx, Feedback{Cost: 1, Age: 7 * ms})
+		_ = k2.WaitN(ctx, 1)
+		if got := time.Since(sent); got != 7*ms {
+			t.Errorf("a key two units deep: second unit %v after the first; want 7ms (at once)", got)
+		}
+	})
+}
+
+// TestTransportBurstSpread is a server bucket of 100/s, burst 10, whose
+// 429s carry Retry-After, up to 1 ms of dispatch jitter, and a Transport
+// told the exact limit: 16 workers, 2,000 requests. The server's bucket
+// counts from the first of the opening burst to arrive; a later unit with
+// less delay on the way found it short, and the Retry-After of its 429 (a
+// whole second) cost 0.04 of the capacity. Moved by the spread of the
+// burst's round trips, the key keeps the slack its first arrival took:
+// none refused.
+func TestTransportBurstSpread(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := throttletest.NewTokenBucket(100, 10)
+		s.RetryAfter = true
+		tr := &Transport{Waiter: &Limiter{Limit: 100, Burst: 10},
+			Base: &throttletest.Direct{Handler: s, Latency: time.Millisecond, Jitter: time.Millisecond, Seed: 1}}
+		start := time.Now()
+		closedLoopN(t, &http.Client{Transport: tr}, 16, 2000)
+		wall := time.Since(start)
+		st := s.Stats()
+		got := float64(st.Admitted) / (10 + 100*wall.Seconds())
+		if st.Admitted != 2000 || st.Rejected != 0 || got < 0.99 {
+			t.Errorf("%d admitted, %d refused in %v: %.4f of capacity; want 2000, 0, ≥ 0.99", st.Admitted, st.Rejected, wall, got)
+		}
+		t.Logf("admitted %d, refused %d, in %v: %.4f of capacity", st.Admitted, st.Rejected, wall, got)
+	})
+}
+
+// TestBurstSpread checks the rule on one key: the responses to the busy
+// period's first burst move its turns by the spread of their round trips
+// (as it grows, by what it grew), at most anchorMax of an interval; a
+// later unit's response moves nothing, nor does a key without a
+// configured limit.
+func TestBurstSpread(t *testing.T) {
+	const ms = 1e6
+	c := pacing{interval: 10 * ms, burst: 10, sec: 1e9}
+	var s schedule
+	var b burstSpread
+	s.busySince, s.tat = 0, 100*ms // a burst of 10 went at 0
+	steps := []struct {
+		now, sentAt, rtt float64
+		moved            bool
+		tat              float64
+	}{
+		{2 * ms, 0, 2 * ms, false, 100 * ms},
+		{2.3 * ms, 0, 2.3 * ms, true, 100.3 * ms},
+		{2.2 * ms, 0, 2.2 * ms, false, 100.3 * ms},
+		{2.9 * ms, 0, 2.9 * ms, true, 100.9 * ms},
+		{5 * ms, 0, 5 * ms, true, 101 * ms},            // capped: 0.1 of 10 ms
+		{14 * ms, 10 * ms, 2 * ms, false, 101 * ms},    // not of the burst
+		{14 * ms, 9.9 * ms, 4.1 * ms, false, 101 * ms}, // of the burst's interval; the cap holds
+	}
+	for i, st := range steps {
+		moved := s.spread(st.now, c, &b, st.sentAt, st.rtt)
+		if moved != st.moved || math.Abs(s.tat-st.tat) > 1e-6 {
+			t.Errorf("step %d: moved %v, tat %.3f ms; want %v, %.3f ms", i, moved, s.tat/ms, st.moved, st.tat/ms)
+		}
+	}
+	// A new busy period starts over.
+	s.busySince, s.tat = 2000*ms, 2100*ms
+	s.spread(2002*ms, c, &b, 2000*ms, 2*ms)
+	if !s.spread(2003*ms, c, &b, 2000*ms, 2.5*ms) || math.Abs(s.tat-2100.5*ms) > 1e-6 {
+		t.Errorf("new busy period: tat %.3f ms; want 2100.5 ms", s.tat/ms)
+	}
+	// No configured limit (a declared pace): nothing.
+	var d schedule
+	d.dInt, d.dBurst, d.tat = 10*ms, 10, 100*ms
+	var db burstSpread
+	d.spread(2*ms, pacing{sec: 1e9}, &db, 0, 2*ms)
+	if d.spread(3*ms, pacing{sec: 1e9}, &db, 0, 3*ms) {
+		t.Errorf("a declared pace moved")
+	}
+}
