@@ -56,7 +56,7 @@ const (
 	// leaseRateWindow is the window of the local rate's count, and
 	// leaseRateMin the fewest waits in it that make a rate: a few waits
 	// at once are none. leaseBurstWindow is a shorter one, whose rate
-	// counts when higher: waits in bursts lease for the burst's rate.
+	// counts when higher (up to twice): see leaseBox.rate.
 	leaseRateWindow  = 100 * time.Millisecond
 	leaseBurstWindow = 10 * time.Millisecond
 	leaseRateMin     = 8
@@ -368,11 +368,15 @@ func (b *leaseBox) arrive(now time.Time) {
 }
 
 // rate returns the local waits a second, over the last window or so: the
-// higher of leaseRateWindow's and leaseBurstWindow's (waits that come in
-// bursts need the turns of a burst). b.mu is held.
+// higher of leaseRateWindow's and leaseBurstWindow's, the latter up to
+// twice the former. Waits that come in bursts (half the time or more)
+// need the turns of a burst; a one-off burst (a process's goroutines
+// starting at once, at a low rate) leases at most twice the turns ahead
+// that the long window's rate would. b.mu is held.
 func (b *leaseBox) rate(now time.Time) float64 {
 	el := now.Sub(b.rateBase)
-	return max(b.rates[0].rate(el, leaseRateWindow), b.rates[1].rate(el, leaseBurstWindow))
+	long := b.rates[0].rate(el, leaseRateWindow)
+	return max(long, min(b.rates[1].rate(el, leaseBurstWindow), 2*long))
 }
 
 // winRate counts arrivals in consecutive windows of one length.

@@ -179,6 +179,7 @@ func (b *leaseBox) lease(ctx context.Context) {
 	}
 	b.recheck = recheckAt(recv, reply[3])
 	var wake time.Time
+	b.tickets = slices.Grow(b.tickets, int(count)) // one allocation, not a growing series
 	for j := range count {
 		wt := reply[5+j]
 		t := leased{id: id, end: last - count + 1 + j, rturn: rnow + wt, gone: wt == 0}
