@@ -55,11 +55,9 @@ const (
 	leaseAhead = 500 * time.Microsecond
 	// leaseRateWindow is the window of the local rate's count, and
 	// leaseRateMin the fewest waits in it that make a rate: a few waits
-	// at once are none. leaseBurstWindow is a shorter one, whose rate
-	// counts when higher (up to twice): see leaseBox.rate.
-	leaseRateWindow  = 100 * time.Millisecond
-	leaseBurstWindow = 10 * time.Millisecond
-	leaseRateMin     = 8
+	// at once are none.
+	leaseRateWindow = 100 * time.Millisecond
+	leaseRateMin    = 8
 	// maxLeaseKeys bounds the keys a Quota leases for at once; beyond
 	// it, a key's waits call as without leases.
 	maxLeaseKeys = 4096
@@ -108,23 +106,24 @@ type leaseBox struct {
 	// gen, sub: pushes.mark before the oldest turn in tickets was
 	// learned; a push since (or no subscription then) may have moved
 	// them: they are asked again before one is handed out.
-	gen      uint64
-	sub      subState
-	recheck  time.Time    // a cut's step: turns move then (zero: none)
-	queue    []*leaseWait // waits queued for a turn, in arrival order
-	calling  bool         // a serve runs: the key's calls (see leases.serve)
-	active   int          // waits of the key in progress here, leased or not
-	last     time.Time    // the last wait's arrival
-	overlap  time.Time    // the last arrival while another wait was in progress
-	failed   time.Time    // the last lease the store failed
-	ended    bool         // the last wait ended by its context, none came since
-	rates    [2]winRate   // arrivals for the local rate: in leaseRateWindow, leaseBurstWindow
-	rateBase time.Time
-	callFrom time.Time     // when the running serve's lease was needed (zero: as it was sent)
-	callTime time.Duration // a lease's recent time, from its need to its tickets (a moving average)
-	idle     *time.Timer   // gives the unused turns back; nil: none
-	idleTok  *int          // identifies idle's run (a stopped timer may still run)
-	sl       *sleeper      // listening for pushes while tickets are held
+	gen               uint64
+	sub               subState
+	recheck           time.Time     // a cut's step: turns move then (zero: none)
+	queue             []*leaseWait  // waits queued for a turn, in arrival order
+	calling           bool          // a serve runs: the key's calls (see leases.serve)
+	active            int           // waits of the key in progress here, leased or not
+	last              time.Time     // the last wait's arrival
+	overlap           time.Time     // the last arrival while another wait was in progress
+	failed            time.Time     // the last lease the store failed
+	ended             bool          // the last wait ended by its context, none came since
+	rateAt            time.Duration // the window rateCur counts, since rateBase
+	rateCur, ratePrev float64
+	rateBase          time.Time
+	callFrom          time.Time     // when the running serve's lease was needed (zero: as it was sent)
+	callTime          time.Duration // a lease's recent time, from its need to its tickets (a moving average)
+	idle              *time.Timer   // gives the unused turns back; nil: none
+	idleTok           *int          // identifies idle's run (a stopped timer may still run)
+	sl                *sleeper      // listening for pushes while tickets are held
 }
 
 // maxLease returns the most turns one call leases; 1: no leases.
@@ -362,57 +361,34 @@ func (b *leaseBox) leave(ctx context.Context, err error) {
 // arrive counts a wait's arrival at now for the local rate. b.mu is held.
 func (b *leaseBox) arrive(now time.Time) {
 	b.last, b.ended = now, false
-	el := now.Sub(b.rateBase)
-	b.rates[0].arrive(el, leaseRateWindow)
-	b.rates[1].arrive(el, leaseBurstWindow)
+	win := now.Sub(b.rateBase) / leaseRateWindow
+	switch win {
+	case b.rateAt:
+	case b.rateAt + 1:
+		b.ratePrev, b.rateCur = b.rateCur, 0
+	default:
+		b.ratePrev, b.rateCur = 0, 0
+	}
+	b.rateAt = win
+	b.rateCur++
 }
 
-// rate returns the local waits a second, over the last window or so: the
-// higher of leaseRateWindow's and leaseBurstWindow's, the latter up to
-// twice the former. Waits that come in bursts (half the time or more)
-// need the turns of a burst; a one-off burst (a process's goroutines
-// starting at once, at a low rate) leases at most twice the turns ahead
-// that the long window's rate would. b.mu is held.
+// rate returns the local waits a second, over the last window or so.
+// b.mu is held.
 func (b *leaseBox) rate(now time.Time) float64 {
 	el := now.Sub(b.rateBase)
-	long := b.rates[0].rate(el, leaseRateWindow)
-	return max(long, min(b.rates[1].rate(el, leaseBurstWindow), 2*long))
-}
-
-// winRate counts arrivals in consecutive windows of one length.
-type winRate struct {
-	at        time.Duration // the window cur counts, since the box's rateBase
-	cur, prev float64       // arrivals in it, and in the one before
-}
-
-// arrive counts an arrival el after the box's rateBase, in windows of win.
-func (c *winRate) arrive(el, win time.Duration) {
-	i := el / win
-	switch i {
-	case c.at:
-	case c.at + 1:
-		c.prev, c.cur = c.cur, 0
-	default:
-		c.prev, c.cur = 0, 0
-	}
-	c.at = i
-	c.cur++
-}
-
-// rate returns the arrivals a second, el after the box's rateBase, over
-// the last window of win or so; 0 for fewer than leaseRateMin.
-func (c *winRate) rate(el, win time.Duration) float64 {
-	cur, prev := c.cur, c.prev
-	switch el / win {
-	case c.at:
-	case c.at + 1:
+	win := el / leaseRateWindow
+	cur, prev := b.rateCur, b.ratePrev
+	switch win {
+	case b.rateAt:
+	case b.rateAt + 1:
 		cur, prev = 0, cur
 	default:
 		return 0
 	}
-	frac := float64(el%win) / float64(win)
+	frac := float64(el%leaseRateWindow) / float64(leaseRateWindow)
 	if n := cur + prev*(1-frac); n >= leaseRateMin {
-		return n / win.Seconds()
+		return n / leaseRateWindow.Seconds()
 	}
 	return 0 // a few waits at once are no rate
 }
