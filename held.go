@@ -21,8 +21,10 @@ func holdUntilDone(ctx context.Context, resp *http.Response, release func()) {
 		release()
 		return
 	}
-	h := heldBody{ReadCloser: resp.Body, release: release}
-	h.stop = context.AfterFunc(ctx, release)
+	h := heldBody{ReadCloser: resp.Body, release: release, stop: neverEnds}
+	if ctx.Done() != nil { // a context that never ends needs no watch
+		h.stop = context.AfterFunc(ctx, release)
+	}
 	if rwc, ok := resp.Body.(io.ReadWriteCloser); ok {
 		// A 101 Switching Protocols body is the connection itself:
 		// net/http's Client requires it to stay writable.
@@ -54,6 +56,10 @@ func (b *heldBody) Close() error {
 	b.done()
 	return err
 }
+
+// neverEnds is the stop of a release at the end of a context that never
+// ends.
+func neverEnds() bool { return true }
 
 func (b *heldBody) done() {
 	b.stop()

@@ -39,6 +39,15 @@ type Acquirer interface {
 	AcquireN(ctx context.Context, n int) (release func(), err error)
 }
 
+// uncapped is an [Acquirer] that can tell that its key has no in-flight
+// cap, now or later: its AcquireN holds nothing, so [Transport] neither
+// calls it nor wraps a response's body to release it. The distributed
+// Quota's keys implement it (the method is exported for that package
+// alone: the keys' type is not).
+type uncapped interface {
+	NoInFlightCap() bool
+}
+
 // noRelease is the release of an acquisition that holds nothing.
 func noRelease() {}
 

@@ -9,30 +9,30 @@ import (
 // The wait for quota before each attempt of a Transport's request.
 
 // wait takes n units under a's in-flight cap (if a is not nil), then
-// waits for n units of w's quota before an attempt, and reports a wait
-// that blocked. A turn later than the retries' bound (MaxElapsed for a
+// waits for n units of w's quota before an attempt, from start (now, or
+// as good as: the caller's clock reading), and reports a wait that
+// blocked; end is when it ended, for the attempt's send time. A turn later than the retries' bound (MaxElapsed for a
 // retry, ctx's deadline less a round trip) is refused at once, nothing
 // reserved, with a [DeadlineError] and the reason of the bound; the
 // acquisition is bounded likewise. It returns the release of the
 // in-flight units; if it fails, nothing is held. In a dry run it asks
 // for the units without waiting, and reports what the wait would have
 // been; it takes nothing under the cap.
-func (t *Transport) wait(ctx context.Context, rs *retries, w Waiter, a Acquirer, key string, n, attempt int) (release func(), reason string, err error) {
-	start := time.Now()
+func (t *Transport) wait(ctx context.Context, rs *retries, w Waiter, a Acquirer, key string, n, attempt int, start time.Time) (release func(), end time.Time, reason string, err error) {
 	release = noRelease
 	if t.DryRun {
 		d, err := probe(ctx, w, n)
 		if ctx.Err() != nil {
-			return release, "", ctx.Err()
+			return release, end, "", ctx.Err()
 		}
 		if d > 0 || err != nil {
 			t.emit(Event{Kind: EventWouldWait, Request: rs.req, Key: key, Attempt: attempt, Delay: d, Err: err})
 		}
-		return release, "", nil
+		return release, time.Now(), "", nil
 	}
 	bound, reason := rs.bound(attempt, start)
 	if !bound.IsZero() && !start.Before(bound) {
-		return release, reason, &DeadlineError{Key: key} // no time left even for a turn now
+		return release, end, reason, &DeadlineError{Key: key} // no time left even for a turn now
 	}
 	wctx := ctx
 	if dl, _ := ctx.Deadline(); !bound.IsZero() && !bound.Equal(dl) {
@@ -67,10 +67,7 @@ func (t *Transport) wait(ctx context.Context, rs *retries, w Waiter, a Acquirer,
 			err = w.WaitN(wctx, n)
 		}
 	}
-	var end time.Time
-	if !bound.IsZero() || t.OnEvent != nil {
-		end = time.Now()
-	}
+	end = time.Now()
 	if err == nil && !bound.IsZero() && end.After(bound) {
 		err = &DeadlineError{Key: key, Delay: end.Sub(start)} // a waiter that slept past the bound
 	}
@@ -89,16 +86,16 @@ func (t *Transport) wait(ctx context.Context, rs *retries, w Waiter, a Acquirer,
 			if !errors.Is(err, ErrWouldExceedDeadline) {
 				err = &DeadlineError{Key: key}
 			}
-			return release, reason, err
+			return release, end, reason, err
 		}
-		return release, "", err
+		return release, end, "", err
 	}
 	if t.OnEvent != nil {
 		if d := end.Sub(start); d >= minReportedWait {
 			t.emit(Event{Kind: EventWait, Request: rs.req, Key: key, Attempt: attempt, Delay: d})
 		}
 	}
-	return release, "", nil
+	return release, end, "", nil
 }
 
 // tooLateToSend reports whether an attempt sent at now would leave less

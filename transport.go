@@ -225,6 +225,8 @@ func (t *Transport) waiter(key string) (w, fb Waiter, a Acquirer) {
 	a, _ = w.(Acquirer)
 	if b, ok := w.(*bucket); ok && b.inflight.limit == 0 {
 		a = nil // a Limiter's key without a cap: no body to wrap
+	} else if u, ok := a.(uncapped); ok && u.NoInFlightCap() {
+		a = nil // likewise another waiter's
 	}
 	switch w.(type) {
 	case Adapter, Pauser:
@@ -286,7 +288,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// The waiter's own decisions during this attempt's calls reach
 		// OnEvent through ectx (see WithEvents).
 		ectx := t.withAttemptEvents(ctx, req, attempt)
-		release, bound, err := t.wait(ectx, rs, w, a, key, n, attempt)
+		// The first attempt's wait starts as the request does (the clock
+		// is read once for both), and the attempt is sent as it ends.
+		waitStart := rs.start
+		if attempt > 1 {
+			waitStart = time.Now()
+		}
+		release, sent, bound, err := t.wait(ectx, rs, w, a, key, n, attempt, waitStart)
 		if err != nil {
 			closeBody(r)
 			answer, reason := rs.waitFailed(attempt, bound, last != nil)
@@ -305,7 +313,6 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeResponse(last)
 		last, lastRec = nil, nil
 
-		sent := time.Now()
 		resp, err := t.base().RoundTrip(r)
 		received := time.Now()
 		if err != nil {

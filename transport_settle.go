@@ -49,14 +49,27 @@ func SettleResponse(resp *http.Response, actual int) error {
 // settleKey is the context key of a response's settlement.
 type settleKey struct{}
 
-// settlement is what settling one attempt's response needs.
+// settlement is what settling one attempt's response needs. Attached
+// (see attach), it is also the context of the response's request: the
+// request's own, with itself as the value of settleKey (one allocation
+// for both). Its Context is nil until then.
 type settlement struct {
+	context.Context
+
 	w     Settler
 	spent int
 	resp  *http.Response // the response it settles
 
 	mu      sync.Mutex // protects settled
 	settled bool
+}
+
+// Value implements [context.Context]: see settlement.
+func (s *settlement) Value(key any) any {
+	if key == (settleKey{}) {
+		return s
+	}
+	return s.Context.Value(key)
 }
 
 // settle settles the attempt's cost as actual, once.
@@ -111,6 +124,7 @@ func attach(resp *http.Response, req *http.Request, rec *settlement) *http.Respo
 	if r == nil {
 		r = req
 	}
-	resp.Request = r.WithContext(context.WithValue(r.Context(), settleKey{}, rec))
+	rec.Context = r.Context()
+	resp.Request = r.WithContext(rec)
 	return resp
 }

@@ -137,6 +137,14 @@ func (w *keyWaiter) AcquireN(ctx context.Context, n int) (func(), error) {
 
 func noRelease() {}
 
+// NoInFlightCap reports whether the quota has no in-flight cap (InFlight
+// is zero, as it stays after first use): AcquireN then holds nothing, and
+// throttle.Transport neither calls it nor wraps a response's body to
+// release it.
+func (w *keyWaiter) NoInFlightCap() bool {
+	return w.q.InFlight <= 0
+}
+
 // AcquireN takes n units under the in-flight cap of the quota's own key
 // (the one For("") returns): see [Quota.InFlight].
 func (q *Quota) AcquireN(ctx context.Context, n int) (func(), error) {

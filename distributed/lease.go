@@ -48,13 +48,18 @@ const (
 	// unused turns back.
 	leaseIdle = 100 * time.Millisecond
 	// leaseAhead: the next lease is made ahead when the tickets held
-	// last less than this at the local rate (about a round trip).
+	// last less than this at the local pace, or than twice a lease's
+	// recent time (leaseBox.callTime: a busy machine's round trip and
+	// the serving goroutine's start take longer); see lowWater.
 	leaseAhead = 500 * time.Microsecond
 	// leaseRateWindow is the window of the local rate's count, and
 	// leaseRateMin the fewest waits in it that make a rate: a few waits
-	// at once are none.
-	leaseRateWindow = 100 * time.Millisecond
-	leaseRateMin    = 8
+	// at once are none. The rate of leaseBurstWindow, when higher, is
+	// the pace the tickets held go at (it times the next lease; the
+	// leases are sized by the rate).
+	leaseRateWindow  = 100 * time.Millisecond
+	leaseBurstWindow = 10 * time.Millisecond
+	leaseRateMin     = 8
 	// maxLeaseKeys bounds the keys a Quota leases for at once; beyond
 	// it, a key's waits call as without leases.
 	maxLeaseKeys = 4096
@@ -103,22 +108,23 @@ type leaseBox struct {
 	// gen, sub: pushes.mark before the oldest turn in tickets was
 	// learned; a push since (or no subscription then) may have moved
 	// them: they are asked again before one is handed out.
-	gen               uint64
-	sub               subState
-	recheck           time.Time     // a cut's step: turns move then (zero: none)
-	queue             []*leaseWait  // waits queued for a turn, in arrival order
-	calling           bool          // a serve runs: the key's calls (see leases.serve)
-	active            int           // waits of the key in progress here, leased or not
-	last              time.Time     // the last wait's arrival
-	overlap           time.Time     // the last arrival while another wait was in progress
-	failed            time.Time     // the last lease the store failed
-	ended             bool          // the last wait ended by its context, none came since
-	rateAt            time.Duration // the window rateCur counts, since rateBase
-	rateCur, ratePrev float64
-	rateBase          time.Time
-	idle              *time.Timer // gives the unused turns back; nil: none
-	idleTok           *int        // identifies idle's run (a stopped timer may still run)
-	sl                *sleeper    // listening for pushes while tickets are held
+	gen      uint64
+	sub      subState
+	recheck  time.Time    // a cut's step: turns move then (zero: none)
+	queue    []*leaseWait // waits queued for a turn, in arrival order
+	calling  bool         // a serve runs: the key's calls (see leases.serve)
+	active   int          // waits of the key in progress here, leased or not
+	last     time.Time    // the last wait's arrival
+	overlap  time.Time    // the last arrival while another wait was in progress
+	failed   time.Time    // the last lease the store failed
+	ended    bool         // the last wait ended by its context, none came since
+	rates    [2]winRate   // arrivals: in leaseRateWindow, in leaseBurstWindow
+	rateBase time.Time
+	callFrom time.Time     // when the running serve's lease was needed (zero: as it was sent)
+	callTime time.Duration // a lease's recent time, from its need to its tickets (a moving average)
+	idle     *time.Timer   // gives the unused turns back; nil: none
+	idleTok  *int          // identifies idle's run (a stopped timer may still run)
+	sl       *sleeper      // listening for pushes while tickets are held
 }
 
 // maxLease returns the most turns one call leases; 1: no leases.
@@ -208,7 +214,7 @@ func (l *leases) wait(ctx context.Context, w *keyWaiter) (int64, error) {
 	if served {
 		ahead := b.lowWater(now)
 		if ahead {
-			b.calling = true // the next lease, made ahead
+			b.calling, b.callFrom = true, now // the next lease, made ahead
 		}
 		b.mu.Unlock()
 		if ahead {
@@ -218,7 +224,9 @@ func (l *leases) wait(ctx context.Context, w *keyWaiter) (int64, error) {
 		me := &leaseWait{deadline: deadlineOf(ctx), ch: make(chan leaseGrant, 1)}
 		b.queue = append(b.queue, me)
 		start := !b.calling
-		b.calling = true
+		if start {
+			b.calling, b.callFrom = true, now
+		}
 		b.mu.Unlock()
 		if start {
 			l.serve(ctx, b, false)
@@ -238,7 +246,23 @@ func (b *leaseBox) lowWater(now time.Time) bool {
 	if b.calling || r*leaseHorizon.Seconds() <= 1 {
 		return false
 	}
-	return float64(len(b.tickets)) < max(2, r*leaseAhead.Seconds())
+	// The tickets that go within about twice a lease's time at the
+	// waits' pace (in a burst, faster than the rate leases are sized by),
+	// and no more than a lease of turns due at once leaves room for: it
+	// brings r·leaseLate less the tickets held.
+	low := min(b.pace(now)*max(leaseAhead, 2*b.callTime).Seconds(), r*(leaseLate/2).Seconds())
+	return float64(len(b.tickets)) < max(2, low)
+}
+
+// called notes that a lease needed at from brought its tickets at recv.
+// b.mu is held.
+func (b *leaseBox) called(from, recv time.Time) {
+	d := recv.Sub(from)
+	if b.callTime == 0 {
+		b.callTime = d
+		return
+	}
+	b.callTime += (d - b.callTime) / 4
 }
 
 // serve makes the key's calls (b.calling is set) in a goroutine of its
@@ -342,34 +366,59 @@ func (b *leaseBox) leave(ctx context.Context, err error) {
 // arrive counts a wait's arrival at now for the local rate. b.mu is held.
 func (b *leaseBox) arrive(now time.Time) {
 	b.last, b.ended = now, false
-	win := now.Sub(b.rateBase) / leaseRateWindow
-	switch win {
-	case b.rateAt:
-	case b.rateAt + 1:
-		b.ratePrev, b.rateCur = b.rateCur, 0
-	default:
-		b.ratePrev, b.rateCur = 0, 0
-	}
-	b.rateAt = win
-	b.rateCur++
+	el := now.Sub(b.rateBase)
+	b.rates[0].arrive(el, leaseRateWindow)
+	b.rates[1].arrive(el, leaseBurstWindow)
 }
 
-// rate returns the local waits a second, over the last window or so.
-// b.mu is held.
+// rate returns the local waits a second, over the last leaseRateWindow
+// or so: the rate leases are sized by. b.mu is held.
 func (b *leaseBox) rate(now time.Time) float64 {
+	return b.rates[0].rate(now.Sub(b.rateBase), leaseRateWindow)
+}
+
+// pace returns the local waits a second over the last leaseBurstWindow
+// or so, if higher than rate: how fast the tickets held go while waits
+// come in bursts (see lowWater). b.mu is held.
+func (b *leaseBox) pace(now time.Time) float64 {
 	el := now.Sub(b.rateBase)
-	win := el / leaseRateWindow
-	cur, prev := b.rateCur, b.ratePrev
-	switch win {
-	case b.rateAt:
-	case b.rateAt + 1:
+	return max(b.rates[0].rate(el, leaseRateWindow), b.rates[1].rate(el, leaseBurstWindow))
+}
+
+// winRate counts arrivals in consecutive windows of one length.
+type winRate struct {
+	at        time.Duration // the window cur counts, since the box's rateBase
+	cur, prev float64       // arrivals in it, and in the one before
+}
+
+// arrive counts an arrival el after the box's rateBase, in windows of win.
+func (c *winRate) arrive(el, win time.Duration) {
+	i := el / win
+	switch i {
+	case c.at:
+	case c.at + 1:
+		c.prev, c.cur = c.cur, 0
+	default:
+		c.prev, c.cur = 0, 0
+	}
+	c.at = i
+	c.cur++
+}
+
+// rate returns the arrivals a second, el after the box's rateBase, over
+// the last window of win or so; 0 for fewer than leaseRateMin.
+func (c *winRate) rate(el, win time.Duration) float64 {
+	cur, prev := c.cur, c.prev
+	switch el / win {
+	case c.at:
+	case c.at + 1:
 		cur, prev = 0, cur
 	default:
 		return 0
 	}
-	frac := float64(el%leaseRateWindow) / float64(leaseRateWindow)
+	frac := float64(el%win) / float64(win)
 	if n := cur + prev*(1-frac); n >= leaseRateMin {
-		return n / leaseRateWindow.Seconds()
+		return n / win.Seconds()
 	}
 	return 0 // a few waits at once are no rate
 }

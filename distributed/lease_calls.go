@@ -104,6 +104,11 @@ func recheckAt(now time.Time, us int64) time.Time {
 // (past every queued wait's deadline) to each as its DeadlineError.
 func (b *leaseBox) lease(ctx context.Context) {
 	now := time.Now()
+	from := b.callFrom
+	if from.IsZero() {
+		from = now
+	}
+	b.callFrom = time.Time{}
 	// need: the waits queued; with none (a lease ahead), minus the
 	// tickets held, which the next waits take first.
 	need := len(b.queue)
@@ -151,6 +156,7 @@ func (b *leaseBox) lease(ctx context.Context) {
 		b.queue = nil
 		return
 	}
+	b.called(from, recv)
 	count, id, last, rnow := reply[0], reply[1], reply[2], reply[4]
 	if count == 0 && need <= 0 {
 		return // ahead: none expected in time; the queued waits call
@@ -173,6 +179,7 @@ func (b *leaseBox) lease(ctx context.Context) {
 	}
 	b.recheck = recheckAt(recv, reply[3])
 	var wake time.Time
+	b.tickets = slices.Grow(b.tickets, int(count)) // one allocation, not a growing series
 	for j := range count {
 		wt := reply[5+j]
 		t := leased{id: id, end: last - count + 1 + j, rturn: rnow + wt, gone: wt == 0}

@@ -34,10 +34,11 @@ type sleeper struct {
 }
 
 // subState is the subscription's state as a wait saw it: whether it was
-// up, and how many times it had come up.
+// up, and how many times it had come up; ver is pushes.ver before.
 type subState struct {
 	up    bool
 	epoch uint64
+	ver   uint64
 }
 
 // pushes delivers pushed moves to this process's sleeping waits of one
@@ -55,6 +56,10 @@ type subState struct {
 // its turn once more before going (see keyWaiter.sleep).
 type pushes struct {
 	gen atomic.Uint64 // incremented by every message delivered
+	// ver is incremented after every change of what mark reports of the
+	// subscription (cur replaced, up or down), so that unchanged needs no
+	// lock while it stays.
+	ver atomic.Uint64
 
 	mu       sync.Mutex            // protects the fields below
 	sleepers map[*sleeper]struct{} // sleeping waits listening
@@ -71,19 +76,34 @@ const pushLinger = time.Second
 // mark returns the messages delivered so far and the subscription's state.
 func (p *pushes) mark() (uint64, subState) {
 	gen := p.gen.Load()
+	ver := p.ver.Load() // before the state: a change since is seen by unchanged
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cur == nil {
-		return gen, subState{}
+		return gen, subState{ver: ver}
 	}
-	return gen, p.cur.state()
+	s := p.cur.state()
+	s.ver = ver
+	return gen, s
 }
 
 // unchanged reports whether nothing could have been missed since mark
-// returned gen and sub.
+// returned gen and sub. While ver is sub's, the subscription is as mark
+// saw it (see ver), and no lock is taken.
 func (p *pushes) unchanged(gen uint64, sub subState) bool {
+	if !sub.up || p.gen.Load() != gen {
+		return false
+	}
+	if p.ver.Load() == sub.ver {
+		return true
+	}
 	now, s := p.mark()
-	return sub.up && s.up && s.epoch == sub.epoch && now == gen
+	return s.up && s.epoch == sub.epoch && now == gen
+}
+
+// changed marks a change of the subscription's state, after it.
+func (p *pushes) changed() {
+	p.ver.Add(1)
 }
 
 // add registers a sleeper of rkey, subscribing if it is the first.
@@ -100,7 +120,8 @@ func (p *pushes) add(q *Quota, rkey string) *sleeper {
 		p.linger = nil
 	}
 	if p.cur == nil {
-		p.cur = subscribe(q.client, pushChannel(q.Prefix, q.name), p.deliver)
+		p.cur = subscribe(q.client, pushChannel(q.Prefix, q.name), p.deliver, p.changed)
+		p.changed()
 	}
 	return s
 }
@@ -117,6 +138,7 @@ func (p *pushes) remove(s *sleeper) {
 	if p.closed {
 		go p.cur.stop() // its goroutine may be delivering, under mu
 		p.cur = nil
+		p.changed()
 		return
 	}
 	cur := p.cur
@@ -128,6 +150,7 @@ func (p *pushes) remove(s *sleeper) {
 			return // a sleeper came, or Close ran
 		}
 		p.cur, p.linger = nil, nil
+		p.changed()
 		p.mu.Unlock()
 		cur.stop()
 	})
@@ -142,6 +165,7 @@ func (p *pushes) close() {
 	cur := p.cur
 	if len(p.sleepers) == 0 {
 		p.cur = nil
+		p.changed()
 		if p.linger != nil {
 			p.linger.Stop()
 			p.linger = nil
@@ -179,8 +203,9 @@ func (p *pushes) deliver(payload string) {
 // stop. It subscribes in the goroutine, so a Redis that is down or slow
 // delays no wait: the waits just ask again before going meanwhile.
 type subscription struct {
-	cancel context.CancelFunc
-	done   chan struct{} // closed when the goroutine has returned
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when the goroutine has returned
+	changed func()        // called after up or down changes
 
 	mu      sync.Mutex    // protects the fields below
 	ps      *redis.PubSub // nil until subscribed
@@ -195,9 +220,9 @@ func (s *subscription) state() subState {
 	return subState{up: s.up, epoch: s.epoch}
 }
 
-func subscribe(c redis.UniversalClient, channel string, deliver func(string)) *subscription {
+func subscribe(c redis.UniversalClient, channel string, deliver func(string), changed func()) *subscription {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &subscription{cancel: cancel, done: make(chan struct{})}
+	s := &subscription{cancel: cancel, done: make(chan struct{}), changed: changed}
 	go s.run(ctx, c, channel, deliver)
 	return s
 }
@@ -220,6 +245,7 @@ func (s *subscription) run(ctx context.Context, c redis.UniversalClient, channel
 			s.mu.Lock()
 			s.up = true
 			s.epoch++
+			s.changed()
 			s.mu.Unlock()
 			for {
 				// Close (from stop) ends a blocked receive with an error.
@@ -232,6 +258,7 @@ func (s *subscription) run(ctx context.Context, c redis.UniversalClient, channel
 		}
 		s.mu.Lock()
 		s.up = false
+		s.changed()
 		s.mu.Unlock()
 		ps.Close()
 		t := time.NewTimer(pushRetry)

@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"slices"
 	"strconv"
@@ -255,6 +256,11 @@ type Quota struct {
 	once sync.Once // computes def
 	def  *keyWaiter
 
+	waitersOnce sync.Once // computes seed and channel
+	seed        maphash.Seed
+	channel     string                              // pushChannel(Prefix, name)
+	waiters     [forCache]atomic.Pointer[keyWaiter] // the waiters For made last, by their key's hash
+
 	xOnce sync.Once // computes x
 	x     *xconf    // Limits as the script takes them; nil if none
 
@@ -394,7 +400,30 @@ func (q *Quota) Adapt(ctx context.Context, f throttle.Feedback) error {
 // [ErrStoreUnavailable] (as Pause does, whatever the FailMode), so that
 // Transport does not report a pause that did not happen.
 func (q *Quota) For(key string) throttle.Waiter {
-	return newKeyWaiter(q, key)
+	// A key's waiter is read-only once made: the last ones made are kept
+	// (forCache), so that a Transport's For at every request allocates
+	// nothing for the keys in use.
+	slot := &q.waiters[maphash.String(q.waiterSeed(), key)%forCache]
+	if w := slot.Load(); w != nil && w.key == key {
+		return w
+	}
+	w := newKeyWaiter(q, key)
+	slot.Store(w)
+	return w
+}
+
+// forCache is the number of waiters For keeps: a key's place is its
+// hash's, and a key that lands on another's takes it.
+const forCache = 64
+
+// waiterSeed returns the seed of For's hashes, and makes the waiters'
+// push channel (the same for every key) once.
+func (q *Quota) waiterSeed() maphash.Seed {
+	q.waitersOnce.Do(func() {
+		q.seed = maphash.MakeSeed()
+		q.channel = pushChannel(q.Prefix, q.name)
+	})
+	return q.seed
 }
 
 func (q *Quota) defaultWaiter() *keyWaiter {

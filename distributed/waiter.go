@@ -30,7 +30,8 @@ type keyWaiter struct {
 
 func newKeyWaiter(q *Quota, key string) *keyWaiter {
 	rkey := redisKey(q.Prefix, q.name, key)
-	w := &keyWaiter{q: q, key: key, rkey: rkey, keys: []string{rkey}, channel: pushChannel(q.Prefix, q.name)}
+	q.waiterSeed() // makes q.channel
+	w := &keyWaiter{q: q, key: key, rkey: rkey, keys: []string{rkey}, channel: q.channel}
 	if q.InFlight > 0 {
 		w.lkeys = inflightKeys(rkey)
 	}

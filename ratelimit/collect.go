@@ -199,9 +199,12 @@ func buildIndex(reg []*dialect) *index {
 // collect sorts h's fields into f, then applies the byte budgets. Keys are
 // canonicalized, which costs no allocation for keys already canonical
 // (textproto returns them as is). The cost is linear in the size of h,
-// however many keys differ only in case.
-func (f *fields) collect(h http.Header) {
+// however many keys differ only in case. It reports whether h has a
+// field of a dialect (Date is none): if not, f holds a Date at most, and
+// the budgets are not applied.
+func (f *fields) collect(h http.Header) bool {
 	x := keyIndex()
+	found := false
 	for k, v := range h {
 		if len(v) == 0 || k == "" || len(k) > maxKeyBytes || !x.starts[k[0]] {
 			continue
@@ -209,9 +212,13 @@ func (f *fields) collect(h http.Header) {
 		ck := textproto.CanonicalMIMEHeaderKey(k)
 		if s, ok := x.slots[ck]; ok {
 			f.slot[s].add(v)
+			found = found || s != slotDate
 			continue
 		}
-		f.collectExt(x, ck, v)
+		found = f.collectExt(x, ck, v) || found
+	}
+	if !found {
+		return false
 	}
 	// Map order is random; the policies built from ext must not be.
 	slices.SortFunc(f.ext[:f.next], func(a, b extField) int {
@@ -221,10 +228,12 @@ func (f *fields) collect(h http.Header) {
 		return strings.Compare(a.rest, b.rest)
 	})
 	f.budget()
+	return true
 }
 
-// collectExt files a key of a family whose key has a variable part.
-func (f *fields) collectExt(x *index, ck string, v []string) {
+// collectExt files a key of a family whose key has a variable part, and
+// reports whether the key is of one.
+func (f *fields) collectExt(x *index, ck string, v []string) bool {
 	var d uint8
 	var rest string
 	found := false
@@ -239,12 +248,12 @@ func (f *fields) collectExt(x *index, ck string, v []string) {
 		}
 	}
 	if !found {
-		return
+		return false
 	}
 	for i := range f.ext[:f.next] {
 		if e := &f.ext[i]; e.d == d && e.rest == rest {
 			e.vals.add(v)
-			return
+			return true
 		}
 	}
 	if f.next < maxExt {
@@ -253,6 +262,7 @@ func (f *fields) collectExt(x *index, ck string, v []string) {
 		e.vals.add(v)
 		f.next++
 	}
+	return true
 }
 
 // readAll reads every dialect's fields into r, in rank order.

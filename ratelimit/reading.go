@@ -119,7 +119,13 @@ type Reading struct {
 func Parse(h http.Header, received time.Time) Reading {
 	st := states.Get().(*state)
 	f, c, r := &st.f, &st.c, &st.r
-	f.collect(h)
+	if !f.collect(h) {
+		// No field of any dialect (a Date at most): nothing to read,
+		// and nothing to reset but the Date.
+		f.slot[slotDate] = lines{}
+		states.Put(st)
+		return Reading{}
+	}
 	*c = clock{date: f.vals(slotDate), received: received}
 	f.readAll(r, c)
 	r.tidy()

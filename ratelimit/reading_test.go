@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"testing"
@@ -384,4 +385,40 @@ func TestParseImplausibleDate(t *testing.T) {
 			h:    http.Header{"Date": {date(-72 * time.Hour), nowDate}, "Retry-After": {date(5 * time.Second)}},
 			want: Reading{RetryAfter: 5 * time.Second, HasRetryAfter: true}},
 	})
+}
+
+// TestParseNothingToRead: a response with no field of any dialect (most
+// responses: a Date, a Content-Type) reads as the zero Reading, which
+// Parse returns without asking each dialect: every dialect reads nothing
+// from no fields.
+func TestParseNothingToRead(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		h    http.Header
+	}{
+		{"empty", http.Header{}},
+		{"date", http.Header{"Date": {now.Format(http.TimeFormat)}}},
+		{"broken date", http.Header{"Date": {"yesterday"}}},
+		{"others", http.Header{
+			"Date": {now.Format(http.TimeFormat)}, "Content-Type": {"application/json"},
+			"X-Request-Id": {"abc"}, "Server": {"nginx"}, "Retry": {"5"}, "Cache-Control": {"no-store"},
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var st state
+			if st.f.collect(tt.h) {
+				t.Fatalf("collect(%v) found a dialect's field; want none", tt.h)
+			}
+			// What Parse would read without its shortcut.
+			st.c = clock{date: st.f.vals(slotDate), received: now}
+			st.f.readAll(&st.r, &st.c)
+			st.r.tidy()
+			if !reflect.DeepEqual(st.r, Reading{}) {
+				t.Errorf("the dialects read %+v from %v; want the zero Reading", st.r, tt.h)
+			}
+			if got := Parse(tt.h, now); !reflect.DeepEqual(got, Reading{}) {
+				t.Errorf("Parse(%v) = %+v; want the zero Reading", tt.h, got)
+			}
+		})
+	}
 }
