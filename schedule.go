@@ -85,6 +85,14 @@ import (
 // done within its position at the configured pace plus a bounded recovery
 // once the server stops rejecting; and bounded memory.
 //
+// # Several limits
+//
+// A key may carry further limits in units of their own (token buckets,
+// fixed and sliding windows: Limiter.Limits); schedule_limits.go
+// composes them with this state: a ticket's turn is the latest among
+// the limits, FIFO, every limit charged at that turn, so that units one
+// limit held back claim no credit on the others.
+//
 // All times are float64 in one unit (nanoseconds in Go, microseconds in
 // Lua); sec is the number of those units in a second.
 
