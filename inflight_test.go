@@ -380,7 +380,7 @@ func TestTransportSlotPerAttempt(t *testing.T) {
 			t.Fatalf("RoundTrip = %v, %v after %d calls; want 200 after 2", resp, err, calls)
 		}
 		// The pause, then the unit at the pace the 429 trimmed (see
-		// refused in schedule.go): 1 s at 0.99/s.
+		// refused in schedule_ops.go): 1 s at 0.99/s.
 		second := float64(time.Second)
 		if d, want := time.Since(start), time.Duration(second/(1-trimStep)); d < want-time.Microsecond || d > want+time.Microsecond {
 			t.Errorf("retried after %v; want %v (Retry-After 1, a unit at the trimmed pace)", d, want)

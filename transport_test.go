@@ -184,7 +184,7 @@ func TestTransportPauseConcurrent(t *testing.T) {
 		// The 429 comes at 0 s; the 1 s pause holds the four queued turns;
 		// the retry goes ahead of them (RetryWaiter) at 1 s, when the
 		// bucket holds its burst of 1, and they follow at 10/s trimmed by
-		// the 429 (9.9/s: see refused in schedule.go; they do not all go
+		// the 429 (9.9/s: see refused in schedule_ops.go; they do not all go
 		// at 1 s): 1.1-1.4 s.
 		interval := float64(100 * time.Millisecond)
 		step := time.Duration(interval / (1 - trimStep))

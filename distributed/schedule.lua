@@ -152,7 +152,7 @@ if not got[2] and (op == 'wait' or op == 'try') and ARGV[5] == '1' and ARGV[6] =
 	fin = fin + 1
 	local t = hold
 	if I > 0 then
-		-- (fin − rel)·I − τ first: see goNow in schedule.go.
+		-- (fin − rel)·I − τ first: see goNow in schedule_turns.go.
 		t = math.max(hold, math.max(tat, hold) + ((fin - rel) * I - tau))
 	end
 	local wt = 0
@@ -213,7 +213,7 @@ if not got[2] and op == 'lease' and ARGV[13] == '' and n0[4] == n0[5]
 	for j = 1, k do
 		local t = hold
 		if I > 0 then
-			t = math.max(hold, from + ((fin - rel + 1) * I - tau)) -- see goNow in schedule.go
+			t = math.max(hold, from + ((fin - rel + 1) * I - tau)) -- see goNow in schedule_turns.go
 		end
 		local wt = 0
 		if t > now then
@@ -302,7 +302,7 @@ local s = {
 local xe = n0[14] -- when the TTL last set runs out
 local moved = false -- turns may have moved: publish
 
--- line: one queue (schedule.go's line).
+-- line: one queue (schedule_line.go's line).
 local function live(q)
 	local n = q['end'] - q.rel
 	for _, h in ipairs(q.holes) do
@@ -704,7 +704,7 @@ if op == 'mwait' and ARGV[6] == '1' and (ARGV[8] == '' or tonumber(ARGV[8]) == s
 end
 
 
--- window (schedule.go's window).
+-- window (schedule_window.go's window).
 local w = s.win
 local function spreading()
 	return w.spreadLeft > 0
@@ -771,7 +771,7 @@ local function update(left, reset, size, length, inFlight)
 	end
 end
 
--- cut (schedule.go's cut).
+-- cut (schedule_window.go's cut).
 local c = s.cut
 local function cutRate(t)
 	if c.r0 == 0 or t < c.at then
@@ -870,14 +870,14 @@ local function ticketAt(p)
 	return p, p
 end
 -- arrival: when a unit that arrived at e arrived as the pace in force
--- counts it (see rescale in schedule.go).
+-- counts it (see rescale in schedule_turns.go).
 local function arrival(e)
 	if e >= s.spAt then
 		return e
 	end
 	return math.max(e, s.spK - (s.spAt - e) * s.spRho)
 end
--- floorTat: GCRA's max(tat, arrival) at now (see floorTat in schedule.go).
+-- floorTat: GCRA's max(tat, arrival) at now (see floorTat in schedule_turns.go).
 local function floorTat()
 	local interval, tau = pace(now)
 	local floor = now
@@ -888,7 +888,7 @@ local function floorTat()
 	s.tat = math.max(s.tat, floor)
 end
 -- rescale: the units the bucket holds are kept when the pace changed
--- since the last advance, never more (see rescale in schedule.go).
+-- since the last advance, never more (see rescale in schedule_turns.go).
 local function rescale()
 	local interval, tau = pace(now)
 	if interval > 0 and s.credInt > 0 and (s.credInt ~= interval or s.credTau ~= tau) then
@@ -942,7 +942,7 @@ local function turnAt(p)
 	return t
 end
 -- dueUnits: the most units past the head, at most hi, whose turns have
--- come at now (see dueUnits in schedule.go; a nanosecond of rounding
+-- come at now (see dueUnits in schedule_turns.go; a nanosecond of rounding
 -- here: times are µs of the epoch, whose floats are coarser).
 local function dueUnits(hi)
 	local due = now + 1e-9 * SEC
@@ -1089,7 +1089,7 @@ local function advance()
 			s.tat = tat
 			if interval > 0 then
 				if c.r0 ~= 0 then
-					-- Under a cut: see advance in schedule.go.
+					-- Under a cut: see advance in schedule_turns.go.
 					s.tat = math.max(s.tat, now + gone * interval)
 				end
 			end
@@ -1099,7 +1099,7 @@ local function advance()
 			spend(gone)
 			if s.trim > 0 then
 				-- Units that went give the margin back, in steps, with a
-				-- wake-up (see advance in schedule.go).
+				-- wake-up (see advance in schedule_turns.go).
 				s.trimGone = s.trimGone + gone
 				local per = (1 - TRIM_TARGET) / TRIM_TARGET
 				if s.trimGone >= per then
@@ -1148,7 +1148,7 @@ local function enqueue(qi, n)
 	end
 	if n > s.maxCost then
 		-- A larger probe moves the turns of the waits past a window, and
-		-- a cut's bucket is a request deep (see enqueue in schedule.go).
+		-- a cut's bucket is a request deep (see enqueue in schedule_ops.go).
 		if (w.valid or c.r0 ~= 0) and queued() > 0 then
 			moved = true
 		end
@@ -1181,7 +1181,7 @@ local function reject(sentAt, cost)
 		rescale()
 		return true
 	end
-	-- See reject in schedule.go.
+	-- See reject in schedule_ops.go.
 	local least = CUT_MIN_REQ * math.max(cost, 1)
 	local from, wMax, floor
 	if interval > 0 then
@@ -1251,7 +1251,7 @@ local function waitOf(t)
 	end
 	return math.ceil(t - now)
 end
--- view: the key's state at now as callers see it (schedule.go's view),
+-- view: the key's state at now as callers see it (schedule_ops.go's view),
 -- after advance; it changes nothing. Returns the bucket's units less those
 -- queued (INF: no pace), the units waits of one unit each could take at
 -- once (INF: no limit), the turn of a wait of one unit, the units queued,
@@ -1414,7 +1414,7 @@ elseif op == 'settle' then
 elseif op == 'try' or op == 'mtry' then
 	-- wait's ARGV, its max wait "0" (so that the fast path serves a try
 	-- of one unit as a wait refused past its max wait). The rules of a
-	-- wait (schedule.go's try): the ticket goes if its turn has come;
+	-- wait (schedule_ops.go's try): the ticket goes if its turn has come;
 	-- otherwise it is taken back and nothing changes. Returns wait's
 	-- {status, wait µs, id, end, -1, now}: status 1 if the units went, 0
 	-- (wait: its turn) if not.

@@ -136,7 +136,7 @@ func (w *keyWaiter) WaitRetryN(ctx context.Context, n int) error {
 	return err
 }
 
-// The script's queues (schedule.go's queueRetry and queueFirst).
+// The script's queues (schedule_line.go's queueRetry and queueFirst).
 const (
 	queueRetry = 0
 	queueFirst = 1

@@ -1,0 +1,166 @@
+package throttle
+
+import "math"
+
+// The server's window and the adaptive cut (see schedule.go): the
+// parts of a key's state that what servers say sets.
+
+// window is the server's quota window as responses told it: left units may
+// go before reset; after the reset, until a response tells the next window,
+// units go as probes, probe units per probeWait (the n-th unit past left
+// at reset + ⌊(probed+n−1)/probe⌋·probeWait).
+type window struct {
+	valid bool
+	left  float64 // units that may go before reset
+	reset float64 // when the window resets, as the server said
+	// probeAt is when the probes start: the reset, or later when a wait
+	// came after the probe periods had passed unused (probes bank no time).
+	probeAt float64
+	size    float64 // the window's size when known, else 0
+	probed  float64 // units gone as probes since reset
+	// While the window runs low its units are spread until the reset:
+	// spreadLeft units from spreadAt, one per (reset-spreadAt)/spreadLeft,
+	// the first at once.
+	spreadAt, spreadLeft float64
+}
+
+// turn returns when the window lets the p-th unit past the head go.
+func (w *window) turn(p, probe, sec float64) float64 {
+	if !w.valid {
+		return math.Inf(-1)
+	}
+	if p <= w.left {
+		if si := w.spreadInterval(); si > 0 {
+			return w.spreadAt + (w.spreadLeft-w.left+p-1)*si
+		}
+		return math.Inf(-1)
+	}
+	return w.probeAt + math.Floor(max(w.probed+p-w.left-1, 0)/probe)*probeWait*sec
+}
+
+// spend takes k units that went at now.
+func (w *window) spend(k, now float64) {
+	if !w.valid {
+		return
+	}
+	if k <= w.left {
+		w.left -= k
+	} else {
+		w.probed += k - w.left
+		w.left = 0
+	}
+	if !w.spreading() && w.low() && now < w.reset && w.left > 0 {
+		w.spreadAt, w.spreadLeft = now, w.left
+	}
+}
+
+// low reports whether the window's units are few enough to spread.
+func (w *window) low() bool {
+	if w.size > 0 {
+		return w.left < max(1, w.size*lowShare)
+	}
+	return w.left < lowUnits
+}
+
+func (w *window) spreading() bool { return w.spreadLeft > 0 }
+
+// spreadInterval returns the spacing of a window spread over the time
+// left to its reset, 0 when it is not spreading. The spread is a limit of
+// its own, anchored at spreadAt, not the bucket's pace: a bucket deep in
+// time (a declared 100 per 10 s) may owe more than the spread allows.
+func (w *window) spreadInterval() float64 {
+	if !w.valid || !w.spreading() || w.left <= 0 {
+		return 0
+	}
+	return (w.reset - w.spreadAt) / w.spreadLeft
+}
+
+// update applies a response's window at now: left units until reset from
+// now, of size units (0 if unknown) per length (0 if unknown). inFlight is
+// the units that went and whose responses have not come: the server has
+// not counted them yet.
+func (w *window) update(now, left, reset, size, length, inFlight, sec float64) {
+	at := now + reset
+	same := sameWindow * sec
+	if length > 0 {
+		same = min(same, length/2)
+	}
+	told := left
+	// Whole units: a count of units in flight is a weighted estimate (see
+	// sent), and a part of a unit is no unit to send.
+	left = math.Floor(max(left-inFlight, 0))
+	switch {
+	case w.valid && w.probed == 0 && math.Abs(at-w.reset) < same:
+		// The same window: the local count has spent the units in flight
+		// already, so take the server's count as it is, if lower (as
+		// told: max(left-inFlight, 0)+inFlight is inFlight, not the
+		// server's count, when more are in flight than it says remain).
+		w.left = min(w.left, math.Floor(told))
+		if w.probeAt == w.reset {
+			w.probeAt = min(w.reset, at)
+		}
+		w.reset = min(w.reset, at)
+	case !w.valid || w.probed > 0 || at > w.reset:
+		*w = window{valid: true, left: left, reset: at, probeAt: at}
+	}
+	w.size = size
+	if !w.spreading() && w.low() && w.left > 0 {
+		w.spreadAt, w.spreadLeft = now, w.left
+	}
+}
+
+// cut is an adaptive slow-down after bare rejections (429 or 503 without a
+// Retry-After), after AWS's adaptive retry and CUBIC: the pace is cut to
+// cutBeta of the rate the key was sending at (wMax), never below a floor,
+// and regrows to wMax over cutRecover in steps of cutStep. A key with a
+// limit (configured or declared) has wMax at most that limit and its floor
+// at cutFloor of it; the cut is over once it has regrown. A key without
+// one then probes beyond wMax, doubling each second (a rate that a
+// rejection cut to its floor during an outage is back within seconds), until a
+// rejection cuts again or the pace reaches ten times wMax, where the cut
+// is over. The rates are what the key was sending or was told, never read
+// from state a store restart could have wiped. A rejection of a request
+// sent before the last cut or shift does not cut again: it was in flight
+// under the old pace.
+type cut struct {
+	r0    float64 // units a second right after the cut; 0: none ever
+	wMax  float64 // units a second it regrows to
+	floor float64 // units a second it never goes below
+	at    float64 // when the cut happened
+	open  bool    // no limit: probe beyond wMax
+	last  float64 // when the last cut or shift happened
+	moved bool    // a cut or shift has happened: last is set
+}
+
+// cutProbe: a key without a limit, its cut regrown, probes beyond the rate
+// it was cut from, growing by this share each second, compounded.
+const cutProbe = 1.0
+
+// rate returns the cut's pace at now in units a second; 0 when no cut is
+// in force.
+func (c *cut) rate(now, sec float64) float64 {
+	if c.r0 == 0 || now < c.at {
+		return 0
+	}
+	d := math.Floor((now-c.at)/(cutStep*sec)) * cutStep // seconds, in steps
+	if d < cutRecover {
+		return max(c.r0+(c.wMax-c.r0)*d/cutRecover, c.floor)
+	}
+	if !c.open {
+		return 0
+	}
+	r := c.wMax * math.Pow(1+cutProbe, d-cutRecover)
+	if r >= 10*c.wMax {
+		return 0
+	}
+	return r
+}
+
+// nextStep returns when the cut's pace next changes, +Inf if no cut is in
+// force.
+func (c *cut) nextStep(now, sec float64) float64 {
+	if c.rate(now, sec) == 0 {
+		return math.Inf(1)
+	}
+	return c.at + (math.Floor((now-c.at)/(cutStep*sec))+1)*cutStep*sec
+}
