@@ -1,0 +1,66 @@
+package throttle_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	"github.com/throttle-go/throttle"
+)
+
+// A GitHub client: 5,000 requests an hour (the primary limit), and two
+// of GitHub's secondary limits, 100 requests at once and 900 points a
+// minute for REST, where a GET costs 1 point and a request that changes
+// something 5. A 403 that is a secondary limit (a Retry-After, or
+// remaining 0 with a reset) pauses the key and is retried, as a 429 is.
+func ExampleTransport_github() {
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-RateLimit-Limit", "5000")
+		w.Header().Set("X-RateLimit-Remaining", "4990")
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(time.Now().Add(time.Hour).Unix()))
+		io.WriteString(w, "{}")
+	}))
+	defer api.Close()
+
+	lim := &throttle.Limiter{
+		Limit: 5000.0 / 3600, Burst: 100, // primary: 5,000 an hour
+		InFlight: 100, // secondary: 100 at once
+		Limits: []throttle.UnitLimit{
+			// secondary: 900 points in any minute (a sliding window)
+			{Unit: "points", Window: throttle.Window{Count: 900, Per: time.Minute, Sliding: true}},
+		},
+	}
+	client := &http.Client{Transport: &throttle.Transport{
+		Waiter: lim,
+		Units: func(r *http.Request) []throttle.UnitCost {
+			switch r.Method {
+			case http.MethodGet, http.MethodHead, http.MethodOptions:
+				return []throttle.UnitCost{{Unit: "points", N: 1}}
+			}
+			return []throttle.UnitCost{{Unit: "points", N: 5}}
+		},
+	}}
+
+	for _, method := range []string{"GET", "GET", "POST"} {
+		req, _ := http.NewRequest(method, api.URL+"/repos/o/r/issues", nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		io.Copy(io.Discard, resp.Body) // read to the end: its slot goes back
+		resp.Body.Close()
+		fmt.Println(method, resp.StatusCode)
+	}
+	key := api.Listener.Addr().String() // the Transport's key: the request's host
+	for _, l := range lim.LimitStates(key) {
+		fmt.Printf("%s: %.0f of 900 left this minute\n", l.Unit, l.Remaining)
+	}
+	// Output:
+	// GET 200
+	// GET 200
+	// POST 200
+	// points: 893 of 900 left this minute
+}
