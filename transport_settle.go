@@ -87,7 +87,7 @@ type settlement struct {
 
 	w     Settler
 	spent int
-	units []UnitCost // the attempt's cost in further limits (Transport.Units)
+	units []UnitCost     // the attempt's cost in further limits (Transport.Units)
 	resp  *http.Response // the response it settles
 
 	mu      sync.Mutex // protects settled
