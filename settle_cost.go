@@ -3,6 +3,7 @@ package throttle
 import (
 	"context"
 	"fmt"
+	"slices"
 )
 
 // CostSettler is a [Settler] whose keys carry several limits: SettleCost
@@ -16,8 +17,9 @@ import (
 // that window's count, never below zero, and only if units went in it
 // (units given back after their window ended are lost, as a bucket's
 // past its burst are). N is settled as Settler's Settle(spent.N,
-// actual.N), N 0 being 1 as in a wait; Retry is ignored. Units named in
-// neither cost are left as they are.
+// actual.N), N 0 being 1 as in a wait; Retry is ignored. A unit actual
+// does not name is left as spent (settle the tokens alone, and a request
+// stays a request).
 //
 // Settle each wait at most once, with the Cost it waited for. A unit the
 // key has no limit in, a negative cost, or a spent cost that no wait
@@ -77,8 +79,13 @@ func (b *bucket) settleUnits(spent, actual []UnitCost) ([]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i := range d {
-		d[i] = -d[i]
+	// A unit actual does not name stays as spent.
+	for i, v := range b.xunits {
+		if slices.ContainsFunc(actual, func(u UnitCost) bool { return u.Unit == v }) {
+			d[i] = -d[i]
+		} else {
+			d[i] = 0
+		}
 	}
 	for _, u := range actual {
 		if u.N < 0 {

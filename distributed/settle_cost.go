@@ -3,6 +3,7 @@ package distributed
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/throttle-go/throttle"
@@ -69,6 +70,9 @@ func (w *keyWaiter) SettleCost(ctx context.Context, spent, actual throttle.Cost)
 	change := sn != an
 	for i := range d {
 		f, _ := strconv.ParseFloat(s[1+i].(string), 64)
+		if !slices.ContainsFunc(actual.Units, func(u throttle.UnitCost) bool { return u.Unit == x.units[i] }) {
+			f = 0 // a unit actual does not name stays as spent
+		}
 		d[i] -= f
 		a[1+i] = strconv.FormatFloat(d[i], 'g', -1, 64)
 		change = change || d[i] != 0
