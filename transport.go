@@ -68,7 +68,8 @@ type Transport struct {
 	// budget of a server that refuses with Retry-After alone, below the
 	// key's limit: once two refusal cycles agree, q units per w, told as
 	// a window (see hidden.go; a waiter shared with other processes does
-	// not, since one process sees its share of the budget only). Nil
+	// not, since one process sees its share of the budget only, nor a key
+	// with [Limiter.Limits], whose refusals may be for another unit). Nil
 	// means no pacing of the Transport's own: only what servers say.
 	Waiter Waiter
 
