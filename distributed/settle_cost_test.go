@@ -96,6 +96,36 @@ func TestRedisSettleCostWindow(t *testing.T) {
 			}
 		})
 	}
+	// A unit actual does not name stays as spent: requests 2 per minute,
+	// one spent and settled naming the tokens alone: one request is left.
+	{
+		q := New(c, "settlecost-unnamed", 1000, 1000)
+		q.Limits = []throttle.UnitLimit{
+			{Unit: "requests", Window: throttle.Window{Count: 2, Per: time.Minute}},
+			{Unit: "tokens", Window: throttle.Window{Count: 10, Per: time.Minute}},
+		}
+		defer q.Close()
+		for time.Now().Second() >= 58 {
+			time.Sleep(100 * time.Millisecond)
+		}
+		k := q.For("k")
+		ctx := context.Background()
+		req := func(toks int) throttle.Cost {
+			return throttle.Cost{Units: []throttle.UnitCost{{Unit: "requests", N: 1}, {Unit: "tokens", N: toks}}}
+		}
+		if ok, _, err := k.(throttle.CostTrier).TryCost(ctx, req(8)); !ok || err != nil {
+			t.Fatalf("TryCost(a request, 8 tokens) = %v, %v", ok, err)
+		}
+		if err := k.(throttle.CostSettler).SettleCost(ctx, req(8), tok(2)); err != nil {
+			t.Fatal(err)
+		}
+		if ok, _, err := k.(throttle.CostTrier).TryCost(ctx, req(8)); !ok || err != nil {
+			t.Errorf("after 6 tokens given back: TryCost(a request, 8 tokens) = %v, %v; want true", ok, err)
+		}
+		if ok, _, err := k.(throttle.CostTrier).TryCost(ctx, req(0)); ok || err != nil {
+			t.Errorf("2 requests spent, the first settled naming tokens alone: TryCost(a request) = %v, %v; want false", ok, err)
+		}
+	}
 	q := New(c, "settlecost-errors", 1000, 1000)
 	q.Limits = []throttle.UnitLimit{{Unit: "tokens", Window: throttle.Window{Count: 10, Per: time.Minute}}}
 	defer q.Close()
