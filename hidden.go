@@ -163,11 +163,17 @@ func (h *hidden) see(key string, now, sent time.Time, n float64, refused bool, p
 
 // hiddenBudget learns from a response to a key of an in-process
 // [Limiter] (w), sent at sent and answered at now, and sets f's window
-// to the key's hidden budget when one is learned (see above): refused
+// to the key's hidden budget when one is learned (see above). Not for a
+// key with further limits (Limiter.Limits): its user stated what the
+// server counts in several units, and a refusal for one of them (a
+// completion's tokens charged past the estimate while a request was on
+// its way) read as a budget in requests slowed an LLM client by a fifth
+// (TestLLMLimits/estimate, one run in about thirty). refused
 // says it was a 429 or 503, said that the server said to wait wait
 // (Retry-After), told that it states a limit of its own.
 func (t *Transport) hiddenBudget(f *Feedback, w Waiter, key string, sent, now time.Time, refused, said bool, wait time.Duration, told bool) {
-	if _, local := w.(*bucket); !local || t.DisableAdaptive || f.HasRemaining {
+	b, local := w.(*bucket)
+	if !local || t.DisableAdaptive || f.HasRemaining || b.hasLimits() {
 		return
 	}
 	if !said {
@@ -177,4 +183,11 @@ func (t *Transport) hiddenBudget(f *Feedback, w Waiter, key string, sent, now ti
 	if ok {
 		f.Remaining, f.Reset, f.Size, f.Window, f.HasRemaining = left, reset, size, length, true
 	}
+}
+
+// hasLimits reports whether the key has further limits ([Limiter.Limits]).
+func (b *bucket) hasLimits() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.xunits) > 0
 }

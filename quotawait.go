@@ -51,6 +51,7 @@ func (t *Transport) wait(ctx context.Context, rs *retries, w Waiter, a Acquirer,
 		}
 	}
 	var units []UnitCost
+	rs.units = nil
 	if t.Units != nil {
 		units = t.Units(rs.req)
 	}
@@ -58,6 +59,7 @@ func (t *Transport) wait(ctx context.Context, rs *retries, w Waiter, a Acquirer,
 	if err == nil && costs && len(units) > 0 {
 		// Every limit at once; a retry keeps its place as below.
 		err = cw.WaitCost(wctx, Cost{N: n, Units: units, Retry: attempt > 1})
+		rs.units = units
 	} else if err == nil {
 		if rw, ok := w.(RetryWaiter); ok && attempt > 1 {
 			// A retry keeps its place ahead of the requests that arrived

@@ -357,6 +357,7 @@ type retries struct {
 	req   *http.Request
 	start time.Time
 	bo    *backoff.ExponentialBackOff // made at the first backoff
+	units []UnitCost                  // the last attempt's cost in further limits, spent by WaitCost
 }
 
 // next decides what follows an attempt whose outcome o was classified d

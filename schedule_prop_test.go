@@ -84,6 +84,13 @@ var propSuites = []struct {
 	{"limits/waits/nolimit+tokens+sliding", propWindowTokens(true), schedtest.Options{Deadlines: true, Cancels: true, Ops: 30}},
 	{"limits/all/10per_s/burst3+fixed", propWindow(10, 3, false), propAll},
 	{"limits/all/nolimit+tokens+sliding", propWindowTokens(true), propAll},
+	// Costs settled in every unit (CostSettler): never over on each
+	// limit counting the settled costs.
+	{"limits/settles/10per_s/burst2+tokens+bytes", propTokensBytes(10, 2), schedtest.Options{Deadlines: true, Cancels: true, Settles: true}},
+	{"limits/settles/nolimit+tokens+sliding", propWindowTokens(true), schedtest.Options{Deadlines: true, Cancels: true, Settles: true, Ops: 30}},
+	{"limits/settles/10per_s/burst3+fixed", propWindow(10, 3, false), schedtest.Options{Deadlines: true, Cancels: true, Settles: true}},
+	{"limits/settles/all/10per_s/burst2+tokens+bytes", propTokensBytes(10, 2), propAllSettles},
+	{"limits/settles/all/10per_s/burst3+sliding", propWindow(10, 3, true), propAllSettles},
 }
 
 // propWindow is a Config of limit/s, burst, and a window of 8 tokens per

@@ -68,7 +68,8 @@ type Transport struct {
 	// budget of a server that refuses with Retry-After alone, below the
 	// key's limit: once two refusal cycles agree, q units per w, told as
 	// a window (see hidden.go; a waiter shared with other processes does
-	// not, since one process sees its share of the budget only). Nil
+	// not, since one process sees its share of the budget only, nor a key
+	// with [Limiter.Limits], whose refusals may be for another unit). Nil
 	// means no pacing of the Transport's own: only what servers say.
 	Waiter Waiter
 
@@ -98,6 +99,17 @@ type Transport struct {
 	// only from the body is settled with [SettleResponse] instead. Nil
 	// means no settling from headers. Not called in a dry run.
 	Settle func(*http.Response) (actual int, ok bool)
+
+	// SettleUnits, if not nil, tells from each attempt's response what
+	// the attempt really cost in the units Units named (an LLM call's
+	// tokens, from its usage: see [SettleResponseUnits] for a body read
+	// by the caller): ok true settles the attempt's Units as actual on
+	// the key's waiter, when it is a [CostSettler] (per unit, the
+	// difference is given back or charged), with Settle's N if Settle
+	// tells it too, in one settle. A unit named in neither is left as it
+	// is. Nil means no settling of Units from the response. Not called in
+	// a dry run.
+	SettleUnits func(*http.Response) (actual []UnitCost, ok bool)
 
 	// Retry says what is retried and when. The zero value is the default
 	// policy.
@@ -336,7 +348,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		var rec *settlement
 		if resp != nil {
 			t.rtt.observe(received, received.Sub(sent))
-			rec = t.settleAttempt(ectx, w, resp, n)
+			rec = t.settleAttempt(ectx, w, resp, n, rs.units)
 			d, slowed = t.observe(ectx, &o, fb, key, n, sent, received)
 		} else {
 			if a, ok := fb.(Adapter); ok {

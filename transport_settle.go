@@ -43,7 +43,36 @@ func SettleResponse(resp *http.Response, actual int) error {
 	if rec == nil || rec.resp != resp {
 		return fmt.Errorf("throttle: settle a response of %s %s: %w", resp.Request.Method, resp.Request.URL.Redacted(), ErrNoSettler)
 	}
-	return rec.settle(resp.Request.Context(), actual)
+	return rec.settle(resp.Request.Context(), actual, nil)
+}
+
+// SettleResponseUnits is [SettleResponse] for the attempt's costs in the
+// key's further limits ([Transport].Units): it settles them as actual,
+// per unit (see [CostSettler]: 1,000 tokens estimated, 620 used, gives
+// 380 back on the tokens limits), leaving Cost's units as spent. An LLM
+// client reads usage from the body and settles it:
+//
+//	var out struct{ Usage struct{ TotalTokens int `json:"total_tokens"` } }
+//	err := json.NewDecoder(resp.Body).Decode(&out)
+//	resp.Body.Close()
+//	if err == nil {
+//		throttle.SettleResponseUnits(resp, []throttle.UnitCost{{Unit: "tokens", N: out.Usage.TotalTokens}})
+//	}
+//
+// It fails as SettleResponse does, and with [ErrNoSettler] if the key's
+// waiter is not a [CostSettler]; a response is settled once, by either.
+func SettleResponseUnits(resp *http.Response, actual []UnitCost) error {
+	if resp == nil || resp.Request == nil {
+		return fmt.Errorf("throttle: settle a response without its request: %w", ErrNoSettler)
+	}
+	rec, _ := resp.Request.Context().Value(settleKey{}).(*settlement)
+	if rec == nil || rec.resp != resp {
+		return fmt.Errorf("throttle: settle a response of %s %s: %w", resp.Request.Method, resp.Request.URL.Redacted(), ErrNoSettler)
+	}
+	if _, ok := rec.w.(CostSettler); !ok {
+		return fmt.Errorf("throttle: settle the units of a response of %s %s: %w", resp.Request.Method, resp.Request.URL.Redacted(), ErrNoSettler)
+	}
+	return rec.settle(resp.Request.Context(), rec.spent, func() []UnitCost { return actual })
 }
 
 // settleKey is the context key of a response's settlement.
@@ -58,6 +87,7 @@ type settlement struct {
 
 	w     Settler
 	spent int
+	units []UnitCost     // the attempt's cost in further limits (Transport.Units)
 	resp  *http.Response // the response it settles
 
 	mu      sync.Mutex // protects settled
@@ -72,8 +102,9 @@ func (s *settlement) Value(key any) any {
 	return s.Context.Value(key)
 }
 
-// settle settles the attempt's cost as actual, once.
-func (s *settlement) settle(ctx context.Context, actual int) error {
+// settle settles the attempt's cost as actual, and its units as units()
+// if units is not nil (a CostSettler's settle), once.
+func (s *settlement) settle(ctx context.Context, actual int, units func() []UnitCost) error {
 	if actual < 0 {
 		return fmt.Errorf("throttle: settle a response as %d units: costs are never negative: %w", actual, ErrInvalidLimit)
 	}
@@ -84,7 +115,18 @@ func (s *settlement) settle(ctx context.Context, actual int) error {
 	}
 	s.settled = true
 	s.mu.Unlock()
-	if err := s.w.Settle(ctx, s.spent, actual); err != nil {
+	var err error
+	if cs, ok := s.w.(CostSettler); ok && (units != nil || len(s.units) > 0) {
+		c := Cost{N: s.spent, Units: s.units} // units nil: as spent
+		a := Cost{N: actual, Units: s.units}
+		if units != nil {
+			a.Units = units()
+		}
+		err = cs.SettleCost(ctx, c, a)
+	} else {
+		err = s.w.Settle(ctx, s.spent, actual)
+	}
+	if err != nil {
 		s.mu.Lock()
 		s.settled = false // not settled: may be tried again
 		s.mu.Unlock()
@@ -99,16 +141,26 @@ func (s *settlement) settle(ctx context.Context, actual int) error {
 // is not a Settler, or in a dry run (whose probes spend nothing but the
 // turns that came at once). A settle the waiter fails is dropped: the
 // waiter's own events report a store's failures.
-func (t *Transport) settleAttempt(ctx context.Context, w Waiter, resp *http.Response, n int) *settlement {
+func (t *Transport) settleAttempt(ctx context.Context, w Waiter, resp *http.Response, n int, units []UnitCost) *settlement {
 	sw, ok := w.(Settler)
 	if !ok || t.DryRun || resp == nil {
 		return nil
 	}
-	rec := &settlement{w: sw, spent: n, resp: resp}
+	rec := &settlement{w: sw, spent: n, resp: resp, units: units}
+	actual, settle := n, false
 	if t.Settle != nil {
-		if actual, ok := t.Settle(resp); ok && actual >= 0 {
-			_ = rec.settle(ctx, actual)
+		if a, ok := t.Settle(resp); ok && a >= 0 {
+			actual, settle = a, true
 		}
+	}
+	var au func() []UnitCost
+	if _, cs := w.(CostSettler); cs && t.SettleUnits != nil {
+		if a, ok := t.SettleUnits(resp); ok {
+			au, settle = func() []UnitCost { return a }, true
+		}
+	}
+	if settle {
+		_ = rec.settle(ctx, actual, au)
 	}
 	return rec
 }

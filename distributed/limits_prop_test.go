@@ -69,6 +69,12 @@ func TestPropRedisLimits(t *testing.T) {
 		{"limits-fixed", windows(false), spaced},
 		{"limits-sliding", windows(true), spaced},
 		{"limits-sliding-all", windows(true), all},
+		// Costs settled in every unit (op msettle).
+		{"limits-settles", buckets, with(func(o *schedtest.Options) { o.Settles = true })},
+		{"limits-settles-fixed", windows(false), with(func(o *schedtest.Options) { o.Settles = true })},
+		{"limits-settles-all", windows(true), with(func(o *schedtest.Options) {
+			o.Retries, o.Pauses, o.Windows, o.Rejects, o.Reserves, o.Settles = true, true, true, true, true, true
+		})},
 	}
 	for _, s := range suites {
 		for i := range n {

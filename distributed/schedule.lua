@@ -7,6 +7,7 @@
 --
 -- KEYS[1]  the key's hash
 -- ARGV[1]  op: wait, turns, cancel, pause, adapt, settle, try, lease, state
+--          (and mwait, mtry, msettle: several limits, below)
 -- ARGV[2]  interval: configured µs per unit (0: no limit)
 -- ARGV[3]  burst
 -- ARGV[4]  the quota's channel: a change that moves queued turns is
@@ -553,6 +554,24 @@ local function xtake(l, t, c)
 	end
 	l[5] = l[5] + c
 end
+-- xsettle: the limit amended at now by d units, actual − spent of a
+-- settled cost (schedule_xsettle.go's xlimit.settle): a bucket's tat by
+-- d·I from GCRA's floor, then the floor again; a window's count of now's
+-- window up by a charge, down by a give-back only if units went in it,
+-- never below zero.
+local function xsettle(l, d)
+	if l[1] == 0 then
+		if l[2] > 0 then
+			l[4] = math.max(math.max(l[4], now) + d * l[2], now)
+		end
+		return
+	end
+	if d > 0 then
+		xtake(l, now, d)
+	elseif math.floor(now / l[2]) == l[4] then
+		l[5] = math.max(l[5] + d, 0)
+	end
+end
 -- mwait: a wait on a key with further limits. ARGV[11] their
 -- configuration, "version|spec": spec is a limit each, comma-separated,
 -- "b:interval µs/burst" a bucket, "f:length µs/count" a fixed window,
@@ -561,7 +580,7 @@ end
 -- "version|spec"), unless the version is higher: then it replaces it,
 -- each limit keeping its state if of the same kind (a change in their
 -- number starts them afresh).
-if op == 'mwait' or op == 'mtry' then
+if op == 'mwait' or op == 'mtry' or op == 'msettle' then
 	local ver, spec = string.match(ARGV[11], '^(%d+)|(.*)$')
 	ver = tonumber(ver)
 	if M ~= nil and M.spec ~= spec and (M.ver or 0) >= ver then
@@ -1408,6 +1427,27 @@ elseif op == 'settle' then
 		mmoved()
 	end
 	if settle(spent, actual) then
+		moved = true
+	end
+	reply = 1
+elseif op == 'msettle' then
+	-- settle's ARGV[5] spent and ARGV[6] actual on the first limit, then
+	-- mwait's ARGV[11] (the further limits' configuration) and ARGV[12…]
+	-- actual − spent in each of them (CostSettler's rule: xsettle).
+	-- Returns 1.
+	local spent, actual = tonumber(ARGV[5]), tonumber(ARGV[6])
+	advance()
+	local any = spent ~= actual
+	for L = 1, M.k do
+		if mcost[L] ~= 0 then
+			xsettle(M.lim[L], mcost[L])
+			any = true
+		end
+	end
+	if any then
+		mmoved()
+	end
+	if settle(spent, actual) or (any and #M.q[0] + #M.q[1] > 0) then
 		moved = true
 	end
 	reply = 1

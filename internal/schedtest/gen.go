@@ -121,6 +121,9 @@ type Op struct {
 	// settled as Actual units (throttle.Settler); 0 for no settle.
 	SettleAfter time.Duration
 	Actual      int
+	// ActualUnits: with Units, the settle is the wait's Cost settled as
+	// Actual and these per unit (throttle.CostSettler).
+	ActualUnits []int
 	// Units: the wait's cost in each of Config.Extra, by index (WaitCost);
 	// nil: WaitN, nothing of them.
 	Units []int
@@ -177,7 +180,7 @@ func (o Op) String() string {
 			fmt.Fprintf(&b, " cancel after %v", o.Cancel)
 		}
 		if o.SettleAfter > 0 {
-			fmt.Fprintf(&b, " settled as %d after %v", o.Actual, o.SettleAfter)
+			fmt.Fprintf(&b, " settled as %d %v after %v", o.Actual, o.ActualUnits, o.SettleAfter)
 		}
 	case Pause:
 		fmt.Fprintf(&b, "Pause(%v)", o.D)
@@ -411,6 +414,17 @@ func Generate(seed int64, cfg Config, opt Options) Sequence {
 		}
 		if opt.Settles && cfg.Limit > 0 && len(cfg.Extra) == 0 && r.IntN(2) == 0 {
 			o.SettleAfter, o.Actual = steps(step, 3*unit), r.IntN(2*o.N+1)
+		}
+		if opt.Settles && o.Units != nil && !o.Try && r.IntN(2) == 0 {
+			// Settled in every unit (CostSettler): 0 to twice the cost.
+			o.SettleAfter, o.Actual = steps(step, 3*unit), o.N
+			if cfg.Limit > 0 {
+				o.Actual = r.IntN(2*o.N + 1)
+			}
+			o.ActualUnits = make([]int, len(o.Units))
+			for L, n := range o.Units {
+				o.ActualUnits[L] = r.IntN(2*n + 1)
+			}
 		}
 		s.Ops = append(s.Ops, o)
 	}

@@ -51,6 +51,29 @@ func (c Config) cost(o Op) throttle.Cost {
 	return tc
 }
 
+// actual returns o's settled cost (Op.ActualUnits) as a throttle.Cost:
+// every unit o's cost names, as settled.
+func (c Config) actual(o Op) throttle.Cost {
+	tc := throttle.Cost{N: o.Actual}
+	for i, n := range o.Units {
+		if n > 0 {
+			tc.Units = append(tc.Units, throttle.UnitCost{Unit: c.Extra[i].Unit, N: o.ActualUnits[i]})
+		}
+	}
+	return tc
+}
+
+// settlesUnits reports whether some wait is settled in the further
+// limits.
+func (s Sequence) settlesUnits() bool {
+	for _, o := range s.Ops {
+		if o.SettleAfter > 0 && o.ActualUnits != nil {
+			return true
+		}
+	}
+	return false
+}
+
 func (c Config) extraString() string {
 	if len(c.Extra) == 0 {
 		return ""
@@ -99,6 +122,12 @@ func (c *checker) neverOverExtra() {
 			continue
 		}
 		interval, burst := 1e9/l.Limit, float64(l.burst())
+		if am := c.amendsUnits(L); len(am) > 0 {
+			// Settled costs: the ledger of schedule.go's settle rule,
+			// which each further bucket follows.
+			c.ledger(adm, am, interval, burst, fmt.Sprintf("%s %v/s burst %v", l.Unit, l.Limit, burst), func(i int) float64 { return c.units(i, L) })
+			continue
+		}
 		tau, tat := burst*interval, math.Inf(-1)
 		for _, i := range adm {
 			n := c.units(i, L)
@@ -197,10 +226,25 @@ func (c *checker) neverOverWindow(adm []int, L int, l ExtraLimit) {
 	w := ns(l.Window)
 	b := xbucket{w: w, q: float64(l.burst()), sliding: l.Sliding, idx: math.Inf(-1),
 		off: float64(c.lg.Start.UnixNano() % int64(l.Window))}
+	// Settled costs: the units given back count off the window they are
+	// settled in (those that go less those given back never pass the
+	// count; charges only hold waits back, so they are not counted).
+	var gb []amend
+	for _, a := range c.amendsUnits(L) {
+		if a.d < 0 {
+			gb = append(gb, a)
+		}
+	}
 	for _, i := range adm {
 		n := c.units(i, L)
 		if n == 0 {
 			continue
+		}
+		for len(gb) > 0 && gb[0].t <= c.ret(i)+c.tol {
+			// A give-back up to tol after the admission may have come
+			// first: counted before it (the more lenient order).
+			b.take(gb[0].t, gb[0].d)
+			gb = gb[1:]
 		}
 		// An admission up to tol early counts as on time: it is checked
 		// at t + tol (a later time lets no fewer units go), and counted at

@@ -154,7 +154,11 @@ func Run(t testing.TB, w throttle.Waiter, seq Sequence, idle func()) Log {
 				if res.Err == nil && o.SettleAfter > 0 {
 					time.Sleep(o.SettleAfter)
 					res.Settled, res.SettleAt = true, since()
-					res.SettleErr = stw.Settle(context.Background(), o.N, o.Actual)
+					if o.ActualUnits != nil {
+						res.SettleErr = stw.(throttle.CostSettler).SettleCost(context.Background(), seq.Config.cost(o), seq.Config.actual(o))
+					} else {
+						res.SettleErr = stw.Settle(context.Background(), o.N, o.Actual)
+					}
 				}
 			}()
 		case Pause:

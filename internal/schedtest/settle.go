@@ -36,6 +36,30 @@ func (c *checker) amends() []amend {
 			a = append(a, amend{ns(r.SettleAt), d})
 		}
 	}
+	sortAmends(a)
+	return a
+}
+
+// amendsUnits returns the settles of the waits that succeeded in the
+// further limit L (Op.ActualUnits), in time order; their failures are
+// reported by amends.
+func (c *checker) amendsUnits(L int) []amend {
+	var a []amend
+	for i, o := range c.seq.Ops {
+		r := c.lg.Results[i]
+		if o.Kind != Wait || !r.Settled || r.SettleErr != nil || L >= len(o.ActualUnits) {
+			continue
+		}
+		if d := float64(o.ActualUnits[L]) - c.units(i, L); d != 0 {
+			a = append(a, amend{ns(r.SettleAt), d})
+		}
+	}
+	sortAmends(a)
+	return a
+}
+
+// sortAmends sorts a in time order.
+func sortAmends(a []amend) {
 	// At one instant, give-backs before charges: the later ideal schedule
 	// of the two orders (a give-back first meets the floor before the
 	// charge fills the bucket), for conserve; ledger allows both.
@@ -45,13 +69,22 @@ func (c *checker) amends() []amend {
 		}
 		return cmp.Compare(x.d, y.d)
 	})
-	return a
 }
 
 // charges reports whether a settle charged more than a wait spent: turns
 // may then move later, as feedback moves them.
 func (s Sequence) charges() bool {
-	return slices.ContainsFunc(s.Ops, func(o Op) bool { return o.SettleAfter > 0 && o.Actual > o.N })
+	return slices.ContainsFunc(s.Ops, func(o Op) bool {
+		if o.SettleAfter > 0 && o.Actual > o.N {
+			return true
+		}
+		for L, n := range o.ActualUnits {
+			if n > o.Units[L] {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // apply returns tat after the amend a, at interval.
@@ -72,10 +105,12 @@ func (a amend) apply(tat, interval float64) float64 {
 // instant passes if some order of its events admits every admission, and
 // leaves the bucket that the emptiest such order leaves, so that no order
 // the implementation could have taken is flagged.
-func (c *checker) ledger(adm []int, am []amend, interval, burst float64, what string) {
+func (c *checker) ledger(adm []int, am []amend, interval, burst float64, what string, units func(i int) float64) {
 	var evs []ledgerEv
 	for _, i := range adm {
-		evs = append(evs, ledgerEv{c.ret(i), float64(c.seq.Ops[i].N), i})
+		if n := units(i); n > 0 {
+			evs = append(evs, ledgerEv{c.ret(i), n, i})
+		}
 	}
 	for _, a := range am {
 		evs = append(evs, ledgerEv{a.t, a.d, -1})

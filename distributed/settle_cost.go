@@ -1,0 +1,103 @@
+package distributed
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/throttle-go/throttle"
+)
+
+// SettleCost implements [throttle.CostSettler] for the whole fleet: one
+// script call (op msettle) amends a wait of the key that spent spent to
+// actual, the first limit by Settle's rule and each of Quota.Limits by
+// CostSettler's (a bucket's debt or give-back under its burst; a
+// window's count of the current window, Redis's clock), and publishes
+// the move so that the waits sleeping in every process ask for their
+// turns again. A settle that changes nothing makes no call. Its errors
+// are Settle's (the costs are checked as a wait's before any call; a
+// unit with no limit fails with [throttle.ErrInvalidLimit]), and a Quota
+// without Limits settles N alone (a unit named fails).
+func (w *keyWaiter) SettleCost(ctx context.Context, spent, actual throttle.Cost) error {
+	sn, an := max(spent.N, 1), max(actual.N, 1)
+	if spent.N < 0 || actual.N < 0 {
+		sn, an = spent.N, actual.N // refused below
+	}
+	q := w.q
+	if q.xconfig() == nil {
+		if len(spent.Units)+len(actual.Units) > 0 {
+			u := actual.Units
+			if len(spent.Units) > 0 {
+				u = spent.Units
+			}
+			return fmt.Errorf("%w: quota %q has no limit in unit %q", throttle.ErrInvalidLimit, q.name, u[0].Unit)
+		}
+		return w.Settle(ctx, sn, an)
+	}
+	if an < 0 {
+		return fmt.Errorf("%w: settle %d units of %q as %d: costs are never negative", throttle.ErrInvalidLimit, sn, w.key, an)
+	}
+	if err := q.check(sn); err != nil {
+		return err
+	}
+	s, err := q.xargs(spent.Units)
+	if err != nil {
+		return err
+	}
+	// actual's units: known, not negative, of any size (a debt).
+	a, err := q.xargs(nil)
+	if err != nil {
+		return err
+	}
+	x := q.xconfig()
+	d := make([]float64, len(x.units))
+	for _, u := range actual.Units {
+		if u.N < 0 {
+			return fmt.Errorf("%w: settle %d %s of %q: costs are never negative", throttle.ErrInvalidLimit, u.N, u.Unit, w.key)
+		}
+		found := false
+		for i, v := range x.units {
+			if v == u.Unit {
+				found = true
+				d[i] += float64(u.N)
+			}
+		}
+		if !found {
+			return fmt.Errorf("%w: quota %q has no limit in unit %q", throttle.ErrInvalidLimit, q.name, u.Unit)
+		}
+	}
+	change := sn != an
+	for i := range d {
+		f, _ := strconv.ParseFloat(s[1+i].(string), 64)
+		if !slices.ContainsFunc(actual.Units, func(u throttle.UnitCost) bool { return u.Unit == x.units[i] }) {
+			f = 0 // a unit actual does not name stays as spent
+		}
+		d[i] -= f
+		a[1+i] = strconv.FormatFloat(d[i], 'g', -1, 64)
+		change = change || d[i] != 0
+	}
+	if !change {
+		return nil
+	}
+	args := append([]any{sn, an, "", "", "", ""}, a...)
+	_, err = w.run(context.WithoutCancel(ctx), "msettle", args...)
+	if lerr := w.limitsError(err); lerr != nil {
+		return lerr
+	}
+	if err != nil {
+		return fmt.Errorf("settling %q: %w", w.key, unavailable(err))
+	}
+	return nil
+}
+
+// SettleCost amends a wait on the quota's own key (the one For("")
+// returns): see keyWaiter's SettleCost.
+func (q *Quota) SettleCost(ctx context.Context, spent, actual throttle.Cost) error {
+	return q.defaultWaiter().SettleCost(ctx, spent, actual)
+}
+
+var (
+	_ throttle.CostSettler = (*keyWaiter)(nil)
+	_ throttle.CostSettler = (*Quota)(nil)
+)
