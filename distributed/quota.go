@@ -21,8 +21,27 @@ import (
 // DefaultTimeout bounds each Redis call when [Quota.Timeout] is zero.
 const DefaultTimeout = 50 * time.Millisecond
 
-//go:embed schedule.lua
-var scheduleSrc string
+// The schedule script's source: schedule.lua and its parts, joined in
+// this order into one chunk (the parts are files for their size, one idea
+// each; they share the chunk's locals, so the order is the script's).
+var scheduleSrc = strings.Join([]string{
+	scheduleMain, scheduleState, scheduleLimits, scheduleTurns, scheduleAdvance, scheduleOps,
+}, "\n")
+
+var (
+	//go:embed schedule.lua
+	scheduleMain string
+	//go:embed schedule_state.lua
+	scheduleState string
+	//go:embed schedule_limits.lua
+	scheduleLimits string
+	//go:embed schedule_turns.lua
+	scheduleTurns string
+	//go:embed schedule_advance.lua
+	scheduleAdvance string
+	//go:embed schedule_ops.lua
+	scheduleOps string
+)
 
 // scheduleScript is the key's schedule in Lua: throttle's schedule.go rule
 // for rule, with its constants prepended from throttle.ScheduleConstants,

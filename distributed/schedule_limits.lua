@@ -1,0 +1,314 @@
+-- schedule_limits.lua: several limits per key (schedule_limits.go): their state, rules, and the ops mwait, mtry and msettle up to the general path.
+-- A part of the schedule script, not a script of its own: quota.go
+-- joins schedule.lua and its parts in order into one chunk, whose
+-- locals every part shares (see schedule.lua).
+
+-- Several limits (schedule_limits.go's extras): M is nil for a key with
+-- its one bucket. M.lim[L] is a further limit (schedule_xlimit.go):
+-- {0, interval µs, τ, tat} a bucket, {1, length µs, count, window,
+-- units in it, units in the one before} a fixed window, {2, …} a sliding
+-- one; M.q[qi] its queued tickets in order, {end, n, cost in each limit};
+-- M.floor, no queued ticket goes before it (see mmoved); M.ver and
+-- M.spec, the configuration that wrote them (see mwait). Kept in x
+-- (a[27]), flat: k, floor, ver, spec, the limits' 6k numbers, then per
+-- queue its count and tickets of 2 + k numbers. The configuration
+-- comes with each wait (op mwait, ARGV[11]); a key of this state never
+-- takes the fast paths (x is present, and its waits are mwait).
+local M = nil
+local mcost = nil -- the cost in M's limits of the wait enqueue takes
+if type(a[27]) == 'table' then
+	local f = a[27]
+	local k = f[1]
+	M = {k = k, floor = f[2], ver = f[3], spec = f[4], lim = {}, q = {[0] = {}, [1] = {}}}
+	local i = 5
+	for L = 1, k do
+		M.lim[L] = {f[i], f[i + 1], f[i + 2], f[i + 3], f[i + 4], f[i + 5]}
+		i = i + 6
+	end
+	for qi = 0, 1 do
+		local m = f[i]
+		i = i + 1
+		for _ = 1, m do
+			local tk = {}
+			for j = 1, 2 + k do
+				tk[j] = f[i + j - 1]
+			end
+			table.insert(M.q[qi], tk)
+			i = i + 2 + k
+		end
+	end
+end
+local function mflat()
+	if M == nil then
+		return nil -- x as a key with one bucket writes it
+	end
+	local f = {M.k, M.floor, M.ver, M.spec}
+	for _, l in ipairs(M.lim) do
+		for j = 1, 6 do
+			table.insert(f, l[j])
+		end
+	end
+	for qi = 0, 1 do
+		table.insert(f, #M.q[qi])
+		for _, tk in ipairs(M.q[qi]) do
+			for j = 1, 2 + M.k do
+				table.insert(f, tk[j])
+			end
+		end
+	end
+	return f
+end
+-- mmoved: queued turns may move earlier at now (an enqueue, a cancel, a
+-- window, a faster pace, a settle): no queued ticket goes before now
+-- (schedule_limits.go's extras.moved).
+local function mmoved()
+	if M ~= nil then
+		M.floor = math.max(M.floor, now)
+	end
+end
+-- cancelTicket, on every limit: the ticket leaves M's queue (its units
+-- come back on every limit), or, kept as queued units (too many holes),
+-- stays of its first-limit units only.
+local cancelLine = cancelTicket
+cancelTicket = function(q, e, n)
+	if M == nil then
+		return cancelLine(q, e, n)
+	end
+	local before = live(q)
+	cancelLine(q, e, n)
+	local qi = 1
+	if q == s.q[0] then
+		qi = 0
+	end
+	for i, tk in ipairs(M.q[qi]) do
+		if tk[1] == e then
+			mmoved()
+			if live(q) == before then
+				for j = 3, 2 + M.k do
+					tk[j] = 0
+				end
+			else
+				table.remove(M.q[qi], i)
+			end
+			return
+		end
+	end
+end
+
+-- A limit's rule (schedule_xlimit.go): xcounts, the units gone in
+-- window i and the one before; xearliest, the earliest time from t at
+-- which it lets c > 0 units go; xtake, c units gone at t.
+local function xcounts(l, i)
+	if i == l[4] then
+		return l[6], l[5]
+	elseif i == l[4] + 1 then
+		return l[5], 0
+	end
+	return 0, 0
+end
+local function xearliest(l, t, c)
+	if l[1] == 0 then
+		if l[2] > 0 then
+			t = math.max(t, l[4] + c * l[2] - l[3])
+		end
+		return t
+	end
+	local wl, q = l[2], l[3]
+	local i = math.floor(t / wl)
+	if i < l[4] then
+		i, t = l[4], math.max(t, l[4] * wl)
+	end
+	local prev, cur = xcounts(l, i)
+	if cur + c > q then
+		i, t = i + 1, (i + 1) * wl
+		prev, cur = cur, 0
+	end
+	if l[1] == 2 and prev > 0 then
+		local f = t / wl - i
+		if prev * (1 - f) + cur + c > q + 1e-9 then
+			t = math.max(t, i * wl + (1 - (q - cur - c) / prev) * wl)
+		end
+	end
+	return t
+end
+local function xtake(l, t, c)
+	if l[1] == 0 then
+		if l[2] > 0 then
+			l[4] = math.max(l[4], t) + c * l[2]
+		end
+		return
+	end
+	local i = math.floor(t / l[2])
+	if i > l[4] then
+		local prev, cur = xcounts(l, i)
+		l[4], l[5], l[6] = i, cur, prev
+	end
+	l[5] = l[5] + c
+end
+-- xsettle: the limit amended at now by d units, actual − spent of a
+-- settled cost (schedule_xsettle.go's xlimit.settle): a bucket's tat by
+-- d·I from GCRA's floor, then the floor again; a window's count of now's
+-- window up by a charge, down by a give-back only if units went in it,
+-- never below zero.
+local function xsettle(l, d)
+	if l[1] == 0 then
+		if l[2] > 0 then
+			l[4] = math.max(math.max(l[4], now) + d * l[2], now)
+		end
+		return
+	end
+	if d > 0 then
+		xtake(l, now, d)
+	elseif math.floor(now / l[2]) == l[4] then
+		l[5] = math.max(l[5] + d, 0)
+	end
+end
+-- mwait: a wait on a key with further limits. ARGV[11] their
+-- configuration, "version|spec": spec is a limit each, comma-separated,
+-- "b:interval µs/burst" a bucket, "f:length µs/count" a fixed window,
+-- "s:…" a sliding one; ARGV[12…] the wait's cost in each. A state
+-- written with another spec is refused (THROTTLE_LIMITS and the state's
+-- "version|spec"), unless the version is higher: then it replaces it,
+-- each limit keeping its state if of the same kind (a change in their
+-- number starts them afresh).
+if op == 'mwait' or op == 'mtry' or op == 'msettle' then
+	local ver, spec = string.match(ARGV[11], '^(%d+)|(.*)$')
+	ver = tonumber(ver)
+	if M ~= nil and M.spec ~= spec and (M.ver or 0) >= ver then
+		return redis.error_reply('THROTTLE_LIMITS ' .. (M.ver or 0) .. '|' .. tostring(M.spec))
+	end
+	local lim = {}
+	for kind, p1, p2 in string.gmatch(spec, '([bfs]):([^/,]+)/([^/,]+)') do
+		p1, p2 = tonumber(p1), tonumber(p2)
+		if kind == 'b' then
+			table.insert(lim, {0, p1, p1 * p2, NONE, 0, 0})
+		elseif kind == 'f' then
+			table.insert(lim, {1, p1, p2, NONE, 0, 0})
+		else
+			table.insert(lim, {2, p1, p2, NONE, 0, 0})
+		end
+	end
+	if M ~= nil and M.k == #lim then
+		for L, l in ipairs(lim) do
+			local o = M.lim[L]
+			if o[1] == l[1] then -- the same kind: its state carries over
+				l[4], l[5], l[6] = o[4], o[5], o[6]
+			end
+		end
+		M.lim, M.ver, M.spec = lim, ver, spec
+	else
+		M = {k = #lim, floor = NONE, ver = ver, spec = spec, lim = lim, q = {[0] = {}, [1] = {}}}
+		-- Tickets queued before (by plain waits): of no cost in these.
+		for qi = 0, 1 do
+			local q = s.q[qi]
+			if live(q) > 0 then
+				return redis.error_reply('THROTTLE_MULTI a key queued without its further limits')
+			end
+		end
+	end
+	mcost = {}
+	for L = 1, M.k do
+		mcost[L] = tonumber(ARGV[11 + L]) or 0
+	end
+end
+
+-- mwait's shortcut: a wait of the first queue on a key with nothing
+-- queued, no server window, cut or trim, whose every limit lets its
+-- cost go now, goes at once, as the general path below lets it go
+-- (enqueue, its turn now, advance), without defining the general path's
+-- functions; state written as its write-back writes it.
+if op == 'mwait' and ARGV[6] == '1' and (ARGV[8] == '' or tonumber(ARGV[8]) == s.id) then
+	local n, q0, q1 = tonumber(ARGV[5]), s.q[0], s.q[1]
+	local I, tau = cfgI, cfgB * cfgI
+	local ok = q0.rel == q0['end'] and q1.rel == q1['end'] and #q0.holes + #q0.big + #q1.holes + #q1.big == 0
+		and not s.win.valid and s.cut.r0 == 0 and not s.cut.moved and s.trim == 0 and now >= s.hold
+		and (s.credInt == 0 or (s.credInt == I and s.credTau == tau))
+	local tat = math.max(s.tat, now)
+	if ok and I > 0 then
+		ok = tat + (n * I - tau) <= now + 1e-9 * SEC
+	end
+	if ok then
+		for L, l in ipairs(M.lim) do
+			if mcost[L] > 0 and xearliest(l, now, mcost[L]) > now + 1e-9 * SEC then
+				ok = false
+			end
+		end
+	end
+	if ok then
+		if now - s.lastGo > PENDING_IDLE * SEC then
+			s.pending = 0
+		end
+		s.credInt, s.credTau = I, tau
+		s.maxCost = math.max(s.maxCost, n)
+		q1['end'] = q1['end'] + n
+		q1.rel = q1['end']
+		if I > 0 then
+			tat = tat + n * I
+		end
+		s.tat = tat
+		M.floor = math.max(M.floor, now)
+		for L, l in ipairs(M.lim) do
+			if mcost[L] > 0 then
+				xtake(l, now, mcost[L])
+			end
+		end
+		s.pending = s.pending + n
+		if now - s.lastGo > SEC then
+			s.busySince = now
+		end
+		s.lastGo = now
+		local cur = math.floor(now / SEC)
+		if cur == s.sentSec + 1 then
+			s.sentSec, s.sentPrev, s.sentCur = cur, s.sentCur, 0
+		elseif cur ~= s.sentSec then
+			s.sentSec, s.sentPrev, s.sentCur = cur, 0, 0
+		end
+		s.sentCur = s.sentCur + n
+		-- The write-back's, for this state.
+		local expire = math.max(s.tat, s.hold, now, s.lastGo + 2 * SEC)
+		local busy = false
+		for _, l in ipairs(M.lim) do
+			if l[1] == 0 then
+				expire = math.max(expire, l[4])
+				busy = busy or l[4] > now
+			else
+				local ends = (l[4] + 2) * l[2]
+				expire = math.max(expire, ends)
+				busy = busy or (ends > now and l[5] + l[6] > 0)
+			end
+		end
+		if not busy then
+			M = nil
+		end
+		local w, c = s.win, s.cut
+		local set = {}
+		if M ~= nil then
+			local ext = cmsgpack.pack({0, 0, 0, 0,
+				0, w.left, w.reset, w.size, w.probed, w.spreadAt, w.spreadLeft,
+				c.r0, c.wMax, c.floor, c.at, c.open and 1 or 0, c.last, 0, w.probeAt,
+				s.credInt, s.credTau, s.spAt, s.spK, s.spRho, s.trim, s.trimGone, mflat()})
+			if ext ~= got[2] then
+				set = {'x', ext}
+			end
+		end
+		local newXe = xe
+		if expire > xe then
+			newXe = expire + SEC
+		end
+		table.insert(set, 'c')
+		table.insert(set, packCore(s.id, s.tat, s.hold, q0.rel, q0['end'], q1.rel, q1['end'],
+			s.pending, s.lastGo, s.sentSec, s.sentCur, s.sentPrev, s.maxCost, newXe, s.busySince))
+		if setCfg then
+			table.insert(set, 'v')
+			table.insert(set, cfg)
+		end
+		redis.call('HSET', key, unpack(set))
+		if M == nil and got[2] then
+			redis.call('HDEL', key, 'x')
+		end
+		if newXe ~= xe then
+			redis.call('PEXPIRE', key, math.max(1, math.ceil((newXe - now) / 1000)))
+		end
+		return {1, 0, s.id, q1['end'], -1, now}
+	end
+end

@@ -1,0 +1,434 @@
+-- schedule_ops.lua: the view, the ops of the general path and the write-back.
+-- A part of the schedule script, not a script of its own: quota.go
+-- joins schedule.lua and its parts in order into one chunk, whose
+-- locals every part shares (see schedule.lua).
+
+-- view: the key's state at now as callers see it (schedule_ops.go's view),
+-- after advance; it changes nothing. Returns the bucket's units less those
+-- queued (INF: no pace), the units waits of one unit each could take at
+-- once (INF: no limit), the turn of a wait of one unit, the units queued,
+-- the pace in force and the bucket's depth in units at it, and whether a
+-- cut is in force.
+local function view()
+	local interval, tau = pace(now)
+	local q = queued()
+	local tokens, burst, remaining = INF, 0, 0
+	if interval > 0 then
+		burst = tau / interval
+		tokens = math.min(math.max((now - math.max(s.tat, s.hold) + tau) / interval, 0), burst) - q
+	end
+	local nxt = turnAt(q + 1)
+	local limit = INF
+	if interval > 0 then
+		limit = math.floor(burst + 1e-9)
+	end
+	if w.valid then
+		limit = math.min(limit, w.left + probe())
+	end
+	if q == 0 and now >= s.hold then
+		if limit == INF then
+			remaining = INF
+		else
+			remaining = dueUnits(limit)
+		end
+	end
+	return tokens, remaining, nxt, q, interval, burst, interval > 0 and (cutRate(now) > 0 or s.trim > 0)
+end
+
+-- Seeding: a process whose tickets came from another state (Redis lost
+-- this one: a restart, an eviction, a failover) carries what it knows
+-- across: its last turn (Redis's, or its local fallback's), and a pause.
+local function seed(knownId, floorRel, holdRel)
+	if knownId == '' or tonumber(knownId) == s.id then
+		return
+	end
+	local f = tonumber(floorRel)
+	if f ~= nil and f > 0 then
+		local interval, burst = base()
+		s.tat = math.max(s.tat, now + f + burst * interval)
+	end
+	local h = tonumber(holdRel)
+	if h ~= nil and h > 0 then
+		s.hold = math.max(s.hold, now + h)
+	end
+end
+
+local reply
+if op == 'wait' or op == 'mwait' then
+	-- ARGV[5] n, ARGV[6] queue, ARGV[7] max wait µs or "", ARGV[8] the
+	-- id this process knew, ARGV[9] its last turn, µs from now, or "",
+	-- ARGV[10] its known pause, µs from now, or "". Returns {status, wait
+	-- µs, id, end, recheck µs (-1: none), now}: status 1, a ticket (queue,
+	-- end) whose turn is wait from now (look again at recheck: a cut's
+	-- pace steps then); 0, its turn is past the max wait: nothing kept.
+	local n, qi, maxwait = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+	seed(ARGV[8], ARGV[9], ARGV[10])
+	advance()
+	local e = enqueue(qi, n)
+	local t = turn(qi, e)
+	local wt = waitOf(t)
+	if maxwait ~= nil and wt >= maxwait and wt > 0 then
+		cancelTicket(s.q[qi], e, n)
+		reply = {0, wt, s.id, 0, -1, now}
+	else
+		if t <= now then
+			advance()
+		end
+		if qi == 0 and live(s.q[1]) > 0 then
+			-- A retry goes ahead of first attempts already waiting: their
+			-- turns move later, and their sleepers must learn it.
+			moved = true
+		end
+		reply = {1, wt, s.id, e, recheck(), now}
+	end
+elseif op == 'turns' then
+	-- ARGV[5] the tickets' id, ARGV[6…] pairs of queue and end. Returns,
+	-- per ticket, its wait in µs (-1: it has gone, -2: the state it came
+	-- from is lost), then the recheck (µs from now; -1: none) and now.
+	advance()
+	reply = {}
+	for i = 6, #ARGV - 1, 2 do
+		if tonumber(ARGV[5]) ~= s.id then
+			table.insert(reply, -2)
+		else
+			local qi, e = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
+			if e <= s.q[qi].rel then
+				table.insert(reply, -1)
+			else
+				table.insert(reply, waitOf(turn(qi, e)))
+			end
+		end
+	end
+	table.insert(reply, recheck())
+	table.insert(reply, now)
+elseif op == 'cancel' then
+	-- ARGV[5] id, ARGV[6] queue, ARGV[7] end, ARGV[8] n. Returns 1 if the
+	-- units came back.
+	advance()
+	reply = 0
+	if tonumber(ARGV[5]) == s.id then
+		local qi, e, n = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+		if e > s.q[qi].rel then
+			cancelTicket(s.q[qi], e, n)
+			moved, reply = true, 1
+		end
+	end
+elseif op == 'pause' then
+	-- ARGV[5] d µs. Returns the pause's end, µs from now.
+	advance()
+	local until_ = now + tonumber(ARGV[5])
+	if until_ > s.hold then
+		s.hold, moved = until_, true
+	end
+	reply = math.ceil(s.hold - now)
+elseif op == 'adapt' then
+	-- ARGV[5] cost, ARGV[6] pause µs (0: none), ARGV[7] remaining or ""
+	-- (no window), ARGV[8] reset µs, ARGV[9] size, ARGV[10] length µs,
+	-- ARGV[11] the rejected request's age µs, or "" (no bare rejection),
+	-- ARGV[12] "1" if the response was a refusal (see refused).
+	advance()
+	local cost = tonumber(ARGV[5])
+	s.pending = math.max(s.pending - math.max(cost, 1), 0)
+	local p = tonumber(ARGV[6])
+	if p > 0 and now + p > s.hold then
+		s.hold, moved = now + p, true
+	end
+	if p > 0 and ARGV[12] == '1' and refused() then
+		moved = true
+	end
+	local remaining = tonumber(ARGV[7])
+	if remaining ~= nil then
+		mmoved()
+		update(math.max(remaining, 0), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), math.min(s.pending, sent()))
+		moved = true
+	end
+	local age = tonumber(ARGV[11])
+	if age ~= nil and reject(now - age, cost) then
+		moved = true
+	end
+	reply = 1
+elseif op == 'settle' then
+	-- ARGV[5] spent, ARGV[6] actual (both ≥ 0, spent within the burst:
+	-- checked by the caller). Returns 1. A give-back to a key without
+	-- state (a full bucket) writes nothing.
+	local spent, actual = tonumber(ARGV[5]), tonumber(ARGV[6])
+	if fresh and actual <= spent then
+		return 1
+	end
+	advance()
+	if spent ~= actual then
+		mmoved()
+	end
+	if settle(spent, actual) then
+		moved = true
+	end
+	reply = 1
+elseif op == 'msettle' then
+	-- settle's ARGV[5] spent and ARGV[6] actual on the first limit, then
+	-- mwait's ARGV[11] (the further limits' configuration) and ARGV[12…]
+	-- actual − spent in each of them (CostSettler's rule: xsettle).
+	-- Returns 1.
+	local spent, actual = tonumber(ARGV[5]), tonumber(ARGV[6])
+	advance()
+	local any = spent ~= actual
+	for L = 1, M.k do
+		if mcost[L] ~= 0 then
+			xsettle(M.lim[L], mcost[L])
+			any = true
+		end
+	end
+	if any then
+		mmoved()
+	end
+	if settle(spent, actual) or (any and #M.q[0] + #M.q[1] > 0) then
+		moved = true
+	end
+	reply = 1
+elseif op == 'try' or op == 'mtry' then
+	-- wait's ARGV, its max wait "0" (so that the fast path serves a try
+	-- of one unit as a wait refused past its max wait). The rules of a
+	-- wait (schedule_ops.go's try): the ticket goes if its turn has come;
+	-- otherwise it is taken back and nothing changes. Returns wait's
+	-- {status, wait µs, id, end, -1, now}: status 1 if the units went, 0
+	-- (wait: its turn) if not.
+	local n, qi = tonumber(ARGV[5]), tonumber(ARGV[6])
+	seed(ARGV[8], ARGV[9], ARGV[10])
+	advance()
+	-- What enqueue may change besides the ticket, to put back.
+	local maxCost, tat, wasMoved, win = s.maxCost, s.tat, moved, {}
+	for k, v in pairs(w) do
+		win[k] = v
+	end
+	local e = enqueue(qi, n)
+	local t = turn(qi, e)
+	if t <= now then
+		advance() -- lets the ticket go
+	end
+	if e <= s.q[qi].rel then
+		reply = {1, 0, s.id, e, -1, now}
+	else
+		-- The tail's ticket is taken back outright: the queue is as it was.
+		cancelTicket(s.q[qi], e, n)
+		s.maxCost, s.tat, moved = maxCost, tat, wasMoved
+		for k, v in pairs(win) do
+			w[k] = v
+		end
+		reply = {0, waitOf(t), s.id, 0, -1, now}
+		if fresh then
+			return reply -- no state to write for a key that had none
+		end
+	end
+elseif op == 'lease' then
+	-- Leased turns (see lease.go): first the tickets a process gives back
+	-- (each as the cancel op does: the tail's taken back outright, any
+	-- other a hole), then up to k tickets of one unit in the queue of
+	-- first attempts, taken as k waits in a row would take them (enqueue,
+	-- turn; the ones whose turn has come go, as a wait's do). ARGV[5] k,
+	-- ARGV[6] need: the first need tickets are for waits queued in the
+	-- process, taken while their turn is within ARGV[7], the max wait µs
+	-- ("" none; the first past it is refused, as a wait's turn is); the
+	-- rest are for waits expected at ARGV[8] units a second, the j-th of
+	-- them taken only if its turn is no earlier than that wait's expected
+	-- arrival (j/rate from now) less ARGV[9] µs, so that a leased turn is
+	-- not left to pass unused, and only while nothing but the bucket and
+	-- the hold applies (need ≤ 0: none queued, -need tickets held, which
+	-- the next waits take first). ARGV[10…12] what the process knew (as
+	-- wait's ARGV[8…10]), ARGV[13] the id of the tickets given back ("":
+	-- none), ARGV[14…] their ends. Returns {count, id, last end, recheck
+	-- µs (-1: none), now, wait µs of each ticket}: the tickets are the
+	-- ends last−count+1 … last; count 0 with the refused turn's wait.
+	local k, need, maxwait = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+	local lrate, late = tonumber(ARGV[8]), tonumber(ARGV[9])
+	seed(ARGV[10], ARGV[11], ARGV[12])
+	advance()
+	if ARGV[13] ~= '' and tonumber(ARGV[13]) == s.id then
+		for i = #ARGV, 14, -1 do -- descending: the tail's first
+			local e = tonumber(ARGV[i])
+			if e > s.q[1].rel and e <= s.q[1]['end'] then
+				if e ~= s.q[1]['end'] then
+					moved = true -- the tickets behind move up
+				end
+				cancelTicket(s.q[1], e, 1)
+			end
+		end
+	end
+	local waits, last, due = {}, 0, false
+	-- With nothing but the bucket and the hold (no window, no cut), the
+	-- turns past the first are turnAt's closed form at consecutive
+	-- positions (enqueue changes no more than the queue's end then).
+	local simple = not w.valid and c.r0 == 0
+	local iv, tau = pace(now)
+	local p1, from = 0, 0
+	for j = 1, k do
+		local e, wt
+		if j == 1 or not simple then
+			e = enqueue(1, 1)
+			wt = waitOf(turn(1, e))
+			p1, from = position(1, e), math.max(s.tat, s.hold)
+		else
+			e = take(s.q[1], 1)
+			local t = s.hold
+			if iv > 0 then
+				t = math.max(s.hold, from + (p1 + j - 1) * iv - tau)
+			end
+			wt = waitOf(t)
+		end
+		local keep
+		if j <= need then
+			keep = maxwait == nil or wt < maxwait or wt == 0
+		else
+			-- With a window or a cut in force, only the waits queued: the
+			-- turns a window lets go at once after its reset would come
+			-- before the process's waits, asleep until then, are back.
+			keep = simple and lrate > 0 and (j - need) * SEC / lrate <= wt + late
+		end
+		if not keep then
+			cancelTicket(s.q[1], e, 1) -- the tail's: taken back outright
+			if j == 1 then
+				waits = {wt}
+			end
+			break
+		end
+		table.insert(waits, wt)
+		last = e
+		if wt == 0 then
+			due = true
+		end
+	end
+	if due then
+		advance()
+	end
+	if last == 0 then
+		reply = {0, s.id, 0, -1, now, waits[1] or 0}
+	else
+		reply = {#waits, s.id, last, recheck(), now}
+		for _, wt in ipairs(waits) do
+			table.insert(reply, wt)
+		end
+	end
+elseif op == 'state' then
+	-- Read only: nothing is written, no expiry moves. Returns {tokens·1e6
+	-- (floor; 2^53: no pace), remaining (2^53: no limit), next turn µs,
+	-- pause left µs, queued, pace in force in units a second·1e6 (0:
+	-- none), burst·1e6, cut (0/1), window (0/1), window left·1e6, window
+	-- reset µs, now}.
+	advance()
+	local tokens, remaining, nxt, q, interval, burst, cutting = view()
+	local BIG = 2 ^ 53 -- +Inf
+	local function fixed(x, scale)
+		if x == INF then
+			return BIG
+		end
+		return math.floor(x * scale)
+	end
+	local function flag(b)
+		if b then
+			return 1
+		end
+		return 0
+	end
+	local rate = 0
+	if interval > 0 then
+		rate = math.floor(SEC / interval * 1e6 + 0.5)
+	end
+	local winLeft, winReset = 0, 0
+	if w.valid then
+		winLeft, winReset = fixed(w.left, 1e6), waitOf(w.reset)
+	end
+	return {fixed(tokens, 1e6), fixed(remaining, 1), waitOf(nxt), waitOf(s.hold), q, rate,
+		fixed(burst, 1e6), flag(cutting), flag(w.valid), winLeft, winReset, now}
+end
+
+-- Write the state back; publish a move.
+local function flat(list)
+	if #list == 0 then
+		return 0
+	end
+	local out = {}
+	for _, x in ipairs(list) do
+		table.insert(out, x[1])
+		table.insert(out, x[2])
+	end
+	return out
+end
+local function bit(b)
+	if b then
+		return 1
+	end
+	return 0
+end
+-- How long the state matters: queued turns, a bucket not yet full, a
+-- pause, a window, a cut and its strike window, the per-second count.
+local interval = pace(now)
+local expire = math.max(s.tat + queued() * interval, s.hold, now)
+if w.valid then
+	expire = math.max(expire, w.reset + WINDOW_KEEP * SEC)
+end
+if c.moved then
+	expire = math.max(expire, c.last + STRIKE_WINDOW * SEC, c.at + (CUT_RECOVER + 4) * SEC)
+end
+if s.trim > 0 then
+	expire = math.max(expire, c.last + TRIM_KEEP * SEC)
+end
+if s.lastGo > NONE then
+	expire = math.max(expire, s.lastGo + 2 * SEC)
+end
+if queued() > 0 then
+	-- Tickets out: keep the state well past their turns.
+	expire = math.max(expire, now + 60 * SEC)
+end
+-- A cut fully over (regrown, and its strike window past) is the state of
+-- a key never cut: dropped, so that the key takes the fast path again.
+if c.moved and cutRate(now) == 0 and now - c.last > STRIKE_WINDOW * SEC and s.trim == 0 then
+	c.r0, c.wMax, c.floor, c.at, c.open, c.last, c.moved = 0, 0, 0, 0, false, 0, false
+end
+if M ~= nil then
+	local busy = #M.q[0] + #M.q[1] > 0
+	for _, l in ipairs(M.lim) do
+		if l[1] == 0 then
+			expire = math.max(expire, l[4])
+			busy = busy or l[4] > now
+		else
+			local ends = (l[4] + 2) * l[2] -- the counts matter until then
+			expire = math.max(expire, ends)
+			busy = busy or (ends > now and l[5] + l[6] > 0)
+		end
+	end
+	if not busy then
+		M = nil -- every limit full, nothing queued: the state of a new key
+	end
+end
+local ext = nil
+if #s.q[0].holes + #s.q[0].big + #s.q[1].holes + #s.q[1].big > 0 or w.valid or c.moved or s.trim > 0 or M ~= nil then
+	ext = cmsgpack.pack({
+		flat(s.q[0].holes), flat(s.q[0].big), flat(s.q[1].holes), flat(s.q[1].big),
+		bit(w.valid), w.left, w.reset, w.size, w.probed, w.spreadAt, w.spreadLeft,
+		c.r0, c.wMax, c.floor, c.at, bit(c.open), c.last, bit(c.moved), w.probeAt,
+		s.credInt, s.credTau, s.spAt, s.spK, s.spRho, s.trim, s.trimGone, mflat(),
+	})
+end
+local newXe = xe
+if expire > xe then
+	newXe = expire + SEC -- a second more, so that most calls keep the TTL
+end
+local set = {'c', packCore(s.id, s.tat, s.hold, s.q[0].rel, s.q[0]['end'], s.q[1].rel, s.q[1]['end'],
+	s.pending, s.lastGo, s.sentSec, s.sentCur, s.sentPrev, s.maxCost, newXe, s.busySince)}
+if ext ~= nil and ext ~= got[2] then
+	table.insert(set, 'x')
+	table.insert(set, ext)
+end
+if setCfg then
+	table.insert(set, 'v')
+	table.insert(set, cfg)
+end
+redis.call('HSET', key, unpack(set))
+if ext == nil and got[2] then
+	redis.call('HDEL', key, 'x')
+end
+if newXe ~= xe then
+	redis.call('PEXPIRE', key, math.max(1, math.ceil((newXe - now) / 1000)))
+end
+if moved then
+	redis.call('PUBLISH', channel, s.id .. ' ' .. key)
+end
+return reply

@@ -1,0 +1,149 @@
+-- schedule_state.lua: the state read from the hash (core and x), the queues' lines and cancelled tickets.
+-- A part of the schedule script, not a script of its own: quota.go
+-- joins schedule.lua and its parts in order into one chunk, whose
+-- locals every part shares (see schedule.lua).
+
+local a = {}
+if got[2] then
+	a = cmsgpack.unpack(got[2])
+end
+local function pairsOf(flat)
+	local out = {}
+	if type(flat) == 'table' then
+		for i = 1, #flat, 2 do
+			table.insert(out, {flat[i], flat[i + 1]})
+		end
+	end
+	return out
+end
+
+-- The state, as schedule.go's struct; x's layout is in the write back.
+local s = {
+	id = id,
+	tat = n0[2], hold = n0[3],
+	q = {
+		[0] = {rel = n0[4], ['end'] = n0[5], holes = pairsOf(a[1]), big = pairsOf(a[2])},
+		[1] = {rel = n0[6], ['end'] = n0[7], holes = pairsOf(a[3]), big = pairsOf(a[4])},
+	},
+	win = {valid = a[5] == 1, left = a[6] or 0, reset = a[7] or 0, size = a[8] or 0,
+		probed = a[9] or 0, spreadAt = a[10] or 0, spreadLeft = a[11] or 0, probeAt = a[19] or a[7] or 0},
+	cut = {r0 = a[12] or 0, wMax = a[13] or 0, floor = a[14] or 0, at = a[15] or 0,
+		open = a[16] == 1, last = a[17] or 0, moved = a[18] == 1},
+	pending = n0[8], lastGo = n0[9],
+	sentSec = n0[10], sentCur = n0[11], sentPrev = n0[12],
+	maxCost = n0[13], busySince = n0[15],
+	credInt = a[20] or 0, credTau = a[21] or 0,
+	spAt = a[22] or 0, spK = a[23] or 0, spRho = a[24] or 0,
+	trim = a[25] or 0, trimGone = a[26] or 0,
+}
+local xe = n0[14] -- when the TTL last set runs out
+local moved = false -- turns may have moved: publish
+
+-- line: one queue (schedule_line.go's line).
+local function live(q)
+	local n = q['end'] - q.rel
+	for _, h in ipairs(q.holes) do
+		n = n - h[2]
+	end
+	return n
+end
+local function ahead(q, e)
+	if e <= q.rel then
+		return 0
+	end
+	local n = e - q.rel
+	for _, h in ipairs(q.holes) do
+		if h[1] > e then
+			break
+		end
+		n = n - h[2]
+	end
+	return n
+end
+local function release(q, k)
+	local gone, i, j = 0, 1, 1
+	while true do
+		local h = q.holes[i]
+		if h ~= nil and h[1] - h[2] == q.rel then
+			q.rel = h[1]
+			i = i + 1
+		else
+			if k <= 0 then
+				break
+			end
+			local nxt = q['end']
+			if h ~= nil then
+				nxt = h[1] - h[2]
+			end
+			local to = math.min(q.rel + k, nxt)
+			-- The ticket of several units that to would split, if any, is
+			-- the first not wholly before to: it does not go in part.
+			while q.big[j] ~= nil and q.big[j][1] <= to do
+				j = j + 1
+			end
+			local b = q.big[j]
+			if b ~= nil and b[1] - b[2] < to then
+				to = b[1] - b[2]
+			end
+			if to <= q.rel then
+				break
+			end
+			gone = gone + to - q.rel
+			k = k - (to - q.rel)
+			q.rel = to
+		end
+	end
+	while q.big[j] ~= nil and q.big[j][1] <= q.rel do
+		j = j + 1
+	end
+	local holes, big = {}, {}
+	for x = i, #q.holes do
+		table.insert(holes, q.holes[x])
+	end
+	for x = j, #q.big do
+		table.insert(big, q.big[x])
+	end
+	q.holes, q.big = holes, big
+	return gone
+end
+local function take(q, n)
+	q['end'] = q['end'] + n
+	if n > 1 then
+		table.insert(q.big, {q['end'], n})
+	end
+	return q['end']
+end
+local function cancelTicket(q, e, n)
+	if e <= q.rel or e > q['end'] then
+		return
+	end
+	if n > 1 then
+		for x = #q.big, 1, -1 do
+			if q.big[x][1] == e then
+				table.remove(q.big, x)
+			end
+		end
+	end
+	if e == q['end'] then
+		q['end'] = q['end'] - n
+		while #q.holes > 0 and q.holes[#q.holes][1] == q['end'] do
+			q['end'] = q['end'] - q.holes[#q.holes][2]
+			table.remove(q.holes)
+		end
+		return
+	end
+	local at = #q.holes + 1
+	for x, h in ipairs(q.holes) do
+		if h[1] == e then
+			return -- cancelled already
+		end
+		if h[1] > e then
+			at = x
+			break
+		end
+	end
+	if #q.holes >= MAX_HOLES then
+		return -- kept as queued units: lost, never over-spent
+	end
+	table.insert(q.holes, at, {e, n})
+end
