@@ -55,10 +55,10 @@ go test -race -count=1 -p 1 ./...
 # local fakes of their APIs) are a module of their own for the same reason.
 (cd sdktest && go vet ./... && go test -race -count=1 ./...)
 
-# Every fuzz target, briefly (FUZZTIME, default 20000 inputs each; a count,
+# Every fuzz target, briefly (FUZZTIME, default 10000 inputs each; a count,
 # not a time, because of golang/go#75804): the seed corpus
 # already ran above; this explores a little further on each run.
-FUZZTIME="${FUZZTIME:-20000x}"
+FUZZTIME="${FUZZTIME:-10000x}"
 for pkg in $(go list ./...); do
 	dir=$(go list -f '{{.Dir}}' "$pkg")
 	for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //'); do
