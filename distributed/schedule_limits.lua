@@ -281,9 +281,9 @@ if op == 'mwait' and ARGV[6] == '1' and (ARGV[8] == '' or tonumber(ARGV[8]) == s
 			M = nil
 		end
 		local w, c = s.win, s.cut
-		local set = {}
+		local set, ext = {}, nil
 		if M ~= nil then
-			local ext = cmsgpack.pack({0, 0, 0, 0,
+			ext = cmsgpack.pack({0, 0, 0, 0,
 				0, w.left, w.reset, w.size, w.probed, w.spreadAt, w.spreadLeft,
 				c.r0, c.wMax, c.floor, c.at, c.open and 1 or 0, c.last, 0, w.probeAt,
 				s.credInt, s.credTau, s.spAt, s.spK, s.spRho, s.trim, s.trimGone, mflat()})
@@ -291,24 +291,7 @@ if op == 'mwait' and ARGV[6] == '1' and (ARGV[8] == '' or tonumber(ARGV[8]) == s
 				set = {'x', ext}
 			end
 		end
-		local newXe = xe
-		if expire > xe then
-			newXe = expire + SEC
-		end
-		table.insert(set, 'c')
-		table.insert(set, packCore(s.id, s.tat, s.hold, q0.rel, q0['end'], q1.rel, q1['end'],
-			s.pending, s.lastGo, s.sentSec, s.sentCur, s.sentPrev, s.maxCost, newXe, s.busySince))
-		if setCfg then
-			table.insert(set, 'v')
-			table.insert(set, cfg)
-		end
-		redis.call('HSET', key, unpack(set))
-		if M == nil and got[2] then
-			redis.call('HDEL', key, 'x')
-		end
-		if newXe ~= xe then
-			redis.call('PEXPIRE', key, math.max(1, math.ceil((newXe - now) / 1000)))
-		end
+		store(set, ext, expire)
 		return {1, 0, s.id, q1['end'], -1, now}
 	end
 end

@@ -407,27 +407,11 @@ if #s.q[0].holes + #s.q[0].big + #s.q[1].holes + #s.q[1].big > 0 or w.valid or c
 		s.credInt, s.credTau, s.spAt, s.spK, s.spRho, s.trim, s.trimGone, mflat(),
 	})
 end
-local newXe = xe
-if expire > xe then
-	newXe = expire + SEC -- a second more, so that most calls keep the TTL
-end
-local set = {'c', packCore(s.id, s.tat, s.hold, s.q[0].rel, s.q[0]['end'], s.q[1].rel, s.q[1]['end'],
-	s.pending, s.lastGo, s.sentSec, s.sentCur, s.sentPrev, s.maxCost, newXe, s.busySince)}
+local set = {}
 if ext ~= nil and ext ~= got[2] then
-	table.insert(set, 'x')
-	table.insert(set, ext)
+	set = {'x', ext}
 end
-if setCfg then
-	table.insert(set, 'v')
-	table.insert(set, cfg)
-end
-redis.call('HSET', key, unpack(set))
-if ext == nil and got[2] then
-	redis.call('HDEL', key, 'x')
-end
-if newXe ~= xe then
-	redis.call('PEXPIRE', key, math.max(1, math.ceil((newXe - now) / 1000)))
-end
+store(set, ext, expire)
 if moved then
 	redis.call('PUBLISH', channel, s.id .. ' ' .. key)
 end
