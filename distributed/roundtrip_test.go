@@ -76,7 +76,7 @@ func TestOneCommandPerWait(t *testing.T) {
 	if perWait != 1 {
 		t.Errorf("EVALSHA per wait = %.3f; want 1.0", perWait)
 	}
-	inScript := map[string]bool{"time": true, "hmget": true, "hgetall": true, "hset": true, "pexpire": true, "hdel": true}
+	inScript := map[string]bool{"time": true, "hget": true, "hmget": true, "hgetall": true, "hset": true, "pexpire": true, "hdel": true}
 	for cmd, n := range calls {
 		switch {
 		case cmd == "evalsha":
@@ -145,7 +145,7 @@ func TestOneCommandPerSleepingWait(t *testing.T) {
 	if calls["evalsha"] != int64(total) {
 		t.Errorf("EVALSHA = %d in %d waits; want one per wait", calls["evalsha"], total)
 	}
-	inScript := map[string]bool{"time": true, "hmget": true, "hgetall": true, "hset": true, "pexpire": true, "hdel": true}
+	inScript := map[string]bool{"time": true, "hget": true, "hmget": true, "hgetall": true, "hset": true, "pexpire": true, "hdel": true}
 	for cmd, n := range calls {
 		switch {
 		case cmd == "evalsha", inScript[cmd], strings.HasPrefix(cmd, "config"):

@@ -149,24 +149,25 @@ local function cancelTicket(q, e, n)
 end
 
 -- store: the write-back, for the general path and mwait's shortcut: the
--- fields in set (x, when it changed), the core with the TTL's new end,
--- the configuration when it is new; x dropped when ext is nil (nothing
--- beyond the core); the TTL extended when the state outlives it.
+-- fields in set (x, when it changed), the core with the TTL's new end and
+-- the configuration in force; x dropped when ext is nil (nothing beyond
+-- the core), and the core's tag saying which; the TTL extended when the
+-- state outlives it.
 local function store(set, ext, expire)
 	local newXe = xe
 	if expire > xe then
 		newXe = expire + SEC -- a second more, so that most calls keep the TTL
 	end
 	table.insert(set, 'c')
-	table.insert(set, packCore(s.id, s.tat, s.hold, s.q[0].rel, s.q[0]['end'], s.q[1].rel, s.q[1]['end'],
-		s.pending, s.lastGo, s.sentSec, s.sentCur, s.sentPrev, s.maxCost, newXe, s.busySince))
-	if setCfg then
-		table.insert(set, 'v')
-		table.insert(set, cfg)
-	end
+	table.insert(set, packCore(ext ~= nil, s.id, s.tat, s.hold, s.q[0].rel, s.q[0]['end'], s.q[1].rel, s.q[1]['end'],
+		s.pending, s.lastGo, s.sentSec, s.sentCur, s.sentPrev, s.maxCost, newXe, s.busySince, cfgI, cfgB * cfgI,
+		string.format('%d|', s.id) .. cfg))
 	redis.call('HSET', key, unpack(set))
 	if ext == nil and got[2] then
 		redis.call('HDEL', key, 'x')
+	end
+	if hadV then
+		redis.call('HDEL', key, 'v') -- kept in the core now
 	end
 	if newXe ~= xe then
 		redis.call('PEXPIRE', key, math.max(1, math.ceil((newXe - now) / 1000)))

@@ -25,7 +25,7 @@ func TestScriptConstants(t *testing.T) {
 		defined[m[1]] = true
 	}
 	for _, m := range regexp.MustCompile(`\b[A-Z][A-Z_]{2,}\b`).FindAllString(src, -1) {
-		if !defined[m] && m != "ARGV" && m != "KEYS" && m != "TIME" && m != "HGETALL" && m != "HSET" && m != "HDEL" && m != "PEXPIRE" && m != "PUBLISH" && m != "SET" && m != "HMGET" {
+		if !defined[m] && m != "ARGV" && m != "KEYS" && m != "TIME" && m != "HGETALL" && m != "HSET" && m != "HDEL" && m != "PEXPIRE" && m != "PUBLISH" && m != "SET" && m != "HMGET" && m != "HGET" {
 			if _, ok := c[m]; !ok {
 				t.Errorf("schedule.lua uses %s, which ScheduleConstants does not define", m)
 			}
@@ -33,48 +33,85 @@ func TestScriptConstants(t *testing.T) {
 	}
 }
 
-// earlierCore writes a key's core as versions before the packed doubles
-// wrote it (MessagePack): id, tat and hold in µs of Redis's clock, nothing
-// queued.
+// earlierCore writes a key's core as earlier versions wrote it: id, tat
+// and hold in µs of Redis's clock, nothing queued; in MessagePack
+// (ARGV[2] "msgpack", versions before the packed doubles) or as 15
+// doubles behind tag 1 with the configuration ARGV[3] as a field of its
+// own (ARGV[2] "tag1", the version before the configuration moved into
+// the core).
 var earlierCore = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local tat = now + tonumber(ARGV[1])
-redis.call('HSET', KEYS[1], 'c', cmsgpack.pack({now - 1000000, tat, -1e300, 0, 0, 0, 0, 0, -1e300, 0, 0, 0, 1, now + 60000000, 0}))
+local n = {now - 1000000, tat, -1e300, 0, 0, 0, 0, 0, -1e300, 0, 0, 0, 1, now + 60000000, 0}
+if ARGV[2] == 'msgpack' then
+	redis.call('HSET', KEYS[1], 'c', cmsgpack.pack(n))
+else
+	redis.call('HSET', KEYS[1], 'c', struct.pack('<Bddddddddddddddd', 1, unpack(n)), 'v', ARGV[3])
+end
 redis.call('PEXPIRE', KEYS[1], 60000)
 return 1
 `)
 
-// TestCoreEarlierFormat: a state an earlier version wrote (its core in
-// MessagePack) is read, not taken for a fresh one: a key whose bucket is
-// spent for 5 s still refuses a wait that may last 1 s, and the next
-// write is in the packed form (tagged 1), with the same tat.
+// TestCoreEarlierFormat: a state an earlier version wrote is read, not
+// taken for a fresh one: a key whose bucket is spent for 5 s still
+// refuses a wait that may last 1 s, and the next write is in this
+// version's form (tag 2, the configuration in the core, no field v),
+// with the same tat. A configuration kept as the field v still refuses
+// a process configured otherwise.
 func TestCoreEarlierFormat(t *testing.T) {
 	_, c := startRedis(t)
 	ctx := context.Background()
-	w := New(c, "earlier", 1, 1).For("k").(*keyWaiter)
-	if err := earlierCore.Run(ctx, c, []string{w.rkey}, 5_000_000).Err(); err != nil {
-		t.Fatal(err)
+	for _, tt := range []struct{ name, format, v string }{
+		{"msgpack", "msgpack", ""},
+		{"tag1", "tag1", "1e+06/1"},
+		{"tag1 without v", "tag1", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := New(c, "earlier-"+tt.format+tt.v, 1, 1).For("k").(*keyWaiter)
+			if err := earlierCore.Run(ctx, c, []string{w.rkey}, 5_000_000, tt.format, tt.v).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if tt.v == "" {
+				c.HDel(ctx, w.rkey, "v")
+			}
+			tat0, _, _ := hashState(t, c, w.rkey)
+			dctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			err := w.WaitN(dctx, 1)
+			if !errors.Is(err, throttle.ErrWouldExceedDeadline) {
+				t.Fatalf("WaitN on a spent bucket written by an earlier version = %v; want ErrWouldExceedDeadline", err)
+			}
+			// A pause writes the core again, in this version's form.
+			if err := w.Pause(ctx, time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+			raw, err := c.HGet(ctx, w.rkey, "c").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			const cfg = "1e+06/1"
+			if raw[0] != 2 || len(raw) <= 1+17*8 || !regexp.MustCompile(`^[1-9][0-9]*\|`+regexp.QuoteMeta(cfg)+`\x00$`).MatchString(raw[1+17*8:]) {
+				t.Fatalf("core after a write: tag %d, %d bytes, ending %q; want tag 2, 17 doubles, then \"id|%s\" and a zero byte",
+					raw[0], len(raw), raw[min(len(raw), 1+17*8):], cfg)
+			}
+			if n := c.HExists(ctx, w.rkey, "v").Val(); n {
+				t.Errorf("field v still there after a write; want it dropped (the configuration is in the core)")
+			}
+			if tat, _, _ := hashState(t, c, w.rkey); tat != tat0 {
+				t.Errorf("tat after the rewrite = %.0f; want %.0f as the earlier version wrote it", tat, tat0)
+			}
+		})
 	}
-	tat0, _, _ := hashState(t, c, w.rkey)
-	dctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	err := w.WaitN(dctx, 1)
-	if !errors.Is(err, throttle.ErrWouldExceedDeadline) {
-		t.Fatalf("WaitN on a spent bucket written by an earlier version = %v; want ErrWouldExceedDeadline", err)
-	}
-	// A pause writes the core again, in the packed form.
-	if err := w.Pause(ctx, time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := c.HGet(ctx, w.rkey, "c").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if raw[0] != 1 || len(raw) != 1+15*8 {
-		t.Fatalf("core after a write: tag %d, %d bytes; want tag 1, %d bytes", raw[0], len(raw), 1+15*8)
-	}
-	if tat, _, _ := hashState(t, c, w.rkey); tat != tat0 {
-		t.Errorf("tat after the rewrite = %.0f; want %.0f as the earlier version wrote it", tat, tat0)
-	}
+	t.Run("tag1 configured otherwise", func(t *testing.T) {
+		w := New(c, "earlier-other", 1, 1).For("k").(*keyWaiter)
+		if err := earlierCore.Run(ctx, c, []string{w.rkey}, 0, "tag1", "500000/3").Err(); err != nil {
+			t.Fatal(err)
+		}
+		err := w.WaitN(ctx, 1)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.StoredLimit != 2 || ce.StoredBurst != 3 {
+			t.Fatalf("WaitN on a state an earlier version wrote with 2/s burst 3 = %v; want a *ConfigError naming 2/s burst 3", err)
+		}
+	})
 }
