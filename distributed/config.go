@@ -102,7 +102,13 @@ func parseStored(err error) (c *qconf, ok bool) {
 	if interval > 0 {
 		limit = rate.Limit(1e6 / interval)
 	}
-	return newQconf(limit, burst, version), true
+	c = newQconf(limit, burst, version)
+	// The interval as stored, not derived back from limit: 1e6/(1e6/x)
+	// is not x for about one interval in eight (those 1e6/limit makes
+	// round-trip, not every interval another writer may store), and one
+	// adopted that way would be refused as another configuration.
+	c.interval = iv
+	return c, true
 }
 
 // configCheck handles the script's refusal of this process's

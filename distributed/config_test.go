@@ -3,6 +3,7 @@ package distributed
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -130,5 +131,27 @@ func TestConfigVersion(t *testing.T) {
 	var ce *ConfigError
 	if err := other.For("k").WaitN(ctx, 1); !errors.As(err, &ce) || ce.StoredVersion != 1 || ce.StoredLimit != 1000 {
 		t.Errorf("the same Version, another limit: %v, want a ConfigError naming Version 1's 1000/s", err)
+	}
+}
+
+// TestParseStoredKeepsInterval: a configuration adopted from the
+// script's refusal sends the interval the state keeps, byte for byte,
+// whatever wrote it: derived back through the limit (1e6/(1e6/x)), about
+// one interval in eight differs in its last digit, and the adopting
+// process would be refused again as configured otherwise.
+func TestParseStoredKeepsInterval(t *testing.T) {
+	_, c := startRedis(t)
+	ctx := context.Background()
+	for i := 1; i <= 300; i++ {
+		interval := strconv.FormatFloat(float64(i)*0.37, 'g', -1, 64)
+		err := c.Eval(ctx, "return redis.error_reply(ARGV[1])", nil, "THROTTLE_CONFIG "+interval+"/5:2").Err()
+		got, ok := parseStored(err)
+		if !ok {
+			t.Fatalf("parseStored(%v) failed", err)
+		}
+		if got.interval != interval || got.burstArg != "5:2" || got.version != 2 {
+			t.Errorf("stored %s/5:2: adopted interval %v, burst %v, version %d; want them as stored",
+				interval, got.interval, got.burstArg, got.version)
+		}
 	}
 }
