@@ -162,9 +162,10 @@
 //
 // A key's state lives at Prefix + "{" + base64url(name) + "." +
 // base64url(key) + "}" (Prefix defaults to "throttle:"), a hash whose
-// fields schedule.lua describes: the state's id, the bucket, the two
-// queues' counters, units in flight and per second (packed doubles),
-// and, while any is in force, the window, the cut and the queues' holes
+// fields schedule.lua describes: the core (the state's id, the bucket,
+// the two queues' counters, units in flight and per second, packed
+// doubles, then the configuration that wrote it) and, while any is in
+// force, the window, the cut, the further limits and the queues' holes
 // in one MessagePack field. A key's in-flight cap ([Quota].InFlight) lives beside it, at
 // the same name with the suffixes ":lease", ":queue", ":queued",
 // ":released" and ":cap" after the closing brace (the same hash tag, so
