@@ -72,7 +72,7 @@ import (
 const (
 	hiddenAgree = 0.1
 	hiddenKeep  = 60 * time.Second
-	hiddenTight = 1.0 / 50
+	hiddenTight = 1.0 / 100
 	hiddenStep  = 1.0 / 32
 )
 

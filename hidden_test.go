@@ -271,16 +271,26 @@ func TestHiddenBudgetBounds(t *testing.T) {
 		if _, _, length, ok := accept(20); !ok || length != w {
 			t.Fatalf("after the refused probe: cycle told %v, %v; want the middle %v", length, ok, w)
 		}
-		// Its probe, accepted, tightens hi to within hiddenTight of lo:
-		// the next cycle is told hi.
-		time.Sleep(first.Add(w).Sub(time.Now()))
-		first = time.Now().Add(ms)
-		hi = w + 2*ms
-		if float64(hi-lo) > hiddenTight*float64(hi) {
-			t.Fatalf("test setup: (%v, %v] is not tight", lo, hi)
-		}
-		if _, _, length, ok := accept(20); !ok || length != hi {
-			t.Fatalf("tight: cycle told %v, %v; want hi %v", length, ok, hi)
+		// Its probes, accepted, halve the interval until it is within
+		// hiddenTight of hi: the next cycle is told hi.
+		for i := 0; ; i++ {
+			if i == 4 {
+				t.Fatalf("(%v, %v] not within hiddenTight after 4 probes", lo, hi)
+			}
+			time.Sleep(first.Add(w).Sub(time.Now()))
+			first = time.Now().Add(ms)
+			hi = w + 2*ms
+			tight := float64(hi-lo) <= hiddenTight*float64(hi)
+			want := lo + (hi-lo)/2
+			if tight {
+				want = hi
+			}
+			if _, _, length, ok := accept(20); !ok || length != want {
+				t.Fatalf("(%v, %v]: cycle told %v, %v; want %v", lo, hi, length, ok, want)
+			}
+			if w = want; tight {
+				break
+			}
 		}
 		// A unit sent at first + hi, refused: no probe (the bounds are
 		// wrong), the cycle ends, and the probes' bounds are dropped.
