@@ -31,22 +31,24 @@ import (
 // the waiter spends it as one: at once while units are left, then a probe
 // at the reset, whose acceptance starts the next cycle.
 //
-// Each observation bounds the true window W to an interval, and the
-// bounds are intersected: a refusal's Retry-After a,
-// rounded to a whole second, puts the server's reset after r + a − 1 s,
-// so W > r + a − 1 s − s (a lower bound, lo); a probe accepted after a
-// cycle that spent q units shows the cycle's first unit had left, W ≤ its
-// answer − s (hi); a probe refused shows it had not, W > its send − s
-// (lo). While hi − lo is wider than hiddenTight of hi, each cycle's
-// reset is put earlier than hi, a step of hiddenStep of hi down or to
-// the middle of the interval, whichever is later: an acceptance lowers
-// hi, a refusal raises lo. A refused probe costs its 429 but no time:
-// its Retry-After, a whole second, says the reset is within a second,
-// and hi that it is by the cycle's first + hi, earlier, so the key's
-// pause ends there (the refused request's own retry still waits its
-// Retry-After). A refusal of a unit sent outside a probe, or of one sent
-// at or after first + hi, contradicts the bounds: they are dropped, the
-// pause is the server's, and the cycles decide again.
+// Each response bounds the true window W to an interval, and the bounds
+// are intersected. A refusal's Retry-After a, rounded to a whole second,
+// puts the server's reset after r + a − 1 s: W > its send + a − 1 s −
+// the cycle's first answer (lo). A probe (the first unit past a cycle's
+// reset) accepted after a cycle that spent q units shows the cycle's
+// first unit had left: W ≤ its answer − s (hi); refused, that it had
+// not: W > its send − the first answer (lo). While hi − lo is wider than
+// hiddenTight of hi, each cycle's reset is told earlier than hi: a step
+// of hiddenStep of hi down, or the middle of the interval, whichever is
+// later. A refused probe costs its 429 but no time: its Retry-After says
+// the reset is within a whole second, hi that it is by the cycle's
+// first answer + hi, earlier, so the key's pause ends there (the refused
+// request's own retry still waits its Retry-After). A refusal of any
+// other unit (sent before the cycle's reset, or at or after first + hi)
+// contradicts the bounds: they are dropped, the pause is the server's,
+// and the cycle ends as below. The rolling budget above: its cycles of
+// 1.11 s probed down to 1.015 s in four, one refused probe among them
+// (400 units in 19.7 s, 1.04× the budget's 19 s; 21.3 s unprobed).
 //
 // The window, not a pace: a budget counted over a rolling window admits
 // its q units at once every w, which a pace of q/w with a bucket deep
@@ -61,8 +63,8 @@ import (
 // within hiddenAgree) before the window is used: a lone refusal, or
 // refusals that timer jitter draws from a server bucket with no slack (a
 // refusal after 500 units, the next after 1,300), is no budget. A
-// refusal while the window is used ends its cycle as any does: the two
-// last cycles decide again. The budget is forgotten hiddenKeep after the
+// refusal while the window is used, but a probe's, ends its cycle as any
+// does: the two last cycles decide again. The budget is forgotten hiddenKeep after the
 // last refusal (a budget that grew is then found again, at the cost of
 // two refusals' cycles), and for a key whose responses state a limit of
 // their own (the rules for stated windows apply). Only an in-process
