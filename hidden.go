@@ -46,9 +46,9 @@ import (
 // request's own retry still waits its Retry-After). A refusal of any
 // other unit (sent before the cycle's reset, or at or after first + hi)
 // contradicts the bounds: they are dropped, the pause is the server's,
-// and the cycle ends as below. The rolling budget above: its cycles of
-// 1.11 s probed down to 1.015 s in four, one refused probe among them
-// (400 units in 19.7 s, 1.04× the budget's 19 s; 21.3 s unprobed).
+// and the cycle ends as below. The rolling budget above: its window of
+// 1.11 s probed down to 1.005 s over ten cycles, one probe refused (400
+// units in 19.7 s, 1.04× the budget's 19 s; 21.3 s unprobed).
 //
 // The window, not a pace: a budget counted over a rolling window admits
 // its q units at once every w, which a pace of q/w with a bucket deep
