@@ -44,9 +44,10 @@ import (
 // the reset is within a whole second, hi that it is by the cycle's
 // first answer + hi, earlier, so the key's pause ends there (the refused
 // request's own retry still waits its Retry-After). A refusal of any
-// other unit (sent before the cycle's reset, or at or after first + hi)
-// contradicts the bounds: they are dropped, the pause is the server's,
-// and the cycle ends as below. The rolling budget above: its window of
+// other unit (sent before the cycle's reset, or at or after first + hi),
+// or one whose Retry-After puts the reset after first + hi even rounded
+// (a − 1 s from it), contradicts the bounds: they are dropped, the pause
+// is the server's, and the cycle ends as below. The rolling budget above: its window of
 // 1.11 s probed down to 1.005 s over ten cycles, one probe refused (400
 // units in 19.7 s, 1.04× the budget's 19 s; 21.3 s unprobed).
 //
@@ -199,7 +200,7 @@ func (h *hidden) see(key string, now, sent time.Time, n float64, refused bool, p
 			return
 		}
 		b.refused = now
-		if b.open && learned && b.w > 0 && b.w < hi && b.n >= q && !sent.Before(b.first.Add(b.w)) && sent.Before(b.first.Add(hi)) {
+		if b.open && learned && b.w > 0 && b.w < hi && b.n >= q && !sent.Before(b.first.Add(b.w)) && sent.Before(b.first.Add(hi)) && now.Add(pause-time.Second).Before(b.first.Add(hi)) {
 			// A probe refused: its cycle's first unit had not left.
 			b.lo, b.hi, b.w = max(b.lo, sent.Sub(b.first)), hi, hi
 			return 0, b.first.Add(hi).Sub(now), q, hi, true, true

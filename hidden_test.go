@@ -303,3 +303,64 @@ func TestHiddenBudgetBounds(t *testing.T) {
 		}
 	})
 }
+
+// TestHiddenBudgetProbeLongPause: a probe refused with a Retry-After that
+// puts the reset past the cycle's first answer + hi even rounded (3 s,
+// so after 2 s more) is no probe: the bounds are wrong, the server's
+// pause stands (no window shortens it), and the cycle ends.
+func TestHiddenBudgetProbeLongPause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var h hidden
+		const ms = time.Millisecond
+		see := func(refused bool, pause time.Duration) (ok, probe bool) {
+			sent := time.Now()
+			time.Sleep(ms)
+			_, _, _, _, ok, probe = h.see("k", time.Now(), sent, 1, refused, pause, false)
+			return ok, probe
+		}
+		// Learn 20 per 1.021 s, as TestHiddenBudgetBounds does.
+		see(true, time.Second)
+		time.Sleep(time.Second)
+		for range 2 {
+			for range 20 {
+				see(false, 0)
+			}
+			see(true, time.Second)
+			time.Sleep(time.Second)
+		}
+		first := time.Now().Add(ms)
+		for range 20 {
+			see(false, 0)
+		}
+		w := h.keys["k"].w
+		if w <= 0 || w >= 1021*ms {
+			t.Fatalf("cycle told %v; want a probe below 1.021s", w)
+		}
+		time.Sleep(first.Add(w).Sub(time.Now()))
+		if ok, probe := see(true, 3*time.Second); ok || probe {
+			t.Errorf("a probe refused with Retry-After 3s: window %v, probe %v; want neither", ok, probe)
+		}
+		if b := h.keys["k"]; b.open || b.lo != 0 || b.hi != 0 {
+			t.Errorf("after it: open %v, lo %v, hi %v; want false, 0, 0", b.open, b.lo, b.hi)
+		}
+		// The same probe with Retry-After 1 s is one.
+		delete(h.keys, "k")
+		see(true, time.Second)
+		time.Sleep(time.Second)
+		for range 2 {
+			for range 20 {
+				see(false, 0)
+			}
+			see(true, time.Second)
+			time.Sleep(time.Second)
+		}
+		first = time.Now().Add(ms)
+		for range 20 {
+			see(false, 0)
+		}
+		time.Sleep(first.Add(w).Sub(time.Now()))
+		if ok, probe := see(true, time.Second); !ok || !probe {
+			t.Errorf("a probe refused with Retry-After 1s: window %v, probe %v; want both", ok, probe)
+		}
+	})
+}
