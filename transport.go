@@ -67,10 +67,14 @@ type Transport struct {
 	// keeps in front of it. A [*Limiter]'s keys also take the hidden
 	// budget of a server that refuses with Retry-After alone, below the
 	// key's limit: once two refusal cycles agree, q units per w, told as
-	// a window (see hidden.go; a waiter shared with other processes does
-	// not, since one process sees its share of the budget only, nor a key
-	// with [Limiter.Limits], whose refusals may be for another unit). Nil
-	// means no pacing of the Transport's own: only what servers say.
+	// a window; w is then probed down to within 1% of the budget's (a
+	// refused probe pauses the key only until the bound its cycles set,
+	// before its whole-second Retry-After ends; the request's own retry
+	// waits the Retry-After). See hidden.go. A waiter shared with other
+	// processes does not learn one, since one process sees its share of
+	// the budget only, nor does a key with [Limiter.Limits], whose
+	// refusals may be for another unit. Nil means no pacing of the
+	// Transport's own: only what servers say.
 	Waiter Waiter
 
 	// Key names the quota a request spends. Nil means [HostKey]: the
