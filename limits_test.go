@@ -76,6 +76,47 @@ func TestLimitsTurns(t *testing.T) {
 			want:  []time.Duration{0, 1250 * time.Millisecond, 1500 * time.Millisecond},
 		},
 		{
+			// A sliding log of 3 per second, from 500 ms (a pause): 3 at
+			// 500 ms, then 3 more once those left (1.5 s; a fixed window
+			// would let them at 1 s, 6 in the second from 500 ms), then 1
+			// once those left too.
+			name:  "sliding log",
+			l:     &Limiter{Limits: []UnitLimit{{Unit: "requests", Window: Window{Count: 3, Per: time.Second, Log: true}}}},
+			pause: 500 * time.Millisecond,
+			costs: []Cost{req(3), req(3), req(1)},
+			want:  []time.Duration{500 * time.Millisecond, 1500 * time.Millisecond, 2500 * time.Millisecond},
+		},
+		{
+			// A sliding log of 3 per second paced at 4 a second: 1 at 0,
+			// 2 at 250 ms, then 1 once the unit at 0 left (1 s), then 2
+			// once the 2 at 250 ms left (1.25 s), each turn the time the
+			// newest entry that must leave leaves.
+			name:  "sliding log paced",
+			l:     &Limiter{Limit: 4, Burst: 1, Limits: []UnitLimit{{Unit: "requests", Window: Window{Count: 3, Per: time.Second, Log: true}}}},
+			costs: []Cost{req(1), req(2), req(1), req(2)},
+			want:  []time.Duration{0, 250 * time.Millisecond, time.Second, 1250 * time.Millisecond},
+		},
+		{
+			name:   "sliding log above MaxLogCount",
+			l:      &Limiter{Limits: []UnitLimit{{Unit: "requests", Window: Window{Count: MaxLogCount + 1, Per: time.Second, Log: true}}}},
+			costs:  []Cost{req(1)},
+			want:   []time.Duration{0},
+			errors: []error{ErrInvalidLimit},
+		},
+		{
+			name:   "sliding log and Sliding",
+			l:      &Limiter{Limits: []UnitLimit{{Unit: "requests", Window: Window{Count: 3, Per: time.Second, Log: true, Sliding: true}}}},
+			costs:  []Cost{req(1)},
+			want:   []time.Duration{0},
+			errors: []error{ErrInvalidLimit},
+		},
+		{
+			name:  "sliding log at MaxLogCount",
+			l:     &Limiter{Limits: []UnitLimit{{Unit: "requests", Window: Window{Count: MaxLogCount, Per: time.Second, Log: true}}}},
+			costs: []Cost{req(MaxLogCount), req(1)},
+			want:  []time.Duration{0, time.Second},
+		},
+		{
 			// A bucket and a window in one unit: each takes the cost.
 			name:  "bucket and window",
 			l:     &Limiter{Limits: []UnitLimit{{Unit: "requests", Rate: Rate{Limit: 10, Burst: 2}, Window: Window{Count: 3, Per: time.Second}}}},
