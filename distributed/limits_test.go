@@ -128,3 +128,57 @@ func TestLimitsFleetWindow(t *testing.T) {
 		t.Errorf("admitted %v in the two windows; want [100 100]", admitted)
 	}
 }
+
+// TestLimitsLogRedis checks a sliding log kept in Redis across calls and
+// processes: two Quotas (each its own process's view) spend 1, then 2
+// units of a log of 3 per second; a third is refused with the time the
+// first leaves (the second from the first's turn, less the time since),
+// and it goes once that has passed but not earlier than the refusal said;
+// a log above MaxLogCount is refused on every wait.
+func TestLimitsLogRedis(t *testing.T) {
+	_, c := startRedis(t)
+	var qs [2]*Quota
+	for i := range qs {
+		q := New(c, "limits-log", 1e9, 1e6) // the first limit far off
+		q.Limits = []throttle.UnitLimit{{Unit: "requests", Window: throttle.Window{Count: 3, Per: time.Second, Log: true}}}
+		q.Timeout = time.Second
+		defer q.Close()
+		qs[i] = q
+	}
+	req := func(n int) throttle.Cost { return throttle.Cost{Units: []throttle.UnitCost{{Unit: "requests", N: n}}} }
+	a, b := qs[0].For("k").(throttle.CostTrier), qs[1].For("k").(throttle.CostTrier)
+	before := time.Now()
+	if ok, _, err := a.TryCost(t.Context(), req(1)); !ok || err != nil {
+		t.Fatalf("first try: %v, %v; want ok", ok, err)
+	}
+	after := time.Now()
+	time.Sleep(300 * time.Millisecond)
+	if ok, _, err := b.TryCost(t.Context(), req(2)); !ok || err != nil {
+		t.Fatalf("second try (2 units, another process): %v, %v; want ok", ok, err)
+	}
+	at := time.Now()
+	ok, retryIn, err := a.TryCost(t.Context(), req(1))
+	// The first unit went between before and after (on Redis's clock, the
+	// same machine's): it leaves a second later.
+	lo, hi := time.Second-time.Since(before), time.Second-at.Sub(after)
+	if ok || err != nil || retryIn < lo || retryIn > hi {
+		t.Fatalf("third try: %v, %v, %v; want refused, retry in [%v, %v]", ok, retryIn, err, lo, hi)
+	}
+	// A wait goes when the first unit leaves, not when the 2 do.
+	start := time.Now()
+	if err := qs[1].For("k").(throttle.CostWaiter).WaitCost(t.Context(), req(1)); err != nil {
+		t.Fatal(err)
+	}
+	// Bounds: the time since the refusal is already gone (less 10 ms for
+	// the try's round trip); 50 ms for the wake-up on a loaded machine.
+	if d := time.Since(start); d < retryIn-start.Sub(at)-10*time.Millisecond || d > retryIn+50*time.Millisecond {
+		t.Errorf("wait went after %v; want about %v (the first unit leaving)", d, retryIn)
+	}
+
+	big := New(c, "limits-log-big", 10, 10)
+	big.Limits = []throttle.UnitLimit{{Unit: "requests", Window: throttle.Window{Count: throttle.MaxLogCount + 1, Per: time.Hour, Log: true}}}
+	defer big.Close()
+	if _, _, err := big.For("k").(throttle.CostTrier).TryCost(t.Context(), req(1)); !errors.Is(err, throttle.ErrInvalidLimit) {
+		t.Errorf("a log of %d: %v; want ErrInvalidLimit", throttle.MaxLogCount+1, err)
+	}
+}
