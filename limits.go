@@ -59,11 +59,21 @@ type UnitLimit struct {
 // entry a turn, at most Count of them), so Count may be at most
 // [MaxLogCount]: a larger one is an error on every wait (use Sliding).
 // Log and Sliding together are an error too.
+//
+// If FirstUse, the fixed windows are aligned to the key's first use
+// instead of the epoch, as servers count "100 a minute from your first
+// request": a window starts at the first units that go once the one
+// before ended (the key's first, or the first after a quiet spell), and
+// counts Count units until Per after its start; a wait that does not fit
+// goes when it ends, starting the next. The start is kept in the key's
+// state (in Redis too, for a distributed.Quota). FirstUse with Sliding
+// or Log is an error.
 type Window struct {
-	Count   int
-	Per     time.Duration
-	Sliding bool
-	Log     bool
+	Count    int
+	Per      time.Duration
+	Sliding  bool
+	Log      bool
+	FirstUse bool
 }
 
 // MaxLogCount is the largest Count of a [Window] with Log: a sliding log
@@ -166,6 +176,8 @@ func (l *Limiter) xlimits(limits []UnitLimit) ([]xlimit, []string, error) {
 			return nil, nil, fmt.Errorf("throttle: Limits[%d] (%q) has a window of %d per %v: %w", i, u.Unit, w.Count, w.Per, ErrInvalidLimit)
 		case w.Per > 0 && w.Log && w.Sliding:
 			return nil, nil, fmt.Errorf("throttle: Limits[%d] (%q) has a window both Sliding and Log (a sliding log): choose one: %w", i, u.Unit, ErrInvalidLimit)
+		case w.Per > 0 && w.FirstUse && (w.Sliding || w.Log):
+			return nil, nil, fmt.Errorf("throttle: Limits[%d] (%q) has a window aligned to first use that is Sliding or a Log: FirstUse is for fixed windows: %w", i, u.Unit, ErrInvalidLimit)
 		case w.Per > 0 && w.Log && w.Count > MaxLogCount:
 			return nil, nil, fmt.Errorf("throttle: Limits[%d] (%q) has a sliding log of %d per %v, more than MaxLogCount (%d) times a key keeps: use Sliding (the sliding window counter) for counts this large: %w", i, u.Unit, w.Count, w.Per, MaxLogCount, ErrInvalidLimit)
 		}
@@ -182,6 +194,8 @@ func (l *Limiter) xlimits(limits []UnitLimit) ([]xlimit, []string, error) {
 				x.kind = xSliding
 			case w.Log:
 				x.kind = xLog
+			case w.FirstUse:
+				x.kind, x.start = xFirst, math.Inf(-1)
 			}
 			// Aligned to the Unix epoch: schedule times count from l.epoch.
 			x.off = float64(l.epoch.UnixNano() % int64(w.Per))

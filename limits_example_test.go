@@ -85,3 +85,34 @@ func ExampleWindow_log() {
 	// 0 left
 	// true
 }
+
+// A server that counts "3 a minute from your first request": a window
+// starts at a key's first request (and at the first after a window
+// ended), not on the clock's minute. Window.FirstUse counts as it does:
+// the fourth request's turn is a minute after the first's, whatever the
+// time of day.
+func ExampleWindow_firstUse() {
+	lim := &throttle.Limiter{
+		Limits: []throttle.UnitLimit{
+			{Unit: "requests", Window: throttle.Window{Count: 3, Per: time.Minute, FirstUse: true}},
+		},
+	}
+	key := lim.For("api.example.com").(throttle.CostTrier)
+	one := throttle.Cost{Units: []throttle.UnitCost{{Unit: "requests", N: 1}}}
+	for i := range 4 {
+		ok, retryIn, err := key.TryCost(context.Background(), one)
+		switch {
+		case err != nil:
+			fmt.Println(err)
+		case ok:
+			fmt.Printf("request %d: sent\n", i+1)
+		default:
+			fmt.Printf("request %d: not before %v, when the window from the first ends\n", i+1, retryIn.Round(time.Second))
+		}
+	}
+	// Output:
+	// request 1: sent
+	// request 2: sent
+	// request 3: sent
+	// request 4: not before 1m0s, when the window from the first ends
+}

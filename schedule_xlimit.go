@@ -3,7 +3,7 @@ package throttle
 import "math"
 
 // One further limit of a key (schedule_limits.go) and its rule: when it
-// lets c units go, and what their going leaves. Four kinds:
+// lets c units go, and what their going leaves. Five kinds:
 //
 //   - a token bucket (GCRA): c units may go at t ≥ tat + c·interval − τ,
 //     and leave tat = max(tat, t) + c·interval;
@@ -11,6 +11,11 @@ import "math"
 //     servers count "100 a minute"): c units may go in a window while the
 //     units gone in it and c are at most q, else at the next window's
 //     start;
+//   - a fixed window of q per w aligned to first use (as servers count
+//     "100 a minute from your first request"): a window starts at the
+//     first units that go once the one before ended (start, its count
+//     cur); c units may go at t while t < start + w and cur + c ≤ q, or
+//     from start + w (they then start the next window);
 //   - a sliding window counter of q per w (as servers estimate it): c
 //     units may go at t while prev·(1 − f) + cur + c ≤ q, cur the units
 //     gone in t's window, prev those of the window before, f how far t
@@ -37,6 +42,9 @@ type xlimit struct {
 	// ⌊(t+off)/w⌋ (schedule times count from the Limiter's start).
 	off            float64
 	idx, cur, prev float64 // the last window units went in, and its counts
+	// start: a window aligned to first use starts there (-Inf: none yet),
+	// and counts cur.
+	start float64
 
 	// log: a sliding log's entries, oldest first. Copied with the limit
 	// (the walk's scratch, due, save): never written in place, a take or a
@@ -52,6 +60,7 @@ const (
 	xFixed
 	xSliding
 	xLog
+	xFirst
 )
 
 // limits reports whether the limit counts anything (a bucket without a
@@ -78,8 +87,15 @@ func (l *xlimit) earliest(t, c float64) float64 {
 		}
 		return t
 	}
-	if l.kind == xLog {
+	switch l.kind {
+	case xLog:
 		return l.logEarliest(t, c)
+	case xFirst:
+		// FIFO: no unit goes before the window's start.
+		if t = max(t, l.start); t < l.start+l.w && l.cur+c > l.q {
+			return l.start + l.w
+		}
+		return t
 	}
 	start := func(i float64) float64 { return i*l.w - l.off }
 	i := math.Floor((t + l.off) / l.w)
@@ -108,8 +124,15 @@ func (l *xlimit) take(t, c float64) {
 		}
 		return
 	}
-	if l.kind == xLog {
+	switch l.kind {
+	case xLog:
 		l.logTake(t, c)
+		return
+	case xFirst:
+		if t = max(t, l.start); t >= l.start+l.w { // the first use since
+			l.start, l.cur = t, 0
+		}
+		l.cur += c
 		return
 	}
 	if i := math.Floor((t + l.off) / l.w); i > l.idx {
@@ -125,8 +148,11 @@ func (l *xlimit) full(now float64) bool {
 	if l.kind == xBucket {
 		return l.tat <= now
 	}
-	if l.kind == xLog {
+	switch l.kind {
+	case xLog:
 		return len(l.log) == 0 || l.log[len(l.log)-1].t+l.w <= now
+	case xFirst:
+		return now >= l.start+l.w || l.cur == 0
 	}
 	return math.Floor((now+l.off)/l.w) > l.idx+1 || l.cur+l.prev == 0
 }

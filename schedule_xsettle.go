@@ -18,7 +18,9 @@ import "math"
 //     and only if units went in now's window (if the last went in an
 //     earlier window, that window is over or counts as the one before,
 //     whose units a give-back does not refill, as the schedule's server
-//     window is not refilled: the units may have gone in it);
+//     window is not refilled: the units may have gone in it); a window
+//     aligned to first use likewise, in its current window, a charge
+//     after its end starting the next (it is a use);
 //   - a sliding log: a charge is d units gone at now (the log may then
 //     count more than q: the waits behind go once enough have left); a
 //     give-back takes up to −d units off the newest entries still inside
@@ -59,6 +61,15 @@ func (l *xlimit) settle(now, d float64) {
 			}
 		}
 		l.log = log[:k]
+		return
+	}
+	if l.kind == xFirst {
+		switch {
+		case d > 0:
+			l.take(now, d) // a use: past the window's end, it starts one
+		case now < l.start+l.w:
+			l.cur = max(l.cur+d, 0)
+		}
 		return
 	}
 	i := math.Floor((now + l.off) / l.w)

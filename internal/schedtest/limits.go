@@ -26,6 +26,9 @@ type ExtraLimit struct {
 	// Log: the window is an exact sliding log (at most Burst units in any
 	// interval of length Window).
 	Log bool
+	// FirstUse: fixed windows aligned to first use (each starts at the
+	// first units that go once the one before ended).
+	FirstUse bool
 }
 
 func (l ExtraLimit) burst() int { return max(l.Burst, 1) }
@@ -35,7 +38,7 @@ func (c Config) Limits() []throttle.UnitLimit {
 	var u []throttle.UnitLimit
 	for _, l := range c.Extra {
 		if l.Window > 0 {
-			u = append(u, throttle.UnitLimit{Unit: l.Unit, Window: throttle.Window{Count: l.burst(), Per: l.Window, Sliding: l.Sliding, Log: l.Log}})
+			u = append(u, throttle.UnitLimit{Unit: l.Unit, Window: throttle.Window{Count: l.burst(), Per: l.Window, Sliding: l.Sliding, Log: l.Log, FirstUse: l.FirstUse}})
 			continue
 		}
 		u = append(u, throttle.UnitLimit{Unit: l.Unit, Rate: throttle.Rate{Limit: rate.Limit(l.Limit), Burst: l.Burst}})
@@ -84,6 +87,8 @@ func (c Config) extraString() string {
 	var b strings.Builder
 	for _, l := range c.Extra {
 		switch {
+		case l.Window > 0 && l.FirstUse:
+			fmt.Fprintf(&b, ", %s %d per %v from first use", l.Unit, l.burst(), l.Window)
 		case l.Window > 0 && l.Log:
 			fmt.Fprintf(&b, ", %s %d per %v log", l.Unit, l.burst(), l.Window)
 		case l.Window > 0 && l.Sliding:
@@ -124,6 +129,10 @@ func (c *checker) neverOverExtra() {
 	for L, l := range c.seq.Config.Extra {
 		if l.Window > 0 && l.Log {
 			c.neverOverLog(adm, L, l)
+			continue
+		}
+		if l.Window > 0 && l.FirstUse {
+			c.neverOverFirst(adm, L, l)
 			continue
 		}
 		if l.Window > 0 {
@@ -176,12 +185,13 @@ func (c *checker) extraWork(queued []int) float64 {
 // (interval, tau, tat), or a window (w, q, off; the window units last
 // went in, and its counts).
 type xbucket struct {
-	interval, tau, tat float64
-	cost               func(i int) float64
-	w, q, off          float64
-	sliding, log       bool
-	idx, cur, prev     float64
-	times, units       []float64 // a log's: the times units went, and how many
+	interval, tau, tat  float64
+	cost                func(i int) float64
+	w, q, off           float64
+	sliding, log, first bool
+	start               float64 // a window aligned to first use: its start
+	idx, cur, prev      float64
+	times, units        []float64 // a log's: the times units went, and how many
 }
 
 // earliest returns the earliest time from t at which the limit lets n
@@ -189,6 +199,13 @@ type xbucket struct {
 func (b *xbucket) earliest(t, n float64) float64 {
 	if b.w == 0 {
 		return max(t, b.tat+n*b.interval-b.tau)
+	}
+	if b.first {
+		// In the window that started at start, or from its end.
+		if t < b.start+b.w && b.cur+n > b.q {
+			return b.start + b.w
+		}
+		return t
 	}
 	if b.log {
 		// The least t' ≥ t at which the units in (t' − w, t'] and n are
@@ -246,6 +263,13 @@ func (b *xbucket) take(t, n float64) {
 	}
 	if b.log {
 		b.times, b.units = append(b.times, t), append(b.units, n)
+		return
+	}
+	if b.first {
+		if t >= b.start+b.w {
+			b.start, b.cur = t, 0
+		}
+		b.cur += n
 		return
 	}
 	if win := math.Floor((t + b.off) / b.w); win > b.idx {
@@ -320,7 +344,7 @@ func (c *checker) conserveExtra() {
 	for L, l := range cfg.Extra {
 		cost := func(i int) float64 { return c.units(i, L) }
 		if l.Window > 0 {
-			bs = append(bs, xbucket{cost: cost, w: ns(l.Window), q: float64(l.burst()), sliding: l.Sliding, log: l.Log,
+			bs = append(bs, xbucket{cost: cost, w: ns(l.Window), q: float64(l.burst()), sliding: l.Sliding, log: l.Log, first: l.FirstUse, start: math.Inf(-1),
 				idx: math.Inf(-1), off: float64(c.lg.Start.UnixNano() % int64(l.Window))})
 			continue
 		}
@@ -429,6 +453,48 @@ func (c *checker) neverOverLog(adm []int, L int, l ExtraLimit) {
 		if in > q {
 			c.errorf("never over (%s %d per %v, log): wait %d admitted %v %s at %v, %v in the %v up to it",
 				l.Unit, l.burst(), l.Window, i, n, l.Unit, time.Duration(t), in, l.Window)
+			return
+		}
+	}
+}
+
+// neverOverFirst: windows aligned to first use never count more than
+// theirs. Replayed from the admissions and the settles of L's units: a
+// window starts at the first admission or charge once the one before
+// ended (a charge is a use), and counts the admissions in it less the
+// units given back in it (charges only hold waits back, so they are not
+// counted). Times within tol count leniently: an admission or charge
+// within 2·tol of the window's end (its start was seen within tol)
+// starts the next; a give-back up to tol after an admission counts
+// before it.
+func (c *checker) neverOverFirst(adm []int, L int, l ExtraLimit) {
+	w, q := ns(l.Window), float64(l.burst())
+	start, cur := math.Inf(-1), 0.0
+	use := func(t float64) {
+		if t+2*c.tol >= start+w {
+			start, cur = t, 0
+		}
+	}
+	am := c.amendsUnits(L)
+	for _, i := range adm {
+		n := c.units(i, L)
+		if n == 0 {
+			continue
+		}
+		t := c.ret(i)
+		for len(am) > 0 && am[0].t <= t+c.tol {
+			a := am[0]
+			am = am[1:]
+			if a.d > 0 {
+				use(a.t)
+			} else if a.t < start+w+c.tol {
+				cur = max(cur+a.d, 0) // as the window: never below zero
+			}
+		}
+		use(t)
+		if cur += n; cur > q {
+			c.errorf("never over (%s %d per %v from first use): wait %d admitted %v %s at %v, %v in the window from %v",
+				l.Unit, l.burst(), l.Window, i, n, l.Unit, time.Duration(t), cur, time.Duration(start))
 			return
 		}
 	}
