@@ -463,18 +463,68 @@ func (c *checker) neverOverLog(adm []int, L int, l ExtraLimit) {
 // window starts at the first admission or charge once the one before
 // ended (a charge is a use), and counts the admissions in it less the
 // units given back in it (charges only hold waits back, so they are not
-// counted). Times within tol count leniently: an admission or charge
-// within 2·tol of the window's end (its start was seen within tol)
-// starts the next; a give-back up to tol after an admission counts
-// before it.
+// counted; never below zero, as the window). Times are seen within tol,
+// so the replay keeps every window the times allow (one a start, its
+// least count), and an admission fails only if it is over in every one:
+// a use within 2·tol of the window's end may start the next or not, and
+// the give-backs within tol of an admission may come before it or after
+// it (a settle lets the units whose turns have come go first).
 func (c *checker) neverOverFirst(adm []int, L int, l ExtraLimit) {
-	w, q := ns(l.Window), float64(l.burst())
-	start, cur := math.Inf(-1), 0.0
-	use := func(t float64) {
-		if t+2*c.tol >= start+w {
-			start, cur = t, 0
+	w, q, tol := ns(l.Window), float64(l.burst()), c.tol
+	type win struct{ start, cur float64 }
+	add := func(ws []win, v win) []win {
+		for k := range ws {
+			if ws[k].start == v.start {
+				ws[k].cur = min(ws[k].cur, v.cur)
+				return ws
+			}
 		}
+		return append(ws, v)
 	}
+	use := func(states []win, t float64) []win {
+		var next []win
+		for _, v := range states {
+			if t+2*tol < v.start+w { // surely in v's window
+				next = add(next, v)
+				continue
+			}
+			next = add(next, win{t, 0})
+			if t < v.start+w+2*tol { // it may be in v's window
+				next = add(next, v)
+			}
+		}
+		return next
+	}
+	giveBack := func(states []win, a amend) []win {
+		next := make([]win, 0, len(states))
+		for _, v := range states {
+			if a.t < v.start+w+tol {
+				v.cur = max(v.cur+a.d, 0)
+			}
+			next = add(next, v)
+		}
+		return next
+	}
+	amends := func(states []win, am []amend) []win {
+		for _, a := range am {
+			if a.d > 0 {
+				states = use(states, a.t)
+			} else {
+				states = giveBack(states, a)
+			}
+		}
+		return states
+	}
+	admit := func(states []win, t, n float64) []win {
+		var ok []win
+		for _, v := range use(states, t) {
+			if v.cur+n <= q {
+				ok = append(ok, win{v.start, v.cur + n})
+			}
+		}
+		return ok
+	}
+	states := []win{{math.Inf(-1), 0}}
 	am := c.amendsUnits(L)
 	for _, i := range adm {
 		n := c.units(i, L)
@@ -482,20 +532,28 @@ func (c *checker) neverOverFirst(adm []int, L int, l ExtraLimit) {
 			continue
 		}
 		t := c.ret(i)
-		for len(am) > 0 && am[0].t <= t+c.tol {
-			a := am[0]
-			am = am[1:]
-			if a.d > 0 {
-				use(a.t)
-			} else if a.t < start+w+c.tol {
-				cur = max(cur+a.d, 0) // as the window: never below zero
-			}
+		k := 0
+		for k < len(am) && am[k].t < t-tol {
+			k++
 		}
-		use(t)
-		if cur += n; cur > q {
+		states, am = amends(states, am[:k]), am[k:]
+		k = 0
+		for k < len(am) && am[k].t <= t+tol {
+			k++
+		}
+		near := am[:k] // before or after the admission
+		am = am[k:]
+		before := admit(amends(states, near), t, n)
+		after := amends(admit(states, t, n), near)
+		if len(before)+len(after) == 0 {
+			v := use(states, t)[0]
 			c.errorf("never over (%s %d per %v from first use): wait %d admitted %v %s at %v, %v in the window from %v",
-				l.Unit, l.burst(), l.Window, i, n, l.Unit, time.Duration(t), cur, time.Duration(start))
+				l.Unit, l.burst(), l.Window, i, n, l.Unit, time.Duration(t), v.cur+n, time.Duration(v.start))
 			return
+		}
+		states = before
+		for _, v := range after {
+			states = add(states, v)
 		}
 	}
 }
