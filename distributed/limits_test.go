@@ -182,3 +182,46 @@ func TestLimitsLogRedis(t *testing.T) {
 		t.Errorf("a log of %d: %v; want ErrInvalidLimit", throttle.MaxLogCount+1, err)
 	}
 }
+
+// TestLimitsFirstUseRedis checks a window aligned to first use kept in
+// Redis across calls and processes: 3 per second from the first request
+// (another process's), so the fourth's retry-in is a second from it,
+// whatever the phase of the clock's second; after a quiet spell (1.3 s)
+// the next window starts at the next request, not at 2 s.
+func TestLimitsFirstUseRedis(t *testing.T) {
+	_, c := startRedis(t)
+	var qs [2]*Quota
+	for i := range qs {
+		q := New(c, "limits-first-use", 1e9, 1e6) // the first limit far off
+		q.Limits = []throttle.UnitLimit{{Unit: "requests", Window: throttle.Window{Count: 3, Per: time.Second, FirstUse: true}}}
+		q.Timeout = time.Second
+		defer q.Close()
+		qs[i] = q
+	}
+	req := func(n int) throttle.Cost { return throttle.Cost{Units: []throttle.UnitCost{{Unit: "requests", N: n}}} }
+	a, b := qs[0].For("k").(throttle.CostTrier), qs[1].For("k").(throttle.CostTrier)
+	// window tries 3 units (1 by a, 2 by b), then 1 more by a, which is
+	// refused until a second after the first went (between before and
+	// after it, on Redis's clock: the same machine's).
+	window := func(name string) {
+		t.Helper()
+		before := time.Now()
+		if ok, _, err := a.TryCost(t.Context(), req(1)); !ok || err != nil {
+			t.Fatalf("%s: first try: %v, %v; want ok", name, ok, err)
+		}
+		after := time.Now()
+		time.Sleep(200 * time.Millisecond)
+		if ok, _, err := b.TryCost(t.Context(), req(2)); !ok || err != nil {
+			t.Fatalf("%s: second try (2 units, another process): %v, %v; want ok", name, ok, err)
+		}
+		at := time.Now()
+		ok, retryIn, err := a.TryCost(t.Context(), req(1))
+		lo, hi := time.Second-time.Since(before), time.Second-at.Sub(after)
+		if ok || err != nil || retryIn < lo || retryIn > hi {
+			t.Fatalf("%s: third try: %v, %v, %v; want refused, retry in [%v, %v]", name, ok, retryIn, err, lo, hi)
+		}
+	}
+	window("first window")
+	time.Sleep(1300 * time.Millisecond) // 1.5 s from the first: past its window
+	window("after a quiet spell")
+}

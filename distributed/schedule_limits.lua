@@ -12,7 +12,10 @@
 -- first: a table in the count's slot, copied with the limit by mwalk
 -- and never written in place; the last two slots as a window's, so that
 -- the write-back keeps the state until the last time + 2 lengths, and
--- drops it once the log is empty); M.q[qi] its queued tickets in order, {end, n, cost in each limit};
+-- drops it once the log is empty), {4, length µs, count, start / length,
+-- units in the window, start} a fixed window aligned to first use (start
+-- NONE: none yet; kept until start + 2 lengths, as a window's); M.q[qi]
+-- its queued tickets in order, {end, n, cost in each limit};
 -- M.floor, no queued ticket goes before it (see mmoved); M.ver and
 -- M.spec, the configuration that wrote them (see mwait). Kept in x
 -- (a[27]), flat: k, floor, ver, spec, the limits' 6k numbers, then per
@@ -167,9 +170,19 @@ local function xlogTake(l, t, c)
 	end
 	xlogSet(l, ng)
 end
+-- A window aligned to first use (schedule_xlimit.go's xFirst): c units
+-- go at t while t is in the window from start and its units and c are
+-- at most q, else at its end; taken past its end, they start the next.
 local function xearliest(l, t, c)
 	if l[1] == 3 then
 		return xlogEarliest(l, t, c)
+	end
+	if l[1] == 4 then
+		t = math.max(t, l[6])
+		if t < l[6] + l[2] and l[5] + c > l[3] then
+			return l[6] + l[2]
+		end
+		return t
 	end
 	if l[1] == 0 then
 		if l[2] > 0 then
@@ -204,6 +217,14 @@ local function xtake(l, t, c)
 	end
 	if l[1] == 3 then
 		xlogTake(l, t, c)
+		return
+	end
+	if l[1] == 4 then
+		t = math.max(t, l[6])
+		if t >= l[6] + l[2] then -- the first use since the window ended
+			l[4], l[5], l[6] = t / l[2], 0, t
+		end
+		l[5] = l[5] + c
 		return
 	end
 	local i = math.floor(t / l[2])
@@ -250,6 +271,14 @@ local function xsettle(l, d)
 		xlogSet(l, ng)
 		return
 	end
+	if l[1] == 4 then
+		if d > 0 then
+			xtake(l, now, d) -- a use: past the window's end, it starts one
+		elseif now < l[6] + l[2] then
+			l[5] = math.max(l[5] + d, 0)
+		end
+		return
+	end
 	if d > 0 then
 		xtake(l, now, d)
 	elseif math.floor(now / l[2]) == l[4] then
@@ -259,7 +288,8 @@ end
 -- mwait: a wait on a key with further limits. ARGV[11] their
 -- configuration, "version|spec": spec is a limit each, comma-separated,
 -- "b:interval µs/burst" a bucket, "f:length µs/count" a fixed window,
--- "s:…" a sliding one, "l:…" a sliding log; ARGV[12…] the wait's cost in each. A state
+-- "s:…" a sliding one, "l:…" a sliding log, "u:…" a fixed window
+-- aligned to first use; ARGV[12…] the wait's cost in each. A state
 -- written with another spec is refused (THROTTLE_LIMITS and the state's
 -- "version|spec"), unless the version is higher: then it replaces it,
 -- each limit keeping its state if of the same kind (a change in their
@@ -271,7 +301,7 @@ if op == 'mwait' or op == 'mtry' or op == 'msettle' then
 		return redis.error_reply('THROTTLE_LIMITS ' .. (M.ver or 0) .. '|' .. tostring(M.spec))
 	end
 	local lim = {}
-	for kind, p1, p2 in string.gmatch(spec, '([bfsl]):([^/,]+)/([^/,]+)') do
+	for kind, p1, p2 in string.gmatch(spec, '([bfslu]):([^/,]+)/([^/,]+)') do
 		p1, p2 = tonumber(p1), tonumber(p2)
 		if kind == 'b' then
 			table.insert(lim, {0, p1, p1 * p2, NONE, 0, 0})
@@ -279,6 +309,8 @@ if op == 'mwait' or op == 'mtry' or op == 'msettle' then
 			table.insert(lim, {1, p1, p2, NONE, 0, 0})
 		elseif kind == 'l' then
 			table.insert(lim, {3, p1, {p2}, NONE, 0, 0})
+		elseif kind == 'u' then
+			table.insert(lim, {4, p1, p2, NONE, 0, NONE})
 		else
 			table.insert(lim, {2, p1, p2, NONE, 0, 0})
 		end
