@@ -56,7 +56,8 @@ type UnitLimit struct {
 // earliest time t, no earlier than its other limits' turns, at which the
 // units gone in (t − Per, t] and its cost are at most Count. The key
 // keeps the time of every unit's turn still inside the last Per (one
-// entry a turn, at most Count of them), so Count may be at most
+// entry a turn, at most Count of them, and one a settle that charged
+// more in the last Per: see [CostSettler]), so Count may be at most
 // [MaxLogCount]: a larger one is an error on every wait (use Sliding).
 // Log and Sliding together are an error too.
 //
