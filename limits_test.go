@@ -357,3 +357,31 @@ func TestLimitsFirstUse(t *testing.T) {
 		}
 	})
 }
+
+// TestLimitsLogBounded checks that a sliding log keeps no more than
+// Count entries: 100 waits of a unit, paced at one each 40 ms (an entry
+// each), through a log of 5 per 200 ms (4 s in the bubble), the log's
+// length checked after each: 5 once full, the oldest leaving as the
+// next joins.
+func TestLimitsLogBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &Limiter{Limit: 25, Burst: 1, Limits: []UnitLimit{{Unit: "requests", Window: Window{Count: 5, Per: 200 * time.Millisecond, Log: true}}}}
+		w := l.For("k").(CostWaiter)
+		b := l.bucket("k")
+		start := time.Now()
+		for i := range 100 {
+			if err := w.WaitCost(t.Context(), Cost{Units: []UnitCost{{"requests", 1}}}); err != nil {
+				t.Fatal(err)
+			}
+			b.mu.Lock()
+			n := len(b.s.x.lim[0].log)
+			b.mu.Unlock()
+			if want := min(i+1, 5); n != want {
+				t.Fatalf("after wait %d the log holds %d entries; want %d", i, n, want)
+			}
+		}
+		if d := time.Since(start); d != 99*40*time.Millisecond {
+			t.Errorf("100 waits took %v; want %v", d, 99*40*time.Millisecond)
+		}
+	})
+}

@@ -225,3 +225,34 @@ func TestLimitsFirstUseRedis(t *testing.T) {
 	time.Sleep(1300 * time.Millisecond) // 1.5 s from the first: past its window
 	window("after a quiet spell")
 }
+
+// TestLimitsLogRedisBounded checks that a sliding log in Redis keeps no
+// more than Count entries: 30 waits of a unit through a log of 5 per
+// 200 ms (1.2 s), then the log in the key's hash (the first limit's
+// count slot, {count, time, units, …}) is read back by a script.
+func TestLimitsLogRedisBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real clock: 1.2 s")
+	}
+	_, c := startRedis(t)
+	q := New(c, "limits-log-bounded", 1e9, 1e6)
+	q.Limits = []throttle.UnitLimit{{Unit: "requests", Window: throttle.Window{Count: 5, Per: 200 * time.Millisecond, Log: true}}}
+	q.Timeout = time.Second
+	defer q.Close()
+	w := q.For("k").(throttle.CostWaiter)
+	for range 30 {
+		if err := w.WaitCost(t.Context(), throttle.Cost{Units: []throttle.UnitCost{{Unit: "requests", N: 1}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// x: a[27] is the limits' state, flat: k, floor, ver, spec, then
+	// the first limit's six slots, its third the log.
+	n, err := c.Eval(t.Context(), `local a = cmsgpack.unpack(redis.call('HGET', KEYS[1], 'x'))
+		return #a[27][7]`, []string{redisKey("", "limits-log-bounded", "k")}).Int()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entries := (n - 1) / 2; entries < 1 || entries > 5 {
+		t.Errorf("the log in Redis holds %d entries after 30 waits; want 1 to 5 (Count)", entries)
+	}
+}
