@@ -3,6 +3,7 @@ package distributed
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -254,5 +255,32 @@ func TestLimitsLogRedisBounded(t *testing.T) {
 	}
 	if entries := (n - 1) / 2; entries < 1 || entries > 5 {
 		t.Errorf("the log in Redis holds %d entries after 30 waits; want 1 to 5 (Count)", entries)
+	}
+}
+
+// TestLimitsLogVersion checks that a sliding log's times carry over when
+// a higher Version changes its count: 3 of 3 spent, then under a count
+// of 4 one more goes and the next is refused (the 3 still count).
+func TestLimitsLogVersion(t *testing.T) {
+	_, c := startRedis(t)
+	mk := func(count, version int) throttle.CostTrier {
+		q := New(c, "limits-log-version", 1e9, 1e6)
+		q.Limits = []throttle.UnitLimit{{Unit: "requests", Window: throttle.Window{Count: count, Per: time.Minute, Log: true}}}
+		q.Version = version
+		t.Cleanup(func() { q.Close() })
+		return q.For("k").(throttle.CostTrier)
+	}
+	one := throttle.Cost{Units: []throttle.UnitCost{{Unit: "requests", N: 1}}}
+	old, raised := mk(3, 0), mk(4, 1)
+	var got []bool
+	for _, w := range []throttle.CostTrier{old, old, old, old, raised, raised} {
+		ok, _, err := w.TryCost(t.Context(), one)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ok)
+	}
+	if want := []bool{true, true, true, false, true, false}; !slices.Equal(got, want) {
+		t.Errorf("tries went %v; want %v", got, want)
 	}
 }
