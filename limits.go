@@ -48,11 +48,38 @@ type UnitLimit struct {
 // bucket of burst q refilling q per w lets nearly 2q through in the
 // first w; a window of q per w lets q. Per ≤ 0 is no window; Count < 1
 // with a Per is an error on every wait.
+//
+// If Log, the window is an exact sliding log, as servers that keep each
+// request's time count: at most Count units in ANY interval of length
+// Per, whatever its phase (a fixed window lets 2·Count through across a
+// boundary, the sliding window counter estimates). A wait's turn is the
+// earliest time t, no earlier than its other limits' turns, at which the
+// units gone in (t − Per, t] and its cost are at most Count. The key
+// keeps the time of every unit's turn still inside the last Per (one
+// entry a turn, at most Count of them, and one a settle that charged
+// more in the last Per: see [CostSettler]), so Count may be at most
+// [MaxLogCount]: a larger one is an error on every wait (use Sliding).
+// Log and Sliding together are an error too.
+//
+// If FirstUse, the fixed windows are aligned to the key's first use
+// instead of the epoch, as servers count "100 a minute from your first
+// request": a window starts at the first units that go once the one
+// before ended (the key's first, or the first after a quiet spell), and
+// counts Count units until Per after its start; a wait that does not fit
+// goes when it ends, starting the next. The start is kept in the key's
+// state (in Redis too, for a distributed.Quota). FirstUse with Sliding
+// or Log is an error.
 type Window struct {
-	Count   int
-	Per     time.Duration
-	Sliding bool
+	Count    int
+	Per      time.Duration
+	Sliding  bool
+	Log      bool
+	FirstUse bool
 }
+
+// MaxLogCount is the largest Count of a [Window] with Log: a sliding log
+// keeps up to Count times per key (16 bytes each, in Redis too).
+const MaxLogCount = 1000
 
 // Cost is what one wait spends: N units of the key's first limit (Limit
 // and Burst, the unit WaitN counts) and, per unit, units of its further
@@ -148,6 +175,12 @@ func (l *Limiter) xlimits(limits []UnitLimit) ([]xlimit, []string, error) {
 			return nil, nil, fmt.Errorf("throttle: Limits[%d] (%q) has limit %v, burst %d: %w", i, u.Unit, r.Limit, r.Burst, ErrInvalidLimit)
 		case w.Per > 0 && w.Count < 1:
 			return nil, nil, fmt.Errorf("throttle: Limits[%d] (%q) has a window of %d per %v: %w", i, u.Unit, w.Count, w.Per, ErrInvalidLimit)
+		case w.Per > 0 && w.Log && w.Sliding:
+			return nil, nil, fmt.Errorf("throttle: Limits[%d] (%q) has a window both Sliding and Log (a sliding log): choose one: %w", i, u.Unit, ErrInvalidLimit)
+		case w.Per > 0 && w.FirstUse && (w.Sliding || w.Log):
+			return nil, nil, fmt.Errorf("throttle: Limits[%d] (%q) has a window aligned to first use that is Sliding or a Log: FirstUse is for fixed windows: %w", i, u.Unit, ErrInvalidLimit)
+		case w.Per > 0 && w.Log && w.Count > MaxLogCount:
+			return nil, nil, fmt.Errorf("throttle: Limits[%d] (%q) has a sliding log of %d per %v, more than MaxLogCount (%d) times a key keeps: use Sliding (the sliding window counter) for counts this large: %w", i, u.Unit, w.Count, w.Per, MaxLogCount, ErrInvalidLimit)
 		}
 		if r.Limit != rate.Inf && (r.Limit != 0 || r.Burst != 0) {
 			b := xlimit{kind: xBucket, burst: float64(max(r.Burst, 1))}
@@ -157,8 +190,13 @@ func (l *Limiter) xlimits(limits []UnitLimit) ([]xlimit, []string, error) {
 		}
 		if w.Per > 0 {
 			x := xlimit{kind: xFixed, w: float64(w.Per), q: float64(w.Count)}
-			if w.Sliding {
+			switch {
+			case w.Sliding:
 				x.kind = xSliding
+			case w.Log:
+				x.kind = xLog
+			case w.FirstUse:
+				x.kind, x.start = xFirst, math.Inf(-1)
 			}
 			// Aligned to the Unix epoch: schedule times count from l.epoch.
 			x.off = float64(l.epoch.UnixNano() % int64(w.Per))

@@ -58,3 +58,24 @@ func BenchmarkLimitsRatio(b *testing.B) {
 	}
 	b.ReportMetric(float64(t2)/float64(t1), "two/one")
 }
+
+// BenchmarkLimitsLogTry is a try on a full sliding log of MaxLogCount
+// entries (an hour long): refused after reading the whole log, its worst
+// case, against BenchmarkLimitsWait's uncontended wait.
+func BenchmarkLimitsLogTry(b *testing.B) {
+	l := &Limiter{Limits: []UnitLimit{{Unit: "requests", Window: Window{Count: MaxLogCount, Per: time.Hour, Log: true}}}}
+	ctx := context.Background()
+	one := Cost{Units: []UnitCost{{Unit: "requests", N: 1}}}
+	w := l.For("api.example.com").(CostTrier)
+	for range MaxLogCount {
+		if ok, _, err := w.TryCost(ctx, one); !ok || err != nil {
+			b.Fatal(ok, err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if ok, _, err := w.TryCost(ctx, one); ok || err != nil {
+			b.Fatal(ok, err)
+		}
+	}
+}

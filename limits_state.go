@@ -45,6 +45,13 @@ func (s *schedule) xview(now float64, c pacing, st *State, units []string, ls *[
 		case l.kind == xFixed:
 			_, cur := l.counts(math.Floor((now + l.off) / l.w))
 			v.Remaining = l.q - cur
+		case l.kind == xFirst:
+			v.Remaining = l.q
+			if now < l.start+l.w {
+				v.Remaining = l.q - l.cur
+			}
+		case l.kind == xLog:
+			v.Remaining = l.q - l.logUnits(now)
 		case l.kind == xSliding:
 			i := math.Floor((now + l.off) / l.w)
 			prev, cur := l.counts(i)

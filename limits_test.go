@@ -76,6 +76,65 @@ func TestLimitsTurns(t *testing.T) {
 			want:  []time.Duration{0, 1250 * time.Millisecond, 1500 * time.Millisecond},
 		},
 		{
+			// A sliding log of 3 per second, from 500 ms (a pause): 3 at
+			// 500 ms, then 3 more once those left (1.5 s; a fixed window
+			// would let them at 1 s, 6 in the second from 500 ms), then 1
+			// once those left too.
+			name:  "sliding log",
+			l:     &Limiter{Limits: []UnitLimit{{Unit: "requests", Window: Window{Count: 3, Per: time.Second, Log: true}}}},
+			pause: 500 * time.Millisecond,
+			costs: []Cost{req(3), req(3), req(1)},
+			want:  []time.Duration{500 * time.Millisecond, 1500 * time.Millisecond, 2500 * time.Millisecond},
+		},
+		{
+			// A sliding log of 3 per second paced at 4 a second: 1 at 0,
+			// 2 at 250 ms, then 1 once the unit at 0 left (1 s), then 2
+			// once the 2 at 250 ms left (1.25 s), each turn the time the
+			// newest entry that must leave leaves.
+			name:  "sliding log paced",
+			l:     &Limiter{Limit: 4, Burst: 1, Limits: []UnitLimit{{Unit: "requests", Window: Window{Count: 3, Per: time.Second, Log: true}}}},
+			costs: []Cost{req(1), req(2), req(1), req(2)},
+			want:  []time.Duration{0, 250 * time.Millisecond, time.Second, 1250 * time.Millisecond},
+		},
+		{
+			// A window of 3 per second from first use, from 500 ms (a
+			// pause): 3 at 500 ms, then the next window opens at 1.5 s
+			// (an epoch-aligned one would at 1 s), and takes 1 + 2; the
+			// next at 2.5 s.
+			name:  "window from first use",
+			l:     &Limiter{Limits: []UnitLimit{{Unit: "requests", Window: Window{Count: 3, Per: time.Second, FirstUse: true}}}},
+			pause: 500 * time.Millisecond,
+			costs: []Cost{req(3), req(1), req(2), req(1)},
+			want:  []time.Duration{500 * time.Millisecond, 1500 * time.Millisecond, 1500 * time.Millisecond, 2500 * time.Millisecond},
+		},
+		{
+			name:   "window from first use and Sliding",
+			l:      &Limiter{Limits: []UnitLimit{{Unit: "requests", Window: Window{Count: 3, Per: time.Second, FirstUse: true, Sliding: true}}}},
+			costs:  []Cost{req(1)},
+			want:   []time.Duration{0},
+			errors: []error{ErrInvalidLimit},
+		},
+		{
+			name:   "sliding log above MaxLogCount",
+			l:      &Limiter{Limits: []UnitLimit{{Unit: "requests", Window: Window{Count: MaxLogCount + 1, Per: time.Second, Log: true}}}},
+			costs:  []Cost{req(1)},
+			want:   []time.Duration{0},
+			errors: []error{ErrInvalidLimit},
+		},
+		{
+			name:   "sliding log and Sliding",
+			l:      &Limiter{Limits: []UnitLimit{{Unit: "requests", Window: Window{Count: 3, Per: time.Second, Log: true, Sliding: true}}}},
+			costs:  []Cost{req(1)},
+			want:   []time.Duration{0},
+			errors: []error{ErrInvalidLimit},
+		},
+		{
+			name:  "sliding log at MaxLogCount",
+			l:     &Limiter{Limits: []UnitLimit{{Unit: "requests", Window: Window{Count: MaxLogCount, Per: time.Second, Log: true}}}},
+			costs: []Cost{req(MaxLogCount), req(1)},
+			want:  []time.Duration{0, time.Second},
+		},
+		{
 			// A bucket and a window in one unit: each takes the cost.
 			name:  "bucket and window",
 			l:     &Limiter{Limits: []UnitLimit{{Unit: "requests", Rate: Rate{Limit: 10, Burst: 2}, Window: Window{Count: 3, Per: time.Second}}}},
@@ -269,6 +328,60 @@ func TestLimitsOverrides(t *testing.T) {
 			if err := l.For(tt.key).(CostWaiter).WaitCost(t.Context(), tok); !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
 				t.Errorf("%q: WaitCost(50 tokens) = %v; want %v", tt.key, err, tt.want)
 			}
+		}
+	})
+}
+
+// TestLimitsFirstUse checks that a window aligned to first use starts
+// at the first units that go once the one before ended, not at the end
+// of the one before: 3 per second, 3 at 0, 3 at 1.7 s (a quiet spell),
+// the next at 2.7 s (an epoch-aligned window would let it at 2 s).
+func TestLimitsFirstUse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &Limiter{Limits: []UnitLimit{{Unit: "requests", Window: Window{Count: 3, Per: time.Second, FirstUse: true}}}}
+		w := l.For("k").(CostWaiter)
+		req := func(n int) Cost { return Cost{Units: []UnitCost{{"requests", n}}} }
+		start := time.Now()
+		for i, step := range []struct {
+			sleep time.Duration
+			n     int
+			want  time.Duration
+		}{{0, 3, 0}, {1700 * time.Millisecond, 3, 1700 * time.Millisecond}, {0, 1, 2700 * time.Millisecond}} {
+			time.Sleep(step.sleep)
+			if err := w.WaitCost(t.Context(), req(step.n)); err != nil || time.Since(start) != step.want {
+				t.Errorf("wait %d of %d: %v at %v; want nil at %v", i, step.n, err, time.Since(start), step.want)
+			}
+		}
+		if got := l.LimitStates("k"); len(got) != 1 || got[0].Remaining != 2 {
+			t.Errorf("LimitStates = %+v; want 2 remaining in the window from 2.7 s", got)
+		}
+	})
+}
+
+// TestLimitsLogBounded checks that a sliding log keeps no more than
+// Count entries: 100 waits of a unit, paced at one each 40 ms (an entry
+// each), through a log of 5 per 200 ms (4 s in the bubble), the log's
+// length checked after each: 5 once full, the oldest leaving as the
+// next joins.
+func TestLimitsLogBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &Limiter{Limit: 25, Burst: 1, Limits: []UnitLimit{{Unit: "requests", Window: Window{Count: 5, Per: 200 * time.Millisecond, Log: true}}}}
+		w := l.For("k").(CostWaiter)
+		b := l.bucket("k")
+		start := time.Now()
+		for i := range 100 {
+			if err := w.WaitCost(t.Context(), Cost{Units: []UnitCost{{"requests", 1}}}); err != nil {
+				t.Fatal(err)
+			}
+			b.mu.Lock()
+			n := len(b.s.x.lim[0].log)
+			b.mu.Unlock()
+			if want := min(i+1, 5); n != want {
+				t.Fatalf("after wait %d the log holds %d entries; want %d", i, n, want)
+			}
+		}
+		if d := time.Since(start); d != 99*40*time.Millisecond {
+			t.Errorf("100 waits took %v; want %v", d, 99*40*time.Millisecond)
 		}
 	})
 }

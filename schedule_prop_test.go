@@ -91,6 +91,41 @@ var propSuites = []struct {
 	{"limits/settles/10per_s/burst3+fixed", propWindow(10, 3, false), schedtest.Options{Deadlines: true, Cancels: true, Settles: true}},
 	{"limits/settles/all/10per_s/burst2+tokens+bytes", propTokensBytes(10, 2), propAllSettles},
 	{"limits/settles/all/10per_s/burst3+sliding", propWindow(10, 3, true), propAllSettles},
+	// Exact sliding logs (Window.Log): at most q in every interval of
+	// length w, over the admitted times.
+	{"limits/waits/10per_s/burst2+log", propLog(propWindow(10, 2, false)), schedtest.Options{Deadlines: true, Cancels: true}},
+	{"limits/waits/nolimit+tokens+log", propLog(propWindowTokens(false)), schedtest.Options{Deadlines: true, Cancels: true, Ops: 30}},
+	{"limits/all/10per_s/burst3+log", propLog(propWindow(10, 3, false)), propAll},
+	{"limits/all/nolimit+tokens+log", propLog(propWindowTokens(false)), propAll},
+	{"limits/settles/10per_s/burst3+log", propLog(propWindow(10, 3, false)), schedtest.Options{Deadlines: true, Cancels: true, Settles: true}},
+	{"limits/settles/all/nolimit+tokens+log", propLog(propWindowTokens(false)), propAllSettles},
+	// Fixed windows aligned to first use (Window.FirstUse).
+	{"limits/waits/10per_s/burst2+first", propFirst(propWindow(10, 2, false)), schedtest.Options{Deadlines: true, Cancels: true}},
+	{"limits/waits/nolimit+tokens+first", propFirst(propWindowTokens(false)), schedtest.Options{Deadlines: true, Cancels: true, Ops: 30}},
+	{"limits/all/10per_s/burst3+first", propFirst(propWindow(10, 3, false)), propAll},
+	{"limits/all/nolimit+tokens+first", propFirst(propWindowTokens(false)), propAll},
+	{"limits/settles/10per_s/burst3+first", propFirst(propWindow(10, 3, false)), schedtest.Options{Deadlines: true, Cancels: true, Settles: true}},
+	{"limits/settles/all/nolimit+tokens+first", propFirst(propWindowTokens(false)), propAllSettles},
+}
+
+// propFirst aligns c's windows to first use.
+func propFirst(c schedtest.Config) schedtest.Config {
+	for i := range c.Extra {
+		if c.Extra[i].Window > 0 {
+			c.Extra[i].FirstUse = true
+		}
+	}
+	return c
+}
+
+// propLog makes c's windows sliding logs.
+func propLog(c schedtest.Config) schedtest.Config {
+	for i := range c.Extra {
+		if c.Extra[i].Window > 0 {
+			c.Extra[i].Log = true
+		}
+	}
+	return c
 }
 
 // propWindow is a Config of limit/s, burst, and a window of 8 tokens per

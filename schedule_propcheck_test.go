@@ -118,6 +118,14 @@ func TestPropCheckerCatches(t *testing.T) {
 					(&throttle.Limiter{Limit: rate.Limit(x.Limit), Burst: x.Burst}).For("k"),
 				}
 			}, "refund"},
+		// A fixed window (epoch-aligned) where the server keeps a sliding
+		// log lets up to twice the count through across a boundary; one
+		// where the server counts from first use goes over in the
+		// server's windows.
+		{"a fixed window for a sliding log", propLog(propWindow(10, 2, false)), waits,
+			func(c schedtest.Config) throttle.Waiter { return propAsFixed(c) }, "never over"},
+		{"an epoch window for a window from first use", propFirst(propWindow(10, 2, false)), waits,
+			func(c schedtest.Config) throttle.Waiter { return propAsFixed(c) }, "never over"},
 		// x/time/rate: a cancelled reservation's tokens are not all given
 		// back when others follow (golang/go#56924), and its deadline
 		// error is not context.DeadlineExceeded.
@@ -145,4 +153,14 @@ func TestPropCheckerCatches(t *testing.T) {
 			t.Errorf("200 sequences found %v; want a %q violation", found, tt.want)
 		})
 	}
+}
+
+// propAsFixed is a Limiter of c whose windows are fixed and aligned to
+// the epoch, whatever c says.
+func propAsFixed(c schedtest.Config) throttle.Waiter {
+	l := &throttle.Limiter{Limit: rate.Limit(c.Limit), Burst: c.Burst, Limits: c.Limits()}
+	for i := range l.Limits {
+		l.Limits[i].Window.Log, l.Limits[i].Window.FirstUse = false, false
+	}
+	return l.For("k")
 }

@@ -3,7 +3,7 @@ package throttle
 import "math"
 
 // One further limit of a key (schedule_limits.go) and its rule: when it
-// lets c units go, and what their going leaves. Three kinds:
+// lets c units go, and what their going leaves. Five kinds:
 //
 //   - a token bucket (GCRA): c units may go at t ≥ tat + c·interval − τ,
 //     and leave tat = max(tat, t) + c·interval;
@@ -11,10 +11,22 @@ import "math"
 //     servers count "100 a minute"): c units may go in a window while the
 //     units gone in it and c are at most q, else at the next window's
 //     start;
+//   - a fixed window of q per w aligned to first use (as servers count
+//     "100 a minute from your first request"): a window starts at the
+//     first units that go once the one before ended (start, its count
+//     cur); c units may go at t while t < start + w and cur + c ≤ q, or
+//     from start + w (they then start the next window);
 //   - a sliding window counter of q per w (as servers estimate it): c
 //     units may go at t while prev·(1 − f) + cur + c ≤ q, cur the units
 //     gone in t's window, prev those of the window before, f how far t
-//     is into its window; the earliest such t solves for f.
+//     is into its window; the earliest such t solves for f;
+//   - a sliding log of q per w (exact): c units may go at t while the
+//     units gone in (t − w, t] and c are at most q; it keeps the times
+//     units went at (log, one entry a time, oldest first) while they are
+//     inside the last w, at most q entries but for settled charges
+//     (schedule_xsettle.go), since every entry holds a unit or more
+//     (MaxLogCount bounds q); the earliest such t is the time the
+//     newest entry that must leave for c to fit leaves (its time + w).
 //
 // Each rule is monotone: units a limit lets go at t it lets go at any
 // later t, so that a ticket's turn, the latest among the limits, is the
@@ -30,12 +42,25 @@ type xlimit struct {
 	// ⌊(t+off)/w⌋ (schedule times count from the Limiter's start).
 	off            float64
 	idx, cur, prev float64 // the last window units went in, and its counts
+	// start: a window aligned to first use starts there (-Inf: none yet),
+	// and counts cur.
+	start float64
+
+	// log: a sliding log's entries, oldest first. Copied with the limit
+	// (the walk's scratch, due, save): never written in place, a take or a
+	// settle makes a new slice.
+	log []logEntry
 }
+
+// logEntry is c units gone at t, in a sliding log.
+type logEntry struct{ t, c float64 }
 
 const (
 	xBucket = iota
 	xFixed
 	xSliding
+	xLog
+	xFirst
 )
 
 // limits reports whether the limit counts anything (a bucket without a
@@ -59,6 +84,16 @@ func (l *xlimit) earliest(t, c float64) float64 {
 	if l.kind == xBucket {
 		if l.interval > 0 {
 			t = max(t, l.tat+c*l.interval-l.tau)
+		}
+		return t
+	}
+	switch l.kind {
+	case xLog:
+		return l.logEarliest(t, c)
+	case xFirst:
+		// FIFO: no unit goes before the window's start.
+		if t = max(t, l.start); t < l.start+l.w && l.cur+c > l.q {
+			return l.start + l.w
 		}
 		return t
 	}
@@ -89,6 +124,17 @@ func (l *xlimit) take(t, c float64) {
 		}
 		return
 	}
+	switch l.kind {
+	case xLog:
+		l.logTake(t, c)
+		return
+	case xFirst:
+		if t = max(t, l.start); t >= l.start+l.w { // the first use since
+			l.start, l.cur = t, 0
+		}
+		l.cur += c
+		return
+	}
 	if i := math.Floor((t + l.off) / l.w); i > l.idx {
 		l.prev, l.cur = l.counts(i)
 		l.idx = i
@@ -102,5 +148,67 @@ func (l *xlimit) full(now float64) bool {
 	if l.kind == xBucket {
 		return l.tat <= now
 	}
+	switch l.kind {
+	case xLog:
+		return len(l.log) == 0 || l.log[len(l.log)-1].t+l.w <= now
+	case xFirst:
+		return now >= l.start+l.w || l.cur == 0
+	}
 	return math.Floor((now+l.off)/l.w) > l.idx+1 || l.cur+l.prev == 0
+}
+
+// logEarliest is earliest for a sliding log: from the newest entry back,
+// the first at which the units counted pass q − c must leave the window
+// (at its time + w); FIFO: no unit goes before the newest entry's.
+func (l *xlimit) logEarliest(t, c float64) float64 {
+	n := len(l.log)
+	if n == 0 {
+		return t
+	}
+	t = max(t, l.log[n-1].t)
+	sum := 0.0
+	for i := n - 1; i >= 0; i-- {
+		e := l.log[i]
+		if e.t+l.w <= t { // out of (t − w, t], and every older one
+			break
+		}
+		if sum += e.c; sum+c > l.q {
+			return e.t + l.w
+		}
+	}
+	return t
+}
+
+// logTake is take for a sliding log: the entries out of the window at t
+// leave, c units join at t (no earlier than the newest entry), in a new
+// slice.
+func (l *xlimit) logTake(t, c float64) {
+	i := 0
+	for i < len(l.log) && l.log[i].t+l.w <= t {
+		i++
+	}
+	old := l.log[i:]
+	n := len(old)
+	if n > 0 {
+		t = max(t, old[n-1].t)
+	}
+	log := make([]logEntry, n, n+1)
+	copy(log, old)
+	if n > 0 && log[n-1].t == t {
+		log[n-1].c += c
+	} else {
+		log = append(log, logEntry{t, c})
+	}
+	l.log = log
+}
+
+// logUnits returns the units a sliding log counts in (now − w, now].
+func (l *xlimit) logUnits(now float64) float64 {
+	sum := 0.0
+	for _, e := range l.log {
+		if e.t+l.w > now {
+			sum += e.c
+		}
+	}
+	return sum
 }

@@ -18,7 +18,16 @@ import "math"
 //     and only if units went in now's window (if the last went in an
 //     earlier window, that window is over or counts as the one before,
 //     whose units a give-back does not refill, as the schedule's server
-//     window is not refilled: the units may have gone in it).
+//     window is not refilled: the units may have gone in it); a window
+//     aligned to first use likewise, in its current window, a charge
+//     after its end starting the next (it is a use);
+//   - a sliding log: a charge is d units gone at now (the log may then
+//     count more than q: the waits behind go once enough have left); a
+//     give-back takes up to −d units off the newest entries still inside
+//     (now − w, now]. Taking them off the newest, not the wait's own
+//     (the log keeps no receipt), frees no interval that does not hold
+//     now: any later turn's interval that holds a unit taken off holds
+//     now too, so a give-back counts as −d units at now, as a window's.
 //
 // Queued tickets are not in the limits' state (their units are taken in
 // the walk, at their turns), so amending the state moves every queued
@@ -30,6 +39,36 @@ func (l *xlimit) settle(now, d float64) {
 	if l.kind == xBucket {
 		if l.interval > 0 {
 			l.tat = max(max(l.tat, now)+d*l.interval, now)
+		}
+		return
+	}
+	if l.kind == xLog {
+		if d > 0 {
+			l.logTake(now, d)
+			return
+		}
+		log := append([]logEntry(nil), l.log...)
+		for j := len(log) - 1; j >= 0 && d < 0 && log[j].t+l.w > now; j-- {
+			g := min(log[j].c, -d)
+			log[j].c -= g
+			d += g
+		}
+		k := 0 // drop the entries left empty
+		for _, e := range log {
+			if e.c > 0 {
+				log[k] = e
+				k++
+			}
+		}
+		l.log = log[:k]
+		return
+	}
+	if l.kind == xFirst {
+		switch {
+		case d > 0:
+			l.take(now, d) // a use: past the window's end, it starts one
+		case now < l.start+l.w:
+			l.cur = max(l.cur+d, 0)
 		}
 		return
 	}

@@ -16,7 +16,12 @@ import (
 // counts in the window the settle falls in, and a give-back comes off
 // that window's count, never below zero, and only if units went in it
 // (units given back after their window ended are lost, as a bucket's
-// past its burst are). N is settled as Settler's Settle(spent.N,
+// past its burst are; a window from first use counts them in its
+// current window, and a charge after it ended starts the next); on a
+// sliding log a charge is units gone at the settle, and a give-back
+// comes off the newest units still inside the last Per (the log keeps
+// no receipt of whose they were; an interval a later wait counts that
+// held them holds the settle too). N is settled as Settler's Settle(spent.N,
 // actual.N), N 0 being 1 as in a wait; Retry is ignored. A unit actual
 // does not name is left as spent (settle the tokens alone, and a request
 // stays a request).

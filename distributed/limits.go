@@ -27,7 +27,8 @@ import (
 type xconf struct {
 	// spec: "Version|" then a limit each, comma-separated: "b:interval
 	// µs/burst" a bucket, "f:length µs/count" a fixed window, "s:…" a
-	// sliding one.
+	// sliding one, "l:…" a sliding log, "u:…" a fixed window aligned to
+	// first use.
 	spec  string
 	units []string  // their units (a unit may have several limits)
 	most  []float64 // the largest cost of each; +Inf: no limit
@@ -54,6 +55,13 @@ func (q *Quota) xconfig() *xconf {
 				x.err = fmt.Errorf("%w: Limits[%d] (%q) of quota %q has limit %v, burst %d", throttle.ErrInvalidLimit, i, u.Unit, q.name, r.Limit, r.Burst)
 			case w.Per > 0 && w.Count < 1:
 				x.err = fmt.Errorf("%w: Limits[%d] (%q) of quota %q has a window of %d per %v", throttle.ErrInvalidLimit, i, u.Unit, q.name, w.Count, w.Per)
+			case w.Per > 0 && w.Log && w.Sliding:
+				x.err = fmt.Errorf("%w: Limits[%d] (%q) of quota %q has a window both Sliding and Log (a sliding log): choose one", throttle.ErrInvalidLimit, i, u.Unit, q.name)
+			case w.Per > 0 && w.FirstUse && (w.Sliding || w.Log):
+				x.err = fmt.Errorf("%w: Limits[%d] (%q) of quota %q has a window aligned to first use that is Sliding or a Log: FirstUse is for fixed windows", throttle.ErrInvalidLimit, i, u.Unit, q.name)
+			case w.Per > 0 && w.Log && w.Count > throttle.MaxLogCount:
+				x.err = fmt.Errorf("%w: Limits[%d] (%q) of quota %q has a sliding log of %d per %v, more than MaxLogCount (%d) times a key keeps: use Sliding (the sliding window counter) for counts this large",
+					throttle.ErrInvalidLimit, i, u.Unit, q.name, w.Count, w.Per, throttle.MaxLogCount)
 			}
 			if r.Limit != rate.Inf && (r.Limit != 0 || r.Burst != 0) {
 				// Limit 0 with a Burst: the bucket never refills (one unit
@@ -64,8 +72,13 @@ func (q *Quota) xconfig() *xconf {
 			}
 			if w.Per > 0 {
 				kind := "f:"
-				if w.Sliding {
+				switch {
+				case w.Sliding:
 					kind = "s:"
+				case w.Log:
+					kind = "l:"
+				case w.FirstUse:
+					kind = "u:"
 				}
 				add(u.Unit, kind+strconv.FormatInt(w.Per.Microseconds(), 10)+"/"+strconv.Itoa(w.Count), float64(w.Count))
 			}

@@ -56,3 +56,50 @@ func BenchmarkLimitsWaitRatio(b *testing.B) {
 	b.ReportMetric(float64(t2)/float64(anchor), "two/evalsha")
 	b.ReportMetric(float64(t2)/float64(t1), "two/one")
 }
+
+// BenchmarkLimitsLogTry measures a sliding log at its largest: a try on
+// a log of MaxLogCount entries (one a wait, an hour long, full: the try
+// is refused after reading the whole log), against the same try on a
+// full fixed window of the same count (one entry's worth of state).
+func BenchmarkLimitsLogTry(b *testing.B) {
+	_, c := startRedis(b)
+	ctx := context.Background()
+	n := throttle.MaxLogCount
+	mk := func(name string, w throttle.Window) *Quota {
+		q := New(c, name, rate.Limit(1e9), 1e6)
+		q.Limits = []throttle.UnitLimit{{Unit: "requests", Window: w}}
+		return q
+	}
+	log := mk("bench-log", throttle.Window{Count: n, Per: time.Hour, Log: true})
+	fixed := mk("bench-fixed", throttle.Window{Count: n, Per: time.Hour})
+	defer log.Close()
+	defer fixed.Close()
+	one := throttle.Cost{Units: []throttle.UnitCost{{Unit: "requests", N: 1}}}
+	wl, wf := log.For("k").(throttle.CostWaiter), fixed.For("k").(throttle.CostWaiter)
+	for range n { // n entries: one a call, at distinct µs
+		if err := wl.WaitCost(ctx, one); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := wf.WaitCost(ctx, throttle.Cost{Units: []throttle.UnitCost{{Unit: "requests", N: n}}}); err != nil {
+		b.Fatal(err)
+	}
+	tl, tf := wl.(throttle.CostTrier), wf.(throttle.CostTrier)
+	var dl, df time.Duration
+	b.ReportAllocs()
+	for b.Loop() {
+		s := time.Now()
+		if ok, _, err := tl.TryCost(ctx, one); ok || err != nil {
+			b.Fatalf("log: %v, %v; want refused", ok, err)
+		}
+		m := time.Now()
+		if ok, _, err := tf.TryCost(ctx, one); ok || err != nil {
+			b.Fatalf("fixed: %v, %v; want refused", ok, err)
+		}
+		dl += m.Sub(s)
+		df += time.Since(m)
+	}
+	b.ReportMetric(float64(dl)/float64(b.N), "log-ns/try")
+	b.ReportMetric(float64(df)/float64(b.N), "fixed-ns/try")
+	b.ReportMetric(float64(dl)/float64(df), "log/fixed")
+}

@@ -58,6 +58,12 @@ func TestPropRedisLimits(t *testing.T) {
 			{Unit: "requests", Burst: 5, Window: 400 * time.Millisecond, Sliding: sliding},
 		}}
 	}
+	// An exact sliding log of 5 requests per 400 ms beside tokens.
+	logs := windows(false)
+	logs.Extra[1].Log = true
+	// A window of 5 requests per 400 ms aligned to first use.
+	firsts := windows(false)
+	firsts.Extra[1].FirstUse = true
 	suites := []struct {
 		name string
 		cfg  schedtest.Config
@@ -69,9 +75,15 @@ func TestPropRedisLimits(t *testing.T) {
 		{"limits-fixed", windows(false), spaced},
 		{"limits-sliding", windows(true), spaced},
 		{"limits-sliding-all", windows(true), all},
+		{"limits-log", logs, spaced},
+		{"limits-log-all", logs, all},
+		{"limits-first", firsts, spaced},
+		{"limits-first-all", firsts, all},
 		// Costs settled in every unit (op msettle).
 		{"limits-settles", buckets, with(func(o *schedtest.Options) { o.Settles = true })},
 		{"limits-settles-fixed", windows(false), with(func(o *schedtest.Options) { o.Settles = true })},
+		{"limits-settles-log", logs, with(func(o *schedtest.Options) { o.Settles = true })},
+		{"limits-settles-first", firsts, with(func(o *schedtest.Options) { o.Settles = true })},
 		{"limits-settles-all", windows(true), with(func(o *schedtest.Options) {
 			o.Retries, o.Pauses, o.Windows, o.Rejects, o.Reserves, o.Settles = true, true, true, true, true, true
 		})},

@@ -237,9 +237,9 @@ type Quota struct {
 	// not block.
 	OnEvent func(throttle.Event)
 
-	// Limits are further limits of every key, each a token bucket in a
-	// unit of its own beside the quota's bucket (see
-	// [throttle.UnitLimit]), spent all or none by WaitCost on For(key)
+	// Limits are further limits of every key, each a token bucket, a
+	// window or a sliding log in a unit of its own beside the quota's
+	// bucket (see [throttle.UnitLimit]; windows on Redis's clock), spent all or none by WaitCost on For(key)
 	// ([throttle.CostWaiter]); a WaitN spends nothing of them but waits
 	// its turn. Kept in the key's hash; a key with them takes no leased
 	// turns, and FailLocal paces only the quota's bucket. nil means none.

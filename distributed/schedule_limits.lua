@@ -7,7 +7,15 @@
 -- its one bucket. M.lim[L] is a further limit (schedule_xlimit.go):
 -- {0, interval µs, τ, tat} a bucket, {1, length µs, count, window,
 -- units in it, units in the one before} a fixed window, {2, …} a sliding
--- one; M.q[qi] its queued tickets in order, {end, n, cost in each limit};
+-- one, {3, length µs, log, last time / length, units in the log, 0} a
+-- sliding log (log = {count, time, units, time, units, …}, oldest
+-- first: a table in the count's slot, copied with the limit by mwalk
+-- and never written in place; the last two slots as a window's, so that
+-- the write-back keeps the state until the last time + 2 lengths, and
+-- drops it once the log is empty), {4, length µs, count, start / length,
+-- units in the window, start} a fixed window aligned to first use (start
+-- NONE: none yet; kept until start + 2 lengths, as a window's); M.q[qi]
+-- its queued tickets in order, {end, n, cost in each limit};
 -- M.floor, no queued ticket goes before it (see mmoved); M.ver and
 -- M.spec, the configuration that wrote them (see mwait). Kept in x
 -- (a[27]), flat: k, floor, ver, spec, the limits' 6k numbers, then per
@@ -106,7 +114,76 @@ local function xcounts(l, i)
 	end
 	return 0, 0
 end
+-- A sliding log's rule (schedule_xlimit.go's logEarliest, logTake):
+-- the earliest t at which the units gone in (t − w, t] and c are at most
+-- q is the time the newest entry that must leave leaves (its time + w),
+-- no earlier than the newest entry (FIFO); a take drops the entries out
+-- of the window and adds c at t, in a new table.
+local function xlogEarliest(l, t, c)
+	local g, wl = l[3], l[2]
+	local n = #g
+	if n == 1 then
+		return t
+	end
+	t = math.max(t, g[n - 1])
+	local sum = 0
+	for i = n - 1, 2, -2 do
+		if g[i] + wl <= t then -- out of (t − w, t], and every older one
+			break
+		end
+		sum = sum + g[i + 1]
+		if sum + c > g[1] then
+			return g[i] + wl
+		end
+	end
+	return t
+end
+local function xlogSet(l, g)
+	local sum = 0
+	for i = 3, #g, 2 do
+		sum = sum + g[i]
+	end
+	l[3], l[5] = g, sum
+	if #g > 1 then
+		l[4] = g[#g - 1] / l[2]
+	end
+end
+local function xlogTake(l, t, c)
+	local g, wl = l[3], l[2]
+	local n = #g
+	if n > 1 then
+		t = math.max(t, g[n - 1])
+	end
+	local ng = {g[1]}
+	local i = 2
+	while i < n and g[i] + wl <= t do
+		i = i + 2
+	end
+	for j = i, n do
+		ng[#ng + 1] = g[j]
+	end
+	local m = #ng
+	if m > 1 and ng[m - 1] == t then
+		ng[m] = ng[m] + c
+	else
+		ng[m + 1], ng[m + 2] = t, c
+	end
+	xlogSet(l, ng)
+end
+-- A window aligned to first use (schedule_xlimit.go's xFirst): c units
+-- go at t while t is in the window from start and its units and c are
+-- at most q, else at its end; taken past its end, they start the next.
 local function xearliest(l, t, c)
+	if l[1] == 3 then
+		return xlogEarliest(l, t, c)
+	end
+	if l[1] == 4 then
+		t = math.max(t, l[6])
+		if t < l[6] + l[2] and l[5] + c > l[3] then
+			return l[6] + l[2]
+		end
+		return t
+	end
 	if l[1] == 0 then
 		if l[2] > 0 then
 			t = math.max(t, l[4] + c * l[2] - l[3])
@@ -138,6 +215,18 @@ local function xtake(l, t, c)
 		end
 		return
 	end
+	if l[1] == 3 then
+		xlogTake(l, t, c)
+		return
+	end
+	if l[1] == 4 then
+		t = math.max(t, l[6])
+		if t >= l[6] + l[2] then -- the first use since the window ended
+			l[4], l[5], l[6] = t / l[2], 0, t
+		end
+		l[5] = l[5] + c
+		return
+	end
 	local i = math.floor(t / l[2])
 	if i > l[4] then
 		local prev, cur = xcounts(l, i)
@@ -149,11 +238,44 @@ end
 -- settled cost (schedule_xsettle.go's xlimit.settle): a bucket's tat by
 -- d·I from GCRA's floor, then the floor again; a window's count of now's
 -- window up by a charge, down by a give-back only if units went in it,
--- never below zero.
+-- never below zero; a log's charge d units at now, its give-back up to −d
+-- units off the newest entries inside (now − w, now].
 local function xsettle(l, d)
 	if l[1] == 0 then
 		if l[2] > 0 then
 			l[4] = math.max(math.max(l[4], now) + d * l[2], now)
+		end
+		return
+	end
+	if l[1] == 3 then
+		if d > 0 then
+			xlogTake(l, now, d)
+			return
+		end
+		local g = {}
+		for i, v in ipairs(l[3]) do
+			g[i] = v
+		end
+		local j = #g - 1
+		while j >= 2 and d < 0 and g[j] + l[2] > now do
+			local back = math.min(g[j + 1], -d)
+			g[j + 1], d = g[j + 1] - back, d + back
+			j = j - 2
+		end
+		local ng = {g[1]}
+		for i = 2, #g, 2 do
+			if g[i + 1] > 0 then
+				ng[#ng + 1], ng[#ng + 2] = g[i], g[i + 1]
+			end
+		end
+		xlogSet(l, ng)
+		return
+	end
+	if l[1] == 4 then
+		if d > 0 then
+			xtake(l, now, d) -- a use: past the window's end, it starts one
+		elseif now < l[6] + l[2] then
+			l[5] = math.max(l[5] + d, 0)
 		end
 		return
 	end
@@ -166,7 +288,8 @@ end
 -- mwait: a wait on a key with further limits. ARGV[11] their
 -- configuration, "version|spec": spec is a limit each, comma-separated,
 -- "b:interval µs/burst" a bucket, "f:length µs/count" a fixed window,
--- "s:…" a sliding one; ARGV[12…] the wait's cost in each. A state
+-- "s:…" a sliding one, "l:…" a sliding log, "u:…" a fixed window
+-- aligned to first use; ARGV[12…] the wait's cost in each. A state
 -- written with another spec is refused (THROTTLE_LIMITS and the state's
 -- "version|spec"), unless the version is higher: then it replaces it,
 -- each limit keeping its state if of the same kind (a change in their
@@ -178,12 +301,16 @@ if op == 'mwait' or op == 'mtry' or op == 'msettle' then
 		return redis.error_reply('THROTTLE_LIMITS ' .. (M.ver or 0) .. '|' .. tostring(M.spec))
 	end
 	local lim = {}
-	for kind, p1, p2 in string.gmatch(spec, '([bfs]):([^/,]+)/([^/,]+)') do
+	for kind, p1, p2 in string.gmatch(spec, '([bfslu]):([^/,]+)/([^/,]+)') do
 		p1, p2 = tonumber(p1), tonumber(p2)
 		if kind == 'b' then
 			table.insert(lim, {0, p1, p1 * p2, NONE, 0, 0})
 		elseif kind == 'f' then
 			table.insert(lim, {1, p1, p2, NONE, 0, 0})
+		elseif kind == 'l' then
+			table.insert(lim, {3, p1, {p2}, NONE, 0, 0})
+		elseif kind == 'u' then
+			table.insert(lim, {4, p1, p2, NONE, 0, NONE})
 		else
 			table.insert(lim, {2, p1, p2, NONE, 0, 0})
 		end
@@ -193,6 +320,13 @@ if op == 'mwait' or op == 'mtry' or op == 'msettle' then
 			local o = M.lim[L]
 			if o[1] == l[1] then -- the same kind: its state carries over
 				l[4], l[5], l[6] = o[4], o[5], o[6]
+				if l[1] == 3 then -- a log's times, under the new count
+					local g = {l[3][1]}
+					for i = 2, #o[3] do
+						g[i] = o[3][i]
+					end
+					l[3] = g
+				end
 			end
 		end
 		M.lim, M.ver, M.spec = lim, ver, spec

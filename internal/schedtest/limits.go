@@ -23,6 +23,12 @@ type ExtraLimit struct {
 	// a bucket.
 	Window  time.Duration
 	Sliding bool
+	// Log: the window is an exact sliding log (at most Burst units in any
+	// interval of length Window).
+	Log bool
+	// FirstUse: fixed windows aligned to first use (each starts at the
+	// first units that go once the one before ended).
+	FirstUse bool
 }
 
 func (l ExtraLimit) burst() int { return max(l.Burst, 1) }
@@ -32,7 +38,7 @@ func (c Config) Limits() []throttle.UnitLimit {
 	var u []throttle.UnitLimit
 	for _, l := range c.Extra {
 		if l.Window > 0 {
-			u = append(u, throttle.UnitLimit{Unit: l.Unit, Window: throttle.Window{Count: l.burst(), Per: l.Window, Sliding: l.Sliding}})
+			u = append(u, throttle.UnitLimit{Unit: l.Unit, Window: throttle.Window{Count: l.burst(), Per: l.Window, Sliding: l.Sliding, Log: l.Log, FirstUse: l.FirstUse}})
 			continue
 		}
 		u = append(u, throttle.UnitLimit{Unit: l.Unit, Rate: throttle.Rate{Limit: rate.Limit(l.Limit), Burst: l.Burst}})
@@ -81,6 +87,10 @@ func (c Config) extraString() string {
 	var b strings.Builder
 	for _, l := range c.Extra {
 		switch {
+		case l.Window > 0 && l.FirstUse:
+			fmt.Fprintf(&b, ", %s %d per %v from first use", l.Unit, l.burst(), l.Window)
+		case l.Window > 0 && l.Log:
+			fmt.Fprintf(&b, ", %s %d per %v log", l.Unit, l.burst(), l.Window)
 		case l.Window > 0 && l.Sliding:
 			fmt.Fprintf(&b, ", %s %d per %v sliding", l.Unit, l.burst(), l.Window)
 		case l.Window > 0:
@@ -117,6 +127,14 @@ func (c *checker) units(i, L int) float64 {
 func (c *checker) neverOverExtra() {
 	adm := c.admitted()
 	for L, l := range c.seq.Config.Extra {
+		if l.Window > 0 && l.Log {
+			c.neverOverLog(adm, L, l)
+			continue
+		}
+		if l.Window > 0 && l.FirstUse {
+			c.neverOverFirst(adm, L, l)
+			continue
+		}
 		if l.Window > 0 {
 			c.neverOverWindow(adm, L, l)
 			continue
@@ -167,11 +185,13 @@ func (c *checker) extraWork(queued []int) float64 {
 // (interval, tau, tat), or a window (w, q, off; the window units last
 // went in, and its counts).
 type xbucket struct {
-	interval, tau, tat float64
-	cost               func(i int) float64
-	w, q, off          float64
-	sliding            bool
-	idx, cur, prev     float64
+	interval, tau, tat  float64
+	cost                func(i int) float64
+	w, q, off           float64
+	sliding, log, first bool
+	start               float64 // a window aligned to first use: its start
+	idx, cur, prev      float64
+	times, units        []float64 // a log's: the times units went, and how many
 }
 
 // earliest returns the earliest time from t at which the limit lets n
@@ -179,6 +199,39 @@ type xbucket struct {
 func (b *xbucket) earliest(t, n float64) float64 {
 	if b.w == 0 {
 		return max(t, b.tat+n*b.interval-b.tau)
+	}
+	if b.first {
+		// In the window that started at start, or from its end.
+		if t < b.start+b.w && b.cur+n > b.q {
+			return b.start + b.w
+		}
+		return t
+	}
+	if b.log {
+		// The least t' ≥ t at which the units in (t' − w, t'] and n are
+		// at most q, no earlier than the last units (FIFO): found by
+		// trying t and the time each logged unit leaves, in order.
+		if k := len(b.times); k > 0 {
+			t = max(t, b.times[k-1])
+		}
+		fits := func(at float64) bool {
+			in := n
+			for j, s := range b.times {
+				if s+b.w > at {
+					in += b.units[j]
+				}
+			}
+			return in <= b.q
+		}
+		if fits(t) {
+			return t
+		}
+		for _, s := range b.times { // ascending
+			if at := s + b.w; at > t && fits(at) {
+				return at
+			}
+		}
+		panic("unreachable: once every unit left, n ≤ q fits")
 	}
 	win := math.Floor((t + b.off) / b.w)
 	if win < b.idx {
@@ -206,6 +259,17 @@ func (b *xbucket) earliest(t, n float64) float64 {
 func (b *xbucket) take(t, n float64) {
 	if b.w == 0 {
 		b.tat = max(b.tat, t) + n*b.interval
+		return
+	}
+	if b.log {
+		b.times, b.units = append(b.times, t), append(b.units, n)
+		return
+	}
+	if b.first {
+		if t >= b.start+b.w {
+			b.start, b.cur = t, 0
+		}
+		b.cur += n
 		return
 	}
 	if win := math.Floor((t + b.off) / b.w); win > b.idx {
@@ -280,7 +344,7 @@ func (c *checker) conserveExtra() {
 	for L, l := range cfg.Extra {
 		cost := func(i int) float64 { return c.units(i, L) }
 		if l.Window > 0 {
-			bs = append(bs, xbucket{cost: cost, w: ns(l.Window), q: float64(l.burst()), sliding: l.Sliding,
+			bs = append(bs, xbucket{cost: cost, w: ns(l.Window), q: float64(l.burst()), sliding: l.Sliding, log: l.Log, first: l.FirstUse, start: math.Inf(-1),
 				idx: math.Inf(-1), off: float64(c.lg.Start.UnixNano() % int64(l.Window))})
 			continue
 		}
@@ -350,5 +414,146 @@ func (c *checker) conserveExtra() {
 		}
 		last = max(last, min(f, t))
 		failedLeave = append(failedLeave, min(f, t))
+	}
+}
+
+// neverOverLog: a sliding log's admissions of L's units never put more
+// than its count in any interval of length w, checked exactly over the
+// admitted times: the busiest interval ends at an admission, so each
+// admission's interval (t − w, t] is counted. Times within tol count
+// leniently (an earlier unit counts if it is inside by more than 2·tol),
+// and units given back by settles count off at their settle, if it is in
+// the interval (up to tol after the admission: it may have come first),
+// as neverOverWindow counts them; charges only hold waits back.
+func (c *checker) neverOverLog(adm []int, L int, l ExtraLimit) {
+	w, q := ns(l.Window), float64(l.burst())
+	var gb []amend
+	for _, a := range c.amendsUnits(L) {
+		if a.d < 0 {
+			gb = append(gb, a)
+		}
+	}
+	for k, i := range adm {
+		n := c.units(i, L)
+		if n == 0 {
+			continue
+		}
+		t := c.ret(i)
+		in := n
+		for _, j := range adm[:k] {
+			if c.ret(j)+w > t+2*c.tol {
+				in += c.units(j, L)
+			}
+		}
+		for _, a := range gb {
+			if a.t+w > t-c.tol && a.t <= t+c.tol {
+				in += a.d
+			}
+		}
+		if in > q {
+			c.errorf("never over (%s %d per %v, log): wait %d admitted %v %s at %v, %v in the %v up to it",
+				l.Unit, l.burst(), l.Window, i, n, l.Unit, time.Duration(t), in, l.Window)
+			return
+		}
+	}
+}
+
+// neverOverFirst: windows aligned to first use never count more than
+// theirs. Replayed from the admissions and the settles of L's units: a
+// window starts at the first admission or charge once the one before
+// ended (a charge is a use), and counts the admissions in it less the
+// units given back in it (charges only hold waits back, so they are not
+// counted; never below zero, as the window). Times are seen within tol,
+// so the replay keeps every window the times allow (one a start, its
+// least count), and an admission fails only if it is over in every one:
+// a use within 2·tol of the window's end may start the next or not, and
+// the give-backs within tol of an admission may come before it or after
+// it (a settle lets the units whose turns have come go first).
+func (c *checker) neverOverFirst(adm []int, L int, l ExtraLimit) {
+	w, q, tol := ns(l.Window), float64(l.burst()), c.tol
+	type win struct{ start, cur float64 }
+	add := func(ws []win, v win) []win {
+		for k := range ws {
+			if ws[k].start == v.start {
+				ws[k].cur = min(ws[k].cur, v.cur)
+				return ws
+			}
+		}
+		return append(ws, v)
+	}
+	use := func(states []win, t float64) []win {
+		var next []win
+		for _, v := range states {
+			if t+2*tol < v.start+w { // surely in v's window
+				next = add(next, v)
+				continue
+			}
+			next = add(next, win{t, 0})
+			if t < v.start+w+2*tol { // it may be in v's window
+				next = add(next, v)
+			}
+		}
+		return next
+	}
+	giveBack := func(states []win, a amend) []win {
+		next := make([]win, 0, len(states))
+		for _, v := range states {
+			if a.t < v.start+w+tol {
+				v.cur = max(v.cur+a.d, 0)
+			}
+			next = add(next, v)
+		}
+		return next
+	}
+	amends := func(states []win, am []amend) []win {
+		for _, a := range am {
+			if a.d > 0 {
+				states = use(states, a.t)
+			} else {
+				states = giveBack(states, a)
+			}
+		}
+		return states
+	}
+	admit := func(states []win, t, n float64) []win {
+		var ok []win
+		for _, v := range use(states, t) {
+			if v.cur+n <= q {
+				ok = append(ok, win{v.start, v.cur + n})
+			}
+		}
+		return ok
+	}
+	states := []win{{math.Inf(-1), 0}}
+	am := c.amendsUnits(L)
+	for _, i := range adm {
+		n := c.units(i, L)
+		if n == 0 {
+			continue
+		}
+		t := c.ret(i)
+		k := 0
+		for k < len(am) && am[k].t < t-tol {
+			k++
+		}
+		states, am = amends(states, am[:k]), am[k:]
+		k = 0
+		for k < len(am) && am[k].t <= t+tol {
+			k++
+		}
+		near := am[:k] // before or after the admission
+		am = am[k:]
+		before := admit(amends(states, near), t, n)
+		after := amends(admit(states, t, n), near)
+		if len(before)+len(after) == 0 {
+			v := use(states, t)[0]
+			c.errorf("never over (%s %d per %v from first use): wait %d admitted %v %s at %v, %v in the window from %v",
+				l.Unit, l.burst(), l.Window, i, n, l.Unit, time.Duration(t), v.cur+n, time.Duration(v.start))
+			return
+		}
+		states = before
+		for _, v := range after {
+			states = add(states, v)
+		}
 	}
 }
