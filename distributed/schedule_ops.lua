@@ -57,7 +57,8 @@ local reply
 if op == 'wait' or op == 'mwait' then
 	-- ARGV[5] n, ARGV[6] queue, ARGV[7] max wait µs or "", ARGV[8] the
 	-- id this process knew, ARGV[9] its last turn, µs from now, or "",
-	-- ARGV[10] its known pause, µs from now, or "". Returns {status, wait
+	-- ARGV[10] its known pause, µs from now, or "" (a wait leaves both
+	-- out when they are ""; mwait sends them). Returns {status, wait
 	-- µs, id, end, recheck µs (-1: none), now}: status 1, a ticket (queue,
 	-- end) whose turn is wait from now (look again at recheck: a cut's
 	-- pace steps then); 0, its turn is past the max wait: nothing kept.

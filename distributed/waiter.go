@@ -228,7 +228,16 @@ func (w *keyWaiter) takeX(ctx context.Context, n, qi int, x []any) (taken, error
 	// A push read before the call is one the script has seen; one after,
 	// and before this wait listens, is seen through gen (see sleep).
 	gen, sub := q.pushes.mark()
-	reply, err := w.run(ctx, op, append([]any{n, qi, maxWait, known, floor, hold}, x...)...)
+	args := []any{n, qi, maxWait, known, floor, hold}
+	if x == nil {
+		// A last turn and a pause this process does not know (the common
+		// case) need not travel: the script reads a missing argument as
+		// none, and each argument costs Redis about a microsecond.
+		for len(args) > 4 && args[len(args)-1] == "" {
+			args = args[:len(args)-1]
+		}
+	}
+	reply, err := w.run(ctx, op, append(args, x...)...)
 	if lerr := w.limitsError(err); lerr != nil {
 		return taken{refused: true}, lerr // the store answered: no fail mode
 	}
