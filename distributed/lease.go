@@ -49,19 +49,17 @@ const (
 	leaseIdle = 100 * time.Millisecond
 	// leaseAhead: the next lease is made ahead when the tickets held
 	// last less than this at the local pace, or than twice a lease's
-	// recent time, or than the longest lately (leaseBox.callTime,
-	// callTail: a busy machine's round trip and the serving goroutine's
-	// start take longer, and vary); see lowWater.
+	// recent time (leaseBox.callTime: a busy machine's round trip and
+	// the serving goroutine's start take longer); see lowWater.
 	leaseAhead = 500 * time.Microsecond
 	// leaseRateWindow is the window of the local rate's count, and
 	// leaseRateMin the fewest waits in it that make a rate: a few waits
-	// at once are none. The rate of leaseBurstWindow, or of the last
-	// leaseRecent arrivals, when higher, is the pace the tickets held go
-	// at (it times the next lease; the leases are sized by the rate).
+	// at once are none. The rate of leaseBurstWindow, when higher, is
+	// the pace the tickets held go at (it times the next lease; the
+	// leases are sized by the rate).
 	leaseRateWindow  = 100 * time.Millisecond
 	leaseBurstWindow = 10 * time.Millisecond
 	leaseRateMin     = 8
-	leaseRecent      = 16
 	// maxLeaseKeys bounds the keys a Quota leases for at once; beyond
 	// it, a key's waits call as without leases.
 	maxLeaseKeys = 4096
@@ -122,15 +120,12 @@ type leaseBox struct {
 	ended    bool         // the last wait ended by its context, none came since
 	rates    [2]winRate   // arrivals: in leaseRateWindow, in leaseBurstWindow
 	rateBase time.Time
-	callFrom time.Time              // when the running serve's lease was needed (zero: as it was sent)
-	callTime time.Duration          // a lease's recent time, from its need to its tickets (a moving average)
-	callTail time.Duration          // the longest lately: each lease's time, or 7/8 of the one before
-	recent   [leaseRecent]time.Time // the last arrivals, a ring
-	recentN  int                    // arrivals ever, recent's next slot mod leaseRecent
-	idle     *time.Timer            // gives the unused turns back; nil: none
-	idleTok  *int                   // identifies idle's run (a stopped timer may still run)
-	sl       *sleeper               // listening for pushes while tickets are held
-	aheadRun bool                   // the running serve's lease is one made ahead
+	callFrom time.Time     // when the running serve's lease was needed (zero: as it was sent)
+	callTime time.Duration // a lease's recent time, from its need to its tickets (a moving average)
+	idle     *time.Timer   // gives the unused turns back; nil: none
+	idleTok  *int          // identifies idle's run (a stopped timer may still run)
+	sl       *sleeper      // listening for pushes while tickets are held
+	aheadRun bool          // the running serve's lease is one made ahead
 	stats    leaseStats
 }
 
@@ -273,27 +268,18 @@ func (l *leases) wait(ctx context.Context, w *keyWaiter) (int64, error) {
 }
 
 // lowWater reports whether the tickets left run out within about a
-// call's time at the local pace, so that the next lease is made ahead,
+// call's time at the local rate, so that the next lease is made ahead,
 // before a wait has to wait for it. b.mu is held.
 func (b *leaseBox) lowWater(now time.Time) bool {
 	r := b.rate(now)
 	if b.calling || r*leaseHorizon.Seconds() <= 1 {
 		return false
 	}
-	// The tickets that go within twice a lease's time, or the longest
-	// lately, at the waits' pace (in a burst, faster than the rate leases
-	// are sized by): a lease's time varies on a busy machine, and one
-	// that comes after the tickets ran out holds every wait meanwhile.
-	// And no more than half of what the next lease has room for: the
-	// script keeps a ticket for a wait expected at the rate only if its
-	// turn comes no earlier than the wait, less leaseLate, counting the
-	// tickets held first; the next turns come after the last one held.
-	p := max(b.pace(now), b.recentPace(now))
-	room := leaseLate
-	if n := len(b.tickets); n > 0 {
-		room += max(0, b.tickets[n-1].wake.Sub(now))
-	}
-	low := min(p*max(leaseAhead, 2*b.callTime, b.callTail).Seconds(), r*room.Seconds()/2)
+	// The tickets that go within about twice a lease's time at the
+	// waits' pace (in a burst, faster than the rate leases are sized by),
+	// and no more than a lease of turns due at once leaves room for: it
+	// brings r·leaseLate less the tickets held.
+	low := min(b.pace(now)*max(leaseAhead, 2*b.callTime).Seconds(), r*(leaseLate/2).Seconds())
 	return float64(len(b.tickets)) < max(2, low)
 }
 
@@ -301,7 +287,6 @@ func (b *leaseBox) lowWater(now time.Time) bool {
 // b.mu is held.
 func (b *leaseBox) called(from, recv time.Time) {
 	d := recv.Sub(from)
-	b.callTail = max(d, b.callTail-b.callTail/8)
 	if b.callTime == 0 {
 		b.callTime = d
 		return
@@ -410,8 +395,6 @@ func (b *leaseBox) leave(ctx context.Context, err error) {
 // arrive counts a wait's arrival at now for the local rate. b.mu is held.
 func (b *leaseBox) arrive(now time.Time) {
 	b.last, b.ended = now, false
-	b.recent[b.recentN%leaseRecent] = now
-	b.recentN++
 	el := now.Sub(b.rateBase)
 	b.rates[0].arrive(el, leaseRateWindow)
 	b.rates[1].arrive(el, leaseBurstWindow)
@@ -429,20 +412,6 @@ func (b *leaseBox) rate(now time.Time) float64 {
 func (b *leaseBox) pace(now time.Time) float64 {
 	el := now.Sub(b.rateBase)
 	return max(b.rates[0].rate(el, leaseRateWindow), b.rates[1].rate(el, leaseBurstWindow))
-}
-
-// recentPace returns the waits a second over the last leaseRecent
-// arrivals, up to now: a burst's pace from its first arrivals, before a
-// window's count shows it (0 before leaseRecent arrivals). b.mu is held.
-func (b *leaseBox) recentPace(now time.Time) float64 {
-	if b.recentN < leaseRecent {
-		return 0
-	}
-	d := now.Sub(b.recent[b.recentN%leaseRecent]) // the oldest
-	if d <= 0 {
-		return 0
-	}
-	return (leaseRecent - 1) / d.Seconds()
 }
 
 // winRate counts arrivals in consecutive windows of one length.
