@@ -136,8 +136,8 @@ type leaseBox struct {
 type leaseStats struct {
 	waits     int           // waits through the box (not the direct ones)
 	direct    int           // waits alone: op wait
-	stalled   int           // waits that found no ticket and waited for a lease
-	cold      int           // of them, the ones whose lease they started
+	stalled   int           // waits that found no ticket to take (none, or their turns to ask again) and waited for a call
+	cold      int           // of them, the ones that started the call
 	onAhead   int           // of them, the ones that waited for a lease made ahead
 	stallTime time.Duration // the stalled waits' time until their grant
 	leases    int           // lease calls answered

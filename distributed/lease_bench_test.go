@@ -22,10 +22,10 @@ import (
 // throughput as a fraction of the bare client's ("ratio"), with leases
 // (the default) and without (MaxLease 1: a Redis call per request), and
 // the Redis calls per request; with leases, what the waits met per 1,000
-// requests (leaseStats: waits that waited for a lease, of them those that
-// started one after the tickets ran out with none in flight, those held
-// by a lease made ahead that came late, and the tickets that went
-// unused), the proxies of the stalls that ratio measures on a noisy
+// requests (leaseStats: waits that waited for a call, a lease or the held
+// turns asked again; of them those that started it, the tickets having
+// run out with none in flight, and those held by a lease made ahead that
+// came late; and the tickets that went unused), the proxies of the stalls that ratio measures on a noisy
 // machine. The server sends no rate-limit headers: a
 // response that says something costs an Adapt call of its own.
 func BenchmarkTransportRatio(b *testing.B) {
