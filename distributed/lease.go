@@ -125,6 +125,26 @@ type leaseBox struct {
 	idle     *time.Timer   // gives the unused turns back; nil: none
 	idleTok  *int          // identifies idle's run (a stopped timer may still run)
 	sl       *sleeper      // listening for pushes while tickets are held
+	aheadRun bool          // the running serve's lease is one made ahead
+	stats    leaseStats
+}
+
+// leaseStats counts what a key's waits met in this process, for the
+// tests and benchmarks (deterministic proxies of the leases' cost: a
+// stall is a wait held for a call; a late lease made ahead left waits
+// stalled; an expired ticket is a turn that went unused).
+type leaseStats struct {
+	waits     int           // waits through the box (not the direct ones)
+	direct    int           // waits alone: op wait
+	stalled   int           // waits that found no ticket to take (none, or their turns to ask again) and waited for a call
+	cold      int           // of them, the ones that started the call
+	onAhead   int           // of them, the ones that waited for a lease made ahead
+	stallTime time.Duration // the stalled waits' time until their grant
+	leases    int           // lease calls answered
+	ahead     int           // of them, made ahead
+	late      int           // of those, the ones whose reply found waits queued
+	leased    int           // tickets leased
+	expired   int           // tickets dropped unused, leaseLate past their turn
 }
 
 // maxLease returns the most turns one call leases; 1: no leases.
@@ -199,11 +219,13 @@ func (l *leases) wait(ctx context.Context, w *keyWaiter) (int64, error) {
 	if others == 0 && len(b.tickets) == 0 && !b.calling && now.Sub(b.overlap) > leaseIdle {
 		// Alone, and no wait overlapped another lately: one call, as
 		// without leases.
+		b.stats.direct++
 		b.mu.Unlock()
 		turn, err := w.waitDirect(ctx, 1, queueFirst)
 		b.leave(ctx, err)
 		return turn, err
 	}
+	b.stats.waits++
 	var (
 		g      leaseGrant
 		served bool
@@ -223,15 +245,22 @@ func (l *leases) wait(ctx context.Context, w *keyWaiter) (int64, error) {
 	} else {
 		me := &leaseWait{deadline: deadlineOf(ctx), ch: make(chan leaseGrant, 1)}
 		b.queue = append(b.queue, me)
+		b.stats.stalled++
 		start := !b.calling
 		if start {
 			b.calling, b.callFrom = true, now
+			b.stats.cold++
+		} else if b.aheadRun {
+			b.stats.onAhead++
 		}
 		b.mu.Unlock()
 		if start {
 			l.serve(ctx, b, false)
 		}
 		g = b.await(ctx, me)
+		b.mu.Lock()
+		b.stats.stallTime += time.Since(now)
+		b.mu.Unlock()
 	}
 	turn, err := b.use(ctx, w, g)
 	b.leave(ctx, err)
@@ -441,6 +470,7 @@ func (b *leaseBox) next(key string, deadline, now time.Time) (leaseGrant, bool) 
 	for i < len(b.tickets) && b.tickets[i].wake.Add(leaseLate).Before(now) {
 		i++
 	}
+	b.stats.expired += i
 	b.tickets = b.tickets[i:]
 	if len(b.tickets) == 0 {
 		b.tickets = nil

@@ -32,8 +32,10 @@ func (b *leaseBox) serve(ctx context.Context, ahead bool) {
 		if len(b.queue) == 0 && !ahead {
 			break
 		}
+		b.aheadRun = ahead
 		ahead = false
 		b.lease(ctx)
+		b.aheadRun = false
 		b.distribute(time.Now())
 	}
 	b.calling = false
@@ -158,6 +160,14 @@ func (b *leaseBox) lease(ctx context.Context) {
 	}
 	b.called(from, recv)
 	count, id, last, rnow := reply[0], reply[1], reply[2], reply[4]
+	b.stats.leases++
+	b.stats.leased += int(count)
+	if need <= 0 {
+		b.stats.ahead++
+		if len(b.queue) > 0 {
+			b.stats.late++
+		}
+	}
 	if count == 0 && need <= 0 {
 		return // ahead: none expected in time; the queued waits call
 	}

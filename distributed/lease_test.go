@@ -366,6 +366,20 @@ func TestLeaseDeadline(t *testing.T) {
 		t.Errorf("%d tickets held after the next wait; want %d (it took the one left)", got, n-1)
 	}
 	t.Logf("refused in %v; the next wait took the ticket and slept %v", took, time.Since(start).Round(time.Millisecond))
+	// What the box counted: one lease, made ahead, of the n+1 tickets
+	// held at first; the first ticket (due at the lease) passed unused;
+	// three waits through the box, of which the first waited for a call
+	// it started: the held turns asked again (leased before the box
+	// listened for pushes), not a lease.
+	st := leaseStatsOf(q)
+	if st.stallTime <= 0 {
+		t.Errorf("lease stats: stall time %v; want the first wait's, > 0", st.stallTime)
+	}
+	st.stallTime = 0
+	want := leaseStats{waits: 3, stalled: 1, cold: 1, leases: 1, ahead: 1, leased: n + 1, expired: 1}
+	if st != want {
+		t.Errorf("lease stats %+v; want %+v", st, want)
+	}
 }
 
 // TestLeaseTurnsAsWaits: a lease of k tickets takes the turns k waits in
