@@ -27,7 +27,11 @@ const (
 	// while Redis is away and no request is refused. It is the zero value:
 	// it neither floods the API (like FailOpen) nor turns a Redis outage
 	// into an outage of the program (like FailClosed). Its accuracy rests
-	// on Workers being right.
+	// on Workers being right. A quota with Limits keeps each of them at
+	// its share too, all or none as in Redis: a bucket at its rate divided
+	// by Workers, starting with its burst's share; a window at its Count
+	// divided by Workers (rounded up), so that a cost above that share is
+	// refused (ErrCostExceedsBurst) until Redis is back.
 	FailLocal FailMode = iota
 
 	// FailOpen lets every wait through at once: availability first, the

@@ -355,7 +355,7 @@ func (b *leaseBox) use(ctx context.Context, w *keyWaiter, g leaseGrant) (int64, 
 		if errCaller(ctx, g.err) || isDeadline(g.err) {
 			return 0, g.err
 		}
-		return 0, w.fail(ctx, 1, g.err)
+		return 0, w.fail(ctx, 1, nil, g.err)
 	}
 	t := g.t
 	if t.gone {

@@ -176,7 +176,7 @@ func (w *keyWaiter) WaitCost(ctx context.Context, c throttle.Cost) error {
 	if c.Retry {
 		qi = queueRetry
 	}
-	_, err = w.waitDirectX(ctx, n, qi, x)
+	_, err = w.waitDirectX(ctx, n, qi, x, c.Units)
 	return err
 }
 
@@ -191,7 +191,7 @@ func (w *keyWaiter) TryCost(ctx context.Context, c throttle.Cost) (bool, time.Du
 	if err != nil {
 		return false, 0, err
 	}
-	return w.tryX(ctx, n, x)
+	return w.tryX(ctx, n, x, c.Units)
 }
 
 // WaitCost waits for c on the quota's own key (""): see

@@ -284,3 +284,51 @@ func TestLimitsLogVersion(t *testing.T) {
 		t.Errorf("tries went %v; want %v", got, want)
 	}
 }
+
+// TestLimitsFailLocal: while Redis is away, FailLocal holds every limit
+// at this process's share, all or none: tokens 100/s burst 100 and a
+// window of 10 requests per minute, 2 workers (shares: 50 tokens, 5
+// requests). A cost of 50 tokens goes at once; the next 50 would wait
+// a second (50 tokens at 50/s), so a wait with a 200 ms deadline is
+// refused at once, and its refusal spends nothing: a try of 1 token
+// still goes. The window's share is 5 requests: 4 more go (the refused
+// wait took none), the next is refused. Before, FailLocal paced the quota's bucket only and every one
+// of these went.
+func TestLimitsFailLocal(t *testing.T) {
+	c := newClient(t, "127.0.0.1:1") // nothing listens: every call fails
+	q := New(c, "down-limits", 1000, 1000)
+	q.Workers = 2
+	q.Limits = []throttle.UnitLimit{
+		{Unit: "tokens", Rate: throttle.Rate{Limit: 100, Burst: 100}},
+		{Unit: "requests", Window: throttle.Window{Count: 10, Per: time.Minute}},
+	}
+	ctx := context.Background()
+	w := q.For("k").(throttle.CostWaiter)
+	tokens := func(n int) throttle.Cost {
+		return throttle.Cost{Units: []throttle.UnitCost{{Unit: "tokens", N: n}, {Unit: "requests", N: 1}}}
+	}
+	if err := w.WaitCost(ctx, tokens(50)); err != nil {
+		t.Fatalf("first 50 tokens = %v; want them at once (the share)", err)
+	}
+	dctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := w.WaitCost(dctx, tokens(50))
+	if !errors.Is(err, throttle.ErrWouldExceedDeadline) {
+		t.Fatalf("next 50 tokens with a 200ms deadline = %v; want ErrWouldExceedDeadline (they come back at 50/s)", err)
+	}
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Errorf("the refusal took %v; want it at once", d)
+	}
+	tr := q.For("k").(throttle.CostTrier)
+	for i := range 4 {
+		ok, _, err := tr.TryCost(ctx, tokens(0))
+		if err != nil || !ok {
+			t.Fatalf("request %d of the window's share = %v, %v; want it to go", i+2, ok, err)
+		}
+	}
+	ok, wait, err := tr.TryCost(ctx, tokens(0))
+	if err != nil || ok || wait <= 0 || wait > time.Minute {
+		t.Errorf("the 6th request in the minute = %v, wait %v, %v; want refused until the window's end, within a minute (the share is 5 of 10)", ok, wait, err)
+	}
+}

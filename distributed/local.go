@@ -197,3 +197,114 @@ func (ms *memos) args(rkey string) (id, last, hold string) {
 	}
 	return strconv.FormatInt(m.id, 10), rel(m.last), rel(m.hold)
 }
+
+// localLimits is FailLocal's fallback for a quota with further limits
+// ([Quota].Limits): an in-process [throttle.Limiter] with this process's
+// share of every limit, so that each of them holds while Redis is away,
+// spent all or none as in Redis. The bucket and each further bucket run
+// at their rate / Workers with their whole burst as capacity, but start
+// with only their share of it (Burst / Workers, rounded up), as
+// localBuckets does; a window admits its share of Count (rounded up) per
+// Per, so a cost above that share is refused with ErrCostExceedsBurst
+// until Redis answers. Dropped when Redis answers again (reset), so that
+// the next outage starts from the shares. Safe for concurrent use.
+type localLimits struct {
+	mu   sync.Mutex
+	lim  *throttle.Limiter
+	seen map[string]bool // keys whose shares were set
+}
+
+// reset drops the Limiter and its keys.
+func (l *localLimits) reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lim, l.seen = nil, nil
+}
+
+// key returns w's key in the fallback Limiter, its share set on first use.
+func (l *localLimits) key(ctx context.Context, q *Quota, w *keyWaiter) (throttle.Waiter, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	workers := max(1, q.Workers)
+	if l.lim == nil {
+		c := q.config()
+		lim := &throttle.Limiter{Burst: c.burst, MaxKeys: maxLocalBuckets}
+		if c.limit != rate.Inf {
+			// A positive rate: Limit 0 is no limit in a Limiter.
+			lim.Limit = max(c.limit/rate.Limit(workers), 1e-9)
+		}
+		for _, u := range q.Limits {
+			s := u
+			if u.Rate.Limit != rate.Inf && (u.Rate.Limit != 0 || u.Rate.Burst != 0) {
+				s.Rate.Limit = max(u.Rate.Limit/rate.Limit(workers), 1e-9)
+			}
+			if u.Window.Per > 0 {
+				s.Window.Count = (u.Window.Count + workers - 1) / workers
+			}
+			lim.Limits = append(lim.Limits, s)
+		}
+		l.lim, l.seen = lim, make(map[string]bool)
+	}
+	fw := l.lim.For(w.key)
+	if !l.seen[w.key] {
+		if len(l.seen) >= maxLocalBuckets {
+			clear(l.seen) // the keys the Limiter forgot come back full, as localBuckets'
+		}
+		l.seen[w.key] = true
+		// Each bucket starts with its share: the rest of its burst spent.
+		c := q.config()
+		spend := throttle.Cost{N: c.burst - (c.burst+workers-1)/workers}
+		for _, u := range q.Limits {
+			if u.Rate.Limit != rate.Inf && (u.Rate.Limit != 0 || u.Rate.Burst != 0) {
+				b := max(u.Rate.Burst, 1)
+				if d := b - (b+workers-1)/workers; d > 0 {
+					spend.Units = append(spend.Units, throttle.UnitCost{Unit: u.Unit, N: d})
+				}
+			}
+		}
+		if spend.N > 0 || len(spend.Units) > 0 {
+			if _, _, err := fw.(throttle.CostTrier).TryCost(ctx, spend); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return fw, nil
+}
+
+// wait is waitLocal for a quota with further limits: n units and units
+// of them on w's key's shares, no turn before what this process knows
+// of the key (memo), the local turn remembered.
+func (l *localLimits) wait(ctx context.Context, q *Quota, w *keyWaiter, n int, units []throttle.UnitCost) error {
+	fw, err := l.key(ctx, q, w)
+	if err != nil {
+		return err
+	}
+	if nb := q.memo.notBefore(w.rkey); nb.After(q.clock()) {
+		d := nb.Sub(q.clock())
+		if deadline, ok := ctx.Deadline(); ok && d > time.Until(deadline) {
+			return &throttle.DeadlineError{Key: w.key, Delay: d}
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+	if err := fw.(throttle.CostWaiter).WaitCost(ctx, throttle.Cost{N: n, Units: units}); err != nil {
+		return err
+	}
+	q.memo.turn(w.rkey, 0, q.clock())
+	return nil
+}
+
+// try is tryFail's for a quota with further limits: n units and units of
+// them on w's key's shares now, or nothing and the wait that would take.
+func (l *localLimits) try(ctx context.Context, q *Quota, w *keyWaiter, n int, units []throttle.UnitCost) (bool, time.Duration, error) {
+	fw, err := l.key(ctx, q, w)
+	if err != nil {
+		return false, 0, err
+	}
+	return fw.(throttle.CostTrier).TryCost(ctx, throttle.Cost{N: n, Units: units})
+}

@@ -242,7 +242,8 @@ type Quota struct {
 	// bucket (see [throttle.UnitLimit]; windows on Redis's clock), spent all or none by WaitCost on For(key)
 	// ([throttle.CostWaiter]); a WaitN spends nothing of them but waits
 	// its turn. Kept in the key's hash; a key with them takes no leased
-	// turns, and FailLocal paces only the quota's bucket. nil means none.
+	// turns. FailLocal holds each at this process's share while Redis is
+	// away (see FailLocal). nil means none.
 	Limits []throttle.UnitLimit
 
 	client redis.UniversalClient
@@ -264,10 +265,11 @@ type Quota struct {
 	inline      redis.Scripter // the client calls run inline through, if honours
 	diagnosing  atomic.Bool    // a diagnose PING is in flight
 	local       localBuckets
-	memo        memos      // what this process knows of each key, across outages
-	pushes      pushes     // moves of queued turns, pushed to sleeping waits
-	slots       slotLeases // in-flight leases held, and their renewer
-	leases      leases     // leased turns not yet taken, by key
+	localX      localLimits // FailLocal's, for a quota with Limits
+	memo        memos       // what this process knows of each key, across outages
+	pushes      pushes      // moves of queued turns, pushed to sleeping waits
+	slots       slotLeases  // in-flight leases held, and their renewer
+	leases      leases      // leased turns not yet taken, by key
 
 	localCapOnce sync.Once
 	localCap     *throttle.Limiter // FailLocal's in-flight cap

@@ -34,7 +34,7 @@ func TestRedisSettleCost(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a, err := w.waitDirectX(ctx, 1, queueFirst, x)
+			a, err := w.waitDirectX(ctx, 1, queueFirst, x, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -42,7 +42,7 @@ func TestRedisSettleCost(t *testing.T) {
 			done := make(chan error)
 			go func() {
 				var err error
-				bt, err = w.waitDirectX(ctx, 1, queueFirst, x)
+				bt, err = w.waitDirectX(ctx, 1, queueFirst, x, nil)
 				done <- err
 			}()
 			time.Sleep(20 * time.Millisecond) // B has reached Redis

@@ -280,6 +280,7 @@ func (q *Quota) succeeded(ctx context.Context, key string, probe bool) {
 // reported at once again.
 func (q *Quota) recover() {
 	q.local.reset()
+	q.localX.reset()
 	q.health.reset()
 }
 

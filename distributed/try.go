@@ -25,12 +25,12 @@ import (
 // try that Redis had let go then stays spent (erring on the side of the
 // API's limit).
 func (w *keyWaiter) TryN(ctx context.Context, n int) (bool, time.Duration, error) {
-	return w.tryX(ctx, n, nil)
+	return w.tryX(ctx, n, nil, nil)
 }
 
 // tryX is TryN with a cost in the quota's further limits (xargs; nil:
 // none): op mtry, whose rules are try's on every limit.
-func (w *keyWaiter) tryX(ctx context.Context, n int, x []any) (bool, time.Duration, error) {
+func (w *keyWaiter) tryX(ctx context.Context, n int, x []any, units []throttle.UnitCost) (bool, time.Duration, error) {
 	q := w.q
 	if err := q.check(n); err != nil {
 		return false, 0, err
@@ -58,7 +58,7 @@ func (w *keyWaiter) tryX(ctx context.Context, n int, x []any) (bool, time.Durati
 		if errCaller(ctx, err) {
 			return false, 0, err
 		}
-		return w.tryFail(ctx, n, err)
+		return w.tryFail(ctx, n, units, err)
 	}
 	if reply[0] == 1 {
 		return true, 0, nil
@@ -67,7 +67,7 @@ func (w *keyWaiter) tryX(ctx context.Context, n int, x []any) (bool, time.Durati
 }
 
 // tryFail applies the FailMode to a try the store could not serve.
-func (w *keyWaiter) tryFail(ctx context.Context, n int, cause error) (bool, time.Duration, error) {
+func (w *keyWaiter) tryFail(ctx context.Context, n int, units []throttle.UnitCost, cause error) (bool, time.Duration, error) {
 	q := w.q
 	if errors.Is(cause, ErrConfigMismatch) {
 		return false, 0, cause // the store answered: no fail mode
@@ -79,12 +79,15 @@ func (w *keyWaiter) tryFail(ctx context.Context, n int, cause error) (bool, time
 	case FailClosed:
 		return false, 0, unavailable(cause)
 	}
-	c := q.config()
-	lim := q.local.get(w.key, c.limit, c.burst, max(1, q.Workers), q.clock())
 	now := q.clock()
 	if nb := q.memo.notBefore(w.rkey); nb.After(now) {
 		return false, nb.Sub(now), nil
 	}
+	if q.xconfig() != nil {
+		return q.localX.try(ctx, q, w, n, units)
+	}
+	c := q.config()
+	lim := q.local.get(w.key, c.limit, c.burst, max(1, q.Workers), now)
 	r := lim.ReserveN(now, n)
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)

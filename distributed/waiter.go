@@ -166,18 +166,18 @@ func (w *keyWaiter) wait(ctx context.Context, n, qi int) (int64, error) {
 
 // waitDirect is wait with one call of its own (op wait), checks done.
 func (w *keyWaiter) waitDirect(ctx context.Context, n, qi int) (int64, error) {
-	return w.waitDirectX(ctx, n, qi, nil)
+	return w.waitDirectX(ctx, n, qi, nil, nil)
 }
 
 // waitDirectX is waitDirect with a cost in the quota's further limits
-// (xargs; nil: none).
-func (w *keyWaiter) waitDirectX(ctx context.Context, n, qi int, x []any) (int64, error) {
+// (x: xargs of units; nil: none).
+func (w *keyWaiter) waitDirectX(ctx context.Context, n, qi int, x []any, units []throttle.UnitCost) (int64, error) {
 	r, err := w.takeX(ctx, n, qi, x)
 	if err != nil {
 		if errCaller(ctx, err) || r.refused {
 			return 0, err
 		}
-		return 0, w.fail(ctx, n, err)
+		return 0, w.fail(ctx, n, units, err)
 	}
 	if r.wait <= 0 {
 		return r.rnow, nil
@@ -382,8 +382,9 @@ func (w *keyWaiter) cancel(ctx context.Context, t ticket) {
 	_, _ = w.run(context.WithoutCancel(ctx), "cancel", t.id, t.qi, t.end, t.n)
 }
 
-// fail applies the FailMode to a wait the store could not serve.
-func (w *keyWaiter) fail(ctx context.Context, n int, cause error) error {
+// fail applies the FailMode to a wait of n units (and units of the
+// further limits) the store could not serve.
+func (w *keyWaiter) fail(ctx context.Context, n int, units []throttle.UnitCost, cause error) error {
 	q := w.q
 	if errors.Is(cause, ErrConfigMismatch) {
 		return cause // the store answered: no fail mode
@@ -394,6 +395,9 @@ func (w *keyWaiter) fail(ctx context.Context, n int, cause error) error {
 		return nil
 	case FailClosed:
 		return unavailable(cause)
+	}
+	if q.xconfig() != nil {
+		return q.localX.wait(ctx, q, w, n, units)
 	}
 	workers := max(1, q.Workers)
 	c := q.config()
