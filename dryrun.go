@@ -16,8 +16,16 @@ import (
 // It returns that delay; 0 with a nil error when the units were taken;
 // 0 with the waiter's error when it cannot tell (a waiter that is not
 // deadline-aware, or a wait that could never be served).
-func probe(ctx context.Context, w Waiter, n int) (time.Duration, error) {
-	err := w.WaitN(deadlineNow{ctx}, n)
+//
+// With units (a request's cost in further units, [Transport].Units) and
+// a [CostWaiter], it asks for them too, on every limit at once.
+func probe(ctx context.Context, w Waiter, n int, units []UnitCost) (time.Duration, error) {
+	var err error
+	if cw, ok := w.(CostWaiter); ok && len(units) > 0 {
+		err = cw.WaitCost(deadlineNow{ctx}, Cost{N: n, Units: units})
+	} else {
+		err = w.WaitN(deadlineNow{ctx}, n)
+	}
 	if err == nil || ctx.Err() != nil {
 		return 0, err
 	}

@@ -95,3 +95,40 @@ func TestTransportDryRunDeadline(t *testing.T) {
 		}
 	})
 }
+
+// TestTransportDryRunUnits: a dry run asks for a request's cost in every
+// unit (Transport.Units), not its requests alone: with 100 tokens a
+// second (burst 100) and 60 tokens a request, the second request would
+// wait 200 ms for its tokens though the requests' bucket lets it go.
+func TestTransportDryRunUnits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(status(200), status(200))
+		var ev events
+		tr := &Transport{
+			Base: s,
+			Waiter: &Limiter{Limit: 100, Burst: 10, Limits: []UnitLimit{
+				{Unit: "tokens", Rate: Rate{Limit: 100, Burst: 100}},
+			}},
+			Units:   func(*http.Request) []UnitCost { return []UnitCost{{Unit: "tokens", N: 60}} },
+			DryRun:  true,
+			OnEvent: ev.add,
+		}
+		for range 2 {
+			resp, err := get(t, tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+		var got []string
+		for _, e := range ev.all {
+			got = append(got, e.Kind.String()+" "+e.Delay.Round(time.Millisecond).String())
+		}
+		if want := []string{"would-wait 200ms"}; !slices.Equal(got, want) {
+			t.Errorf("events %q; want %q (the second request's 60 tokens: 20 left, 40 more at 100/s)", got, want)
+		}
+		if want := []time.Duration{0, 0}; !slices.Equal(s.arrivals, want) {
+			t.Errorf("sent at %v; want %v, nothing delayed", s.arrivals, want)
+		}
+	})
+}

@@ -21,7 +21,11 @@ import (
 func (t *Transport) wait(ctx context.Context, rs *retries, w Waiter, a Acquirer, key string, n, attempt int, start time.Time) (release func(), end time.Time, reason string, err error) {
 	release = noRelease
 	if t.DryRun {
-		d, err := probe(ctx, w, n)
+		var units []UnitCost
+		if t.Units != nil {
+			units = t.Units(rs.req)
+		}
+		d, err := probe(ctx, w, n, units)
 		if ctx.Err() != nil {
 			return release, end, "", ctx.Err()
 		}

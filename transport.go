@@ -168,7 +168,8 @@ type Transport struct {
 	// DryRun: the Transport computes and reports every delay it would
 	// impose but imposes none, the way a new limit is rolled out in
 	// shadow before it is enforced. Each request is sent at once:
-	//   - its wait for quota is asked for without waiting, and reported as
+	//   - its wait for quota (in every unit: Units, on a [CostWaiter]) is
+	//     asked for without waiting, and reported as
 	//     an EventWouldWait with the delay. The waiter is asked with a
 	//     context whose deadline is now: a waiter keeping the [Waiter]
 	//     contract takes an immediate turn, and reserves nothing for a
