@@ -138,6 +138,9 @@ func (q *Quota) xargs(units []throttle.UnitCost) ([]any, error) {
 // Version no lower) as an error matching [ErrConfigMismatch]; nil for
 // any other error.
 func (w *keyWaiter) limitsError(err error) error {
+	if err == nil {
+		return nil // before re escapes: a wait's common case allocates nothing here
+	}
 	var re redis.Error
 	if !errors.As(err, &re) {
 		return nil

@@ -108,9 +108,10 @@ const maxMemos = 4096
 // last ticket came from (0: none yet, or a local turn), its last turn, and
 // a pause, on this process's clock.
 type memo struct {
-	id   int64
-	last time.Time
-	hold time.Time
+	id    int64
+	idArg any // id as the script's argument (decimal), boxed once per id
+	last  time.Time
+	hold  time.Time
 }
 
 // memos carries what this process knows of each key across an outage,
@@ -155,8 +156,8 @@ func (ms *memos) set(rkey string, f func(*memo)) {
 // turn records a turn at t from the state id (0: a local turn).
 func (ms *memos) turn(rkey string, id int64, t time.Time) {
 	ms.set(rkey, func(m *memo) {
-		if id != 0 {
-			m.id = id
+		if id != 0 && id != m.id {
+			m.id, m.idArg = id, strconv.FormatInt(id, 10)
 		}
 		if t.After(m.last) {
 			m.last = t
@@ -184,7 +185,7 @@ func (ms *memos) notBefore(rkey string) time.Time {
 
 // args returns the script's arguments for what this process knows: the
 // state id, its last turn and its pause in µs from now ("" when none).
-func (ms *memos) args(rkey string) (id, last, hold string) {
+func (ms *memos) args(rkey string) (id any, last, hold string) {
 	m := ms.get(rkey)
 	if m.id == 0 {
 		return "", "", ""
@@ -195,7 +196,7 @@ func (ms *memos) args(rkey string) (id, last, hold string) {
 		}
 		return ""
 	}
-	return strconv.FormatInt(m.id, 10), rel(m.last), rel(m.hold)
+	return m.idArg, rel(m.last), rel(m.hold)
 }
 
 // localLimits is FailLocal's fallback for a quota with further limits
