@@ -145,3 +145,21 @@ func ExampleQuota_Version() {
 		log.Fatalf("another pod runs %v/s burst %d at Version %d: %v", ce.StoredLimit, ce.StoredBurst, ce.StoredVersion, err)
 	}
 }
+
+// An LLM client's fleet-wide view of its limits: requests and tokens a
+// minute, read from Redis without spending anything.
+func ExampleQuota_LimitStates() {
+	client := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
+	defer client.Close()
+	q := distributed.New(client, "openai", 500.0/60, 500) // 500 requests a minute
+	q.Limits = []throttle.UnitLimit{
+		{Unit: "tokens", Rate: throttle.Rate{Limit: 200_000.0 / 60, Burst: 200_000}},
+	}
+	states, err := q.LimitStates(context.Background(), "gpt-4o")
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, s := range states {
+		fmt.Printf("%s: %.0f left\n", s.Unit, s.Remaining)
+	}
+}

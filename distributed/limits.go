@@ -30,8 +30,9 @@ type xconf struct {
 	// sliding one, "l:…" a sliding log, "u:…" a fixed window aligned to
 	// first use.
 	spec  string
-	units []string  // their units (a unit may have several limits)
-	most  []float64 // the largest cost of each; +Inf: no limit
+	units  []string  // their units (a unit may have several limits)
+	most   []float64 // the largest cost of each; +Inf: no limit
+	window []bool    // whether each is a window (else a bucket)
 	err   error     // Limits invalid: every wait fails with it
 }
 
@@ -45,6 +46,7 @@ func (q *Quota) xconfig() *xconf {
 		var spec []string
 		add := func(unit, s string, most float64) {
 			x.units, x.most, spec = append(x.units, unit), append(x.most, most), append(spec, s)
+			x.window = append(x.window, s[0] != 'b')
 		}
 		for i, u := range q.Limits {
 			r, w := u.Rate, u.Window
@@ -201,4 +203,44 @@ func (w *keyWaiter) TryCost(ctx context.Context, c throttle.Cost) (bool, time.Du
 // [keyWaiter.WaitCost].
 func (q *Quota) WaitCost(ctx context.Context, c throttle.Cost) error {
 	return q.defaultWaiter().WaitCost(ctx, c)
+}
+
+// LimitStates returns the state of key's further limits now
+// ([Quota].Limits, in their order; a limit with both a Rate and a Window
+// shows as two), as [throttle.Limiter.LimitStates] does for a Limiter's:
+// each limit's units left once the waits queued have spent theirs. It is
+// one script call that changes nothing (no fail mode: an error if Redis
+// cannot answer); nil if the quota has no further limits.
+func (q *Quota) LimitStates(ctx context.Context, key string) ([]throttle.LimitState, error) {
+	x := q.xconfig()
+	if x == nil {
+		return nil, nil
+	}
+	if x.err != nil {
+		return nil, x.err
+	}
+	w := q.For(key).(*keyWaiter)
+	// ARGV[5…10] are a wait's; mstate reads the configuration only.
+	reply, err := w.run(ctx, "mstate", "", "", "", "", "", "", x.spec)
+	if lerr := w.limitsError(err); lerr != nil {
+		return nil, lerr
+	}
+	if err == nil && len(reply) != len(x.units)+1 {
+		err = fmt.Errorf("unexpected reply %v from the schedule script", reply)
+	}
+	if err != nil {
+		if errCaller(ctx, err) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("reading the limits of %q: %w", key, unavailable(err))
+	}
+	out := make([]throttle.LimitState, len(x.units))
+	for i := range out {
+		r := math.Inf(1)
+		if reply[i] != 1<<53 {
+			r = float64(reply[i]) / 1e6
+		}
+		out[i] = throttle.LimitState{Unit: x.units[i], Window: x.window[i], Remaining: r}
+	}
+	return out, nil
 }

@@ -332,3 +332,70 @@ func TestLimitsFailLocal(t *testing.T) {
 		t.Errorf("the 6th request in the minute = %v, wait %v, %v; want refused until the window's end, within a minute (the share is 5 of 10)", ok, wait, err)
 	}
 }
+
+// TestLimitStatesRedis: a quota's view of its further limits is the
+// Limiter's (limits_state.go): the same waits on a Limiter key and a
+// Quota key leave the same units in each kind of limit, read without
+// changing the state (a second read gives the same windows).
+func TestLimitStatesRedis(t *testing.T) {
+	_, c := startRedis(t)
+	ctx := context.Background()
+	limits := []throttle.UnitLimit{
+		{Unit: "tokens", Rate: throttle.Rate{Limit: 1, Burst: 100}},
+		{Unit: "requests", Window: throttle.Window{Count: 10, Per: time.Hour}},
+		{Unit: "calls", Window: throttle.Window{Count: 5, Per: time.Hour, Log: true}},
+		{Unit: "batches", Window: throttle.Window{Count: 7, Per: time.Hour, FirstUse: true}},
+		{Unit: "rows", Window: throttle.Window{Count: 20, Per: time.Hour, Sliding: true}},
+	}
+	q := New(c, "states", 1000, 100)
+	q.Limits = limits
+	lim := &throttle.Limiter{Limit: 1000, Burst: 100, Limits: limits}
+	cost := throttle.Cost{Units: []throttle.UnitCost{
+		{Unit: "tokens", N: 30}, {Unit: "requests", N: 1}, {Unit: "calls", N: 2}, {Unit: "batches", N: 3}, {Unit: "rows", N: 4},
+	}}
+	for range 2 {
+		if err := q.For("k").(throttle.CostWaiter).WaitCost(ctx, cost); err != nil {
+			t.Fatal(err)
+		}
+		if err := lim.For("k").(throttle.CostWaiter).WaitCost(ctx, cost); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := q.LimitStates(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := lim.LimitStates("k")
+	if len(got) != len(want) {
+		t.Fatalf("Quota.LimitStates = %v; want %d limits as Limiter.LimitStates %v", got, len(want), want)
+	}
+	// Exact for the windows; the bucket refills at 1/s between the reads.
+	exact := []float64{40, 8, 1, 1, 12}
+	for i := range got {
+		g, w := got[i], want[i]
+		if g.Unit != w.Unit || g.Window != w.Window {
+			t.Errorf("limit %d: %s window=%v; want %s window=%v", i, g.Unit, g.Window, w.Unit, w.Window)
+		}
+		if i == 0 {
+			if g.Remaining < exact[0] || g.Remaining > exact[0]+0.1 || w.Remaining < exact[0] || w.Remaining > exact[0]+0.1 {
+				t.Errorf("tokens left: Quota %v, Limiter %v; want both 40 (+ at most 0.1 refilled)", g.Remaining, w.Remaining)
+			}
+			continue
+		}
+		if g.Remaining != exact[i] || w.Remaining != exact[i] {
+			t.Errorf("%s left: Quota %v, Limiter %v; want %v", g.Unit, g.Remaining, w.Remaining, exact[i])
+		}
+	}
+	again, err := q.LimitStates(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(again); i++ {
+		if again[i].Remaining != got[i].Remaining {
+			t.Errorf("%s left on a second read: %v; want %v (a read changes nothing)", again[i].Unit, again[i].Remaining, got[i].Remaining)
+		}
+	}
+	if none, err := New(c, "plain", 10, 10).LimitStates(ctx, "k"); none != nil || err != nil {
+		t.Errorf("LimitStates of a quota without Limits = %v, %v; want nil, nil", none, err)
+	}
+}

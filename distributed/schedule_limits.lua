@@ -294,7 +294,7 @@ end
 -- "version|spec"), unless the version is higher: then it replaces it,
 -- each limit keeping its state if of the same kind (a change in their
 -- number starts them afresh).
-if op == 'mwait' or op == 'mtry' or op == 'msettle' then
+if op == 'mwait' or op == 'mtry' or op == 'msettle' or op == 'mstate' then
 	local ver, spec = string.match(ARGV[11], '^(%d+)|(.*)$')
 	ver = tonumber(ver)
 	if M ~= nil and M.spec ~= spec and (M.ver or 0) >= ver then

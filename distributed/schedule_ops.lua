@@ -307,6 +307,52 @@ elseif op == 'lease' then
 			table.insert(reply, wt)
 		end
 	end
+elseif op == 'mstate' then
+	-- Read only: nothing is written, no expiry moves. ARGV[11] the
+	-- further limits' configuration (as mwait's). Returns each further
+	-- limit's units left once the queued waits have spent theirs, ·1e6
+	-- (floor; 2^53: no limit), in the configuration's order
+	-- (limits_state.go's xview), then now.
+	advance()
+	local _, lims = mwalk(function()
+		return true
+	end)
+	local out = {}
+	for L, l in ipairs(lims) do
+		local r = INF
+		if l[1] == 0 then
+			if l[2] > 0 then
+				r = math.min(l[3] / l[2], (now - l[4] + l[3]) / l[2])
+			end
+		elseif l[1] == 1 then
+			local _, cur = xcounts(l, math.floor(now / l[2]))
+			r = l[3] - cur
+		elseif l[1] == 2 then
+			local i = math.floor(now / l[2])
+			local prev, cur = xcounts(l, i)
+			r = math.floor(l[3] - prev * (1 - (now / l[2] - i)) - cur)
+		elseif l[1] == 3 then
+			local g, sum = l[3], 0
+			for i = 2, #g, 2 do
+				if g[i] + l[2] > now then
+					sum = sum + g[i + 1]
+				end
+			end
+			r = g[1] - sum
+		elseif l[1] == 4 then
+			r = l[3]
+			if now < l[6] + l[2] then
+				r = l[3] - l[5]
+			end
+		end
+		if r == INF then
+			out[L] = 2 ^ 53
+		else
+			out[L] = math.floor(r * 1e6)
+		end
+	end
+	out[#out + 1] = now
+	return struct.pack('<' .. string.rep('d', #out), unpack(out))
 elseif op == 'state' then
 	-- Read only: nothing is written, no expiry moves. Returns {tokens·1e6
 	-- (floor; 2^53: no pace), remaining (2^53: no limit), next turn µs,
