@@ -29,11 +29,11 @@ type xconf struct {
 	// µs/burst" a bucket, "f:length µs/count" a fixed window, "s:…" a
 	// sliding one, "l:…" a sliding log, "u:…" a fixed window aligned to
 	// first use.
-	spec  string
+	spec   string
 	units  []string  // their units (a unit may have several limits)
 	most   []float64 // the largest cost of each; +Inf: no limit
 	window []bool    // whether each is a window (else a bucket)
-	err   error     // Limits invalid: every wait fails with it
+	err    error     // Limits invalid: every wait fails with it
 }
 
 // xconfig returns q.Limits as the script takes them, nil if none.
