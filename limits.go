@@ -127,6 +127,35 @@ type CostTrier interface {
 	TryCost(ctx context.Context, c Cost) (ok bool, retryIn time.Duration, err error)
 }
 
+// CostReserver is a [Reserver] for a [Cost]: ReserveCost takes a place
+// in the key's queue for c on every limit, as WaitCost does, and returns
+// it as a [Reservation] to keep or to cancel (a cancel gives back every
+// unit on every limit). A retry's place (c.Retry) is ahead of first
+// attempts, as WaitCost's. The keys of [Limiter] and of
+// distributed.Quota implement it.
+type CostReserver interface {
+	ReserveCost(ctx context.Context, c Cost) (Reservation, error)
+}
+
+// ReserveCost takes a turn for c on the key's limits: see [CostReserver].
+func (b *bucket) ReserveCost(ctx context.Context, c Cost) (Reservation, error) {
+	n, qi := c.N, queueFirst
+	if n == 0 {
+		n = 1
+	}
+	if c.Retry {
+		qi = queueRetry
+	}
+	return b.reserveUnits(ctx, n, c.Units, qi)
+}
+
+// ReserveCost takes a turn for c on the Limiter's own quota (the key
+// ""): see [CostReserver].
+func (l *Limiter) ReserveCost(ctx context.Context, c Cost) (Reservation, error) {
+	l.once.Do(l.init)
+	return l.def.ReserveCost(ctx, c)
+}
+
 // TryCost spends c on the key's limits now, or nothing: see [CostTrier].
 func (b *bucket) TryCost(ctx context.Context, c Cost) (bool, time.Duration, error) {
 	if err := ctx.Err(); err != nil {

@@ -385,3 +385,39 @@ func TestLimitsLogBounded(t *testing.T) {
 		}
 	})
 }
+
+// TestReserveCost: a reservation of a cost takes its place on every
+// limit, as WaitCost does, and its Cancel gives every unit back: tokens
+// 100/s burst 100, 60 tokens a reservation. The first goes at once; the
+// second's turn is 200 ms away (40 left, 20 more at 100/s); cancelled,
+// its tokens serve a try of 40 at once; a third then waits 600 ms.
+func TestReserveCost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &Limiter{Limit: 100, Burst: 10, Limits: []UnitLimit{{Unit: "tokens", Rate: Rate{Limit: 100, Burst: 100}}}}
+		ctx := context.Background()
+		k := l.Key("k")
+		c := Cost{Units: []UnitCost{{Unit: "tokens", N: 60}}}
+		r1, err := k.ReserveCost(ctx, c)
+		if err != nil || r1.Delay() != 0 {
+			t.Fatalf("first reservation = %v, delay %v; want at once", err, r1.Delay())
+		}
+		r2, err := k.ReserveCost(ctx, c)
+		if err != nil || r2.Delay() != 200*time.Millisecond {
+			t.Fatalf("second reservation = %v, delay %v; want 200ms", err, r2.Delay())
+		}
+		r2.Cancel()
+		if ok, _, err := l.For("k").(CostTrier).TryCost(ctx, Cost{Units: []UnitCost{{Unit: "tokens", N: 40}}}); !ok || err != nil {
+			t.Fatalf("try of the 40 tokens left after the cancel = %v, %v; want it to go", ok, err)
+		}
+		r3, err := k.ReserveCost(ctx, c)
+		if err != nil || r3.Delay() != 600*time.Millisecond {
+			t.Fatalf("third reservation = %v, delay %v; want 600ms (none left, 60 at 100/s)", err, r3.Delay())
+		}
+		if err := r3.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := k.ReserveCost(ctx, Cost{Units: []UnitCost{{Unit: "tokens", N: 101}}}); !errors.Is(err, ErrCostExceedsBurst) {
+			t.Errorf("a reservation of 101 tokens = %v; want ErrCostExceedsBurst (burst 100)", err)
+		}
+	})
+}

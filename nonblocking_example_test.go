@@ -133,3 +133,32 @@ func ExampleLimiter_ReserveN() {
 	// Output:
 	// [0s 0s 0s 0s 0s 0s 0s 0s 0s 0s 200ms 400ms]
 }
+
+// A job that needs requests and tokens takes its turn on both without
+// waiting for it, and gives it back if it would come too late: tokens
+// 100 a second (burst 100), 60 a job.
+func ExampleLimiter_ReserveCost() {
+	lim := &throttle.Limiter{Limit: 10, Burst: 10, Limits: []throttle.UnitLimit{
+		{Unit: "tokens", Rate: throttle.Rate{Limit: 100, Burst: 100}},
+	}}
+	ctx := context.Background()
+	job := throttle.Cost{Units: []throttle.UnitCost{{Unit: "tokens", N: 60}}}
+	for i := range 3 {
+		r, err := lim.ReserveCost(ctx, job)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		d := r.Delay().Round(10 * time.Millisecond)
+		if d > 500*time.Millisecond {
+			r.Cancel() // its tokens go back to the jobs behind it
+			fmt.Printf("job %d: requeued (%v away)\n", i, d)
+			continue
+		}
+		fmt.Printf("job %d: in %v\n", i, d)
+	}
+	// Output:
+	// job 0: in 0s
+	// job 1: in 200ms
+	// job 2: requeued (800ms away)
+}

@@ -53,41 +53,52 @@ type reservation struct {
 // ReserveN takes a turn for n units of the key's quota and returns it
 // without waiting: see [Reserver].
 func (b *bucket) ReserveN(ctx context.Context, n int) (Reservation, error) {
+	return b.reserveUnits(ctx, n, nil, queueFirst)
+}
+
+// reserveUnits takes a turn in queue qi for n units of the first limit
+// and units of the further ones (limits.go).
+func (b *bucket) reserveUnits(ctx context.Context, n int, units []UnitCost, qi int) (Reservation, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	b.mu.Lock()
 	if b.dead {
 		b.mu.Unlock()
-		return b.l.bucket(b.key).ReserveN(ctx, n)
+		return b.l.bucket(b.key).reserveUnits(ctx, n, units, qi)
 	}
 	if err := b.check(n); err != nil {
 		b.mu.Unlock()
 		return nil, err
 	}
-	r := &reservation{b: b, qi: queueFirst, n: int64(n)}
+	r := &reservation{b: b, qi: qi, n: int64(n)}
 	if n == 0 {
 		b.mu.Unlock()
 		return r, nil // e = 0: gone
 	}
+	cost, err := b.costOf(units)
+	if err != nil {
+		b.mu.Unlock()
+		return nil, err
+	}
 	now := b.l.now()
 	s := &b.s
 	b.advanceLocked(now)
-	if s.goNowX(now, b.pacing, queueFirst, int64(n), b.xcost0()) {
-		r.e = s.q[queueFirst].rel
+	if s.goNowX(now, b.pacing, qi, int64(n), cost) {
+		r.e = s.q[qi].rel
 		b.mu.Unlock()
 		return r, nil
 	}
-	e, moved := s.enqueueX(now, b.pacing, queueFirst, int64(n), b.xcost0())
+	e, moved := s.enqueueX(now, b.pacing, qi, int64(n), cost)
 	if moved {
 		b.notifyLocked()
 	}
 	r.e = e
-	turn := s.turn(now, b.pacing, queueFirst, e)
+	turn := s.turn(now, b.pacing, qi, e)
 	if turn <= now {
 		b.advanceLocked(now)
 	} else if err := b.overDeadline(ctx, turn-now); err != nil {
-		s.cancel(now, queueFirst, e, int64(n))
+		s.cancel(now, qi, e, int64(n))
 		b.mu.Unlock()
 		return nil, err
 	}

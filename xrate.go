@@ -68,6 +68,11 @@ func (k *Key) ReserveN(ctx context.Context, n int) (Reservation, error) {
 	return k.bucket().ReserveN(ctx, n)
 }
 
+// ReserveCost takes a turn for c on every limit: see [CostReserver].
+func (k *Key) ReserveCost(ctx context.Context, c Cost) (Reservation, error) {
+	return k.bucket().ReserveCost(ctx, c)
+}
+
 // Wait is WaitN(ctx, 1).
 func (k *Key) Wait(ctx context.Context) error { return k.WaitN(ctx, 1) }
 

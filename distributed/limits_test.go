@@ -399,3 +399,34 @@ func TestLimitStatesRedis(t *testing.T) {
 		t.Errorf("LimitStates of a quota without Limits = %v, %v; want nil, nil", none, err)
 	}
 }
+
+// TestReserveCostRedis: a quota's reservation of a cost, as a Limiter's
+// (TestReserveCost): tokens 100/s burst 100, 60 a reservation. The
+// second's turn is about 200 ms away; cancelled, its tokens serve a try
+// of 40 at once, every limit's units back.
+func TestReserveCostRedis(t *testing.T) {
+	_, c := startRedis(t)
+	ctx := context.Background()
+	q := New(c, "reserve-cost", 100, 10)
+	q.Limits = []throttle.UnitLimit{{Unit: "tokens", Rate: throttle.Rate{Limit: 100, Burst: 100}}}
+	k := q.For("k")
+	cost := throttle.Cost{Units: []throttle.UnitCost{{Unit: "tokens", N: 60}}}
+	r1, err := k.(throttle.CostReserver).ReserveCost(ctx, cost)
+	if err != nil || r1.Delay() != 0 {
+		t.Fatalf("first reservation = %v, delay %v; want at once", err, r1.Delay())
+	}
+	r2, err := k.(throttle.CostReserver).ReserveCost(ctx, cost)
+	// 20 tokens at 100/s, less the time since the first (the bucket
+	// refills meanwhile): within 10 ms of 200 ms on loopback.
+	if err != nil || r2.Delay() < 190*time.Millisecond || r2.Delay() > 200*time.Millisecond {
+		t.Fatalf("second reservation = %v, delay %v; want about 200ms", err, r2.Delay())
+	}
+	r2.Cancel()
+	ok, _, err := k.(throttle.CostTrier).TryCost(ctx, throttle.Cost{Units: []throttle.UnitCost{{Unit: "tokens", N: 40}}})
+	if !ok || err != nil {
+		t.Fatalf("try of the 40 tokens left after the cancel = %v, %v; want it to go", ok, err)
+	}
+	if _, err := k.(throttle.CostReserver).ReserveCost(ctx, throttle.Cost{Units: []throttle.UnitCost{{Unit: "nope", N: 1}}}); !errors.Is(err, throttle.ErrInvalidLimit) {
+		t.Errorf("a reservation in an unknown unit = %v; want ErrInvalidLimit", err)
+	}
+}

@@ -309,3 +309,56 @@ func (l *localLimits) try(ctx context.Context, q *Quota, w *keyWaiter, n int, un
 	}
 	return fw.(throttle.CostTrier).TryCost(ctx, throttle.Cost{N: n, Units: units})
 }
+
+// reserve is reserveFail's for a quota with further limits: a turn for n
+// units and units of them on w's key's shares, no earlier than what this
+// process knows of the key (memo).
+func (l *localLimits) reserve(ctx context.Context, q *Quota, w *keyWaiter, n int, units []throttle.UnitCost) (throttle.Reservation, error) {
+	fw, err := l.key(ctx, q, w)
+	if err != nil {
+		return nil, err
+	}
+	r, err := fw.(throttle.CostReserver).ReserveCost(ctx, throttle.Cost{N: n, Units: units})
+	if err != nil {
+		return nil, err
+	}
+	nb := q.memo.notBefore(w.rkey)
+	wake := time.Now().Add(max(r.Delay(), nb.Sub(q.clock())))
+	if deadline, ok := ctx.Deadline(); ok && wake.After(deadline) {
+		r.Cancel()
+		return nil, &throttle.DeadlineError{Key: w.key, Delay: time.Until(wake)}
+	}
+	q.memo.turn(w.rkey, 0, q.clock().Add(time.Until(wake)))
+	return &heldReservation{Reservation: r, notBefore: wake}, nil
+}
+
+// heldReservation is a fallback Limiter's reservation held no earlier
+// than notBefore (a pause this process knows).
+type heldReservation struct {
+	throttle.Reservation
+	notBefore time.Time
+}
+
+// Delay implements [throttle.Reservation].
+func (h *heldReservation) Delay() time.Duration {
+	return max(h.Reservation.Delay(), time.Until(h.notBefore))
+}
+
+// Wait implements [throttle.Reservation].
+func (h *heldReservation) Wait(ctx context.Context) error {
+	if d := time.Until(h.notBefore); d > 0 {
+		if deadline, ok := ctx.Deadline(); ok && h.notBefore.After(deadline) {
+			h.Cancel()
+			return &throttle.DeadlineError{Delay: d}
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			h.Cancel()
+			return ctx.Err()
+		}
+	}
+	return h.Reservation.Wait(ctx)
+}

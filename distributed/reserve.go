@@ -25,6 +25,30 @@ import (
 // the refund that Wait's end makes); Wait sleeps as a wait does, woken by
 // moves of the queue pushed from any process.
 func (w *keyWaiter) ReserveN(ctx context.Context, n int) (throttle.Reservation, error) {
+	return w.reserveX(ctx, n, queueFirst, nil, nil)
+}
+
+// ReserveCost implements [throttle.CostReserver]: a turn for c on every
+// limit of the key (the quota's bucket and Quota.Limits), in one script
+// call, as ReserveN's; Cancel gives every unit back on every limit.
+func (w *keyWaiter) ReserveCost(ctx context.Context, c throttle.Cost) (throttle.Reservation, error) {
+	n, qi := c.N, queueFirst
+	if n == 0 {
+		n = 1
+	}
+	if c.Retry {
+		qi = queueRetry
+	}
+	x, err := w.q.xargs(c.Units)
+	if err != nil {
+		return nil, err
+	}
+	return w.reserveX(ctx, n, qi, x, c.Units)
+}
+
+// reserveX is ReserveN with a queue and a cost in the quota's further
+// limits (x: xargs of units; nil: none).
+func (w *keyWaiter) reserveX(ctx context.Context, n, qi int, x []any, units []throttle.UnitCost) (throttle.Reservation, error) {
 	if err := w.q.check(n); err != nil {
 		return nil, err
 	}
@@ -34,12 +58,12 @@ func (w *keyWaiter) ReserveN(ctx context.Context, n int) (throttle.Reservation, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	r, err := w.take(ctx, n, queueFirst)
+	r, err := w.takeX(ctx, n, qi, x)
 	if err != nil {
 		if errCaller(ctx, err) || r.refused {
 			return nil, err
 		}
-		return w.reserveFail(ctx, n, err)
+		return w.reserveFail(ctx, n, units, err)
 	}
 	res := &reservation{w: w, taken: r, wake: time.Now().Add(r.wait)}
 	if r.wait <= 0 {
@@ -150,7 +174,7 @@ func (r *reservation) Wait(ctx context.Context) error {
 
 // reserveFail applies the FailMode to a reservation the store could not
 // serve.
-func (w *keyWaiter) reserveFail(ctx context.Context, n int, cause error) (throttle.Reservation, error) {
+func (w *keyWaiter) reserveFail(ctx context.Context, n int, units []throttle.UnitCost, cause error) (throttle.Reservation, error) {
 	q := w.q
 	if errors.Is(cause, ErrConfigMismatch) {
 		return nil, cause // the store answered: no fail mode
@@ -161,6 +185,9 @@ func (w *keyWaiter) reserveFail(ctx context.Context, n int, cause error) (thrott
 		return &reservation{w: w, state: resDone}, nil
 	case FailClosed:
 		return nil, unavailable(cause)
+	}
+	if q.xconfig() != nil {
+		return q.localX.reserve(ctx, q, w, n, units)
 	}
 	c := q.config()
 	lim := q.local.get(w.key, c.limit, c.burst, max(1, q.Workers), q.clock())
