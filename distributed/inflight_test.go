@@ -304,9 +304,11 @@ func TestQuotaInFlightTransport(t *testing.T) {
 		t.Fatal(err)
 	}
 	sent := make(chan time.Time, 1)
+	started := make(chan time.Time, 1)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() {
+		started <- time.Now()
 		resp, err := hc.Get(hs.URL)
 		if err != nil {
 			t.Errorf("second Get = %v", err)
@@ -316,7 +318,10 @@ func TestQuotaInFlightTransport(t *testing.T) {
 		sent <- time.Now()
 		resp.Body.Close()
 	})
-	time.Sleep(300 * time.Millisecond)
+	// The first holds the lease 300 ms from the second's start: its
+	// wait begins a little later (the Transport's work before it).
+	goStart := <-started
+	time.Sleep(time.Until(goStart.Add(300 * time.Millisecond)))
 	select {
 	case <-sent:
 		t.Fatal("the second request went while the first held the only lease")
@@ -330,9 +335,12 @@ func TestQuotaInFlightTransport(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	// The wait lies within (goStart, at]: its delay is at most at −
+	// goStart, and at least the 300 ms held less the Transport's work
+	// before the wait began (well under 50 ms: a key, a cost, no I/O).
 	i := slices.IndexFunc(events, func(e throttle.Event) bool { return e.Kind == throttle.EventInFlight })
-	if i < 0 || events[i].Delay < 300*time.Millisecond || events[i].Request == nil {
-		t.Errorf("events %+v; want an EventInFlight of 300ms or more, with its request", events)
+	if i < 0 || events[i].Delay < 250*time.Millisecond || events[i].Delay > at.Sub(goStart) || events[i].Request == nil {
+		t.Errorf("events %+v; want an EventInFlight of 250ms to %v (held 300ms from the second request's start), with its request", events, at.Sub(goStart))
 	}
 }
 
