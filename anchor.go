@@ -45,6 +45,35 @@ func (s *schedule) anchor(now float64, c pacing, sentAt, quick float64) bool {
 	return true
 }
 
+// Once a key is anchored, what refuses a request is the timing of that
+// request and the one before it, not the server's budget: the one before
+// arrived later than its round trip told (its delay past anchorMax, or
+// its response came after the next turn), or the process stalled and
+// units whose turns had passed went at once. Each such refusal costs its
+// own unit; a bare refusal's shift and trim (see reject) cost two more
+// intervals' worth and a slow-down event each, though the pace is right
+// (a leaky bucket of 50/s on the real clock, 300 requests, 2-core machine
+// at load 4 to 6: 0 to 3 such refusals a run besides the first, 11 in a
+// run with stalls). So while the key is anchored, with no cut in force,
+// a bare refusal after at least 1/trimTarget − 1 units answered without
+// one (refusals rarer than trimTarget: the margin's own target) leaves
+// the pace as it is, and so does a refusal of a request that was in
+// flight when such a refusal came (units a stall let go together: a
+// 55 ms stall, three units at once, two refused). A server whose budget
+// is below the one told refuses far more often than that: its refusals
+// shift, trim and then cut, as on any key.
+
+// jitter reports whether a bare refusal at now of a request sent at
+// sentAt, after okSince units were answered since the key's last refusal,
+// is one of the strict server's timing on an anchored key (see above),
+// which leaves the pace as it is; last is when the last such refusal
+// came (0 for none).
+func (s *schedule) jitter(now float64, c pacing, okSince, sentAt, last float64) bool {
+	interval, tau := s.pace(now, c)
+	return c.interval > 0 && interval > 0 && tau <= interval*(1+1e-9) && s.cut.moved && s.cut.rate(now, c.sec) == 0 &&
+		now-s.cut.last <= trimKeep*c.sec && (okSince >= (1-trimTarget)/trimTarget || (last > s.cut.last && sentAt < last))
+}
+
 // A server's bucket with a burst is anchored the same way, once, by the
 // first burst of a busy period: its bucket, full as the key's, starts
 // counting from the first of the burst's units to arrive, the one with

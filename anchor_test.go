@@ -175,3 +175,72 @@ func TestBurstSpread(t *testing.T) {
 		t.Errorf("a declared pace moved")
 	}
 }
+
+// TestJitterRefusal checks that an anchored key (a strict server shown,
+// burst 1, its limit told) keeps its pace through a bare refusal that
+// comes after 1/trimTarget − 1 units answered without one, and through
+// the refusals of the requests in flight when it came; that a refusal
+// sooner than that shifts and trims as on any key; and that a key not
+// anchored (no refusal yet) trims on its first.
+func TestJitterRefusal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		const ms = time.Millisecond
+		var slowDowns int
+		l := &Limiter{Limit: 50, Burst: 1, OnEvent: func(e Event) {
+			if e.Kind == EventSlowDown {
+				slowDowns++
+			}
+		}}
+		k := l.For("k")
+		a := k.(Adapter)
+		refuse := func(age time.Duration) {
+			a.Adapt(ctx, Feedback{Cost: 1, Throttled: true, Refused: true, Age: age})
+		}
+		// send waits for a unit, answers it 2 ms later as a success, and
+		// returns when it went.
+		send := func() time.Time {
+			if err := k.WaitN(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			sent := time.Now()
+			time.Sleep(2 * ms)
+			a.Adapt(ctx, Feedback{Cost: 1, Age: 2 * ms})
+			return sent
+		}
+		refuse(2 * ms) // not anchored: trims
+		if slowDowns != 1 {
+			t.Fatalf("first refusal: %d slow-downs; want 1", slowDowns)
+		}
+		for range 99 {
+			send()
+		}
+		// A unit refused after 99 answered: the pace stays, and the next
+		// unit goes an interval after it.
+		if err := k.WaitN(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		sent := time.Now()
+		time.Sleep(2 * ms)
+		refuse(2 * ms)
+		refuse(3 * ms) // in flight when the first came: the same stall
+		if slowDowns != 1 {
+			t.Errorf("refusals after 99 answered: %d slow-downs; want 1 (the pace kept)", slowDowns)
+		}
+		next := send()
+		// The trim's step has been given back by the 99 units: the
+		// interval is the limit's.
+		if got := next.Sub(sent); got != 20*ms {
+			t.Errorf("after a timing refusal: next unit %v after the refused one; want 20ms", got)
+		}
+		// One sooner than 99 units after the last: shifts and trims.
+		if err := k.WaitN(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * ms)
+		refuse(2 * ms)
+		if slowDowns != 2 {
+			t.Errorf("a refusal 1 unit after the last: %d slow-downs; want 2", slowDowns)
+		}
+	})
+}

@@ -180,6 +180,8 @@ type bucket struct {
 	inflight slots         // the in-flight cap (inflight.go)
 	quick    float64       // the quickest round trip of the key's responses (anchor.go); 0: none
 	burst1   burstSpread   // the round trips of the busy period's first burst (anchor.go)
+	okSince  float64       // units answered without a refusal since the key's last one (anchor.go: jitter)
+	jitterAt float64       // when a refusal last left the pace as it was (anchor.go: jitter); 0: never
 	xunits   []string      // the units of s.x's limits (l.xunits)
 	xcost    []float64     // a wait's cost in them, converted under mu
 	xerr     error         // l.xerr
@@ -374,8 +376,20 @@ func (b *bucket) Adapt(ctx context.Context, f Feedback) error {
 			moved = true
 		}
 	}
-	if f.Throttled && s.reject(now, now-float64(max(f.Age, 0)), float64(max(f.Cost, 1)), b.pacing) {
-		moved = true
+	switch {
+	case f.Throttled && s.jitter(now, b.pacing, b.okSince, now-float64(max(f.Age, 0)), b.jitterAt):
+		// A refusal of the strict server's timing, not of its budget:
+		// the pace stays (see jitter).
+		b.okSince, b.jitterAt = 0, now
+	case f.Throttled:
+		b.okSince = 0
+		if s.reject(now, now-float64(max(f.Age, 0)), float64(max(f.Cost, 1)), b.pacing) {
+			moved = true
+		}
+	case f.Refused:
+		b.okSince = 0
+	default:
+		b.okSince += float64(max(f.Cost, 1))
 	}
 	var ev decided
 	if moved {
