@@ -244,3 +244,67 @@ func TestJitterRefusal(t *testing.T) {
 		}
 	})
 }
+
+// TestWakeLag checks the estimate of the wake-up lateness a key's waits
+// exceed but wakeShare of the time: fed wake-ups spread evenly over 0 to
+// 1.98 ms (its quantile at wakeShare 0.1 ms), it rests within a step
+// (wakeStep of the 20 ms interval, 0.1 ms) of it; fed wake-ups all on
+// time, it stays at 0.
+func TestWakeLag(t *testing.T) {
+	const interval = 20e6 // ns
+	var w wakeLag
+	sum, n := 0.0, 0
+	for i := range 4000 {
+		w.observe(float64((i*37)%100)*20e3, interval, 1e9)
+		if i >= 2000 {
+			sum += float64(w)
+			n++
+		}
+	}
+	if mean, want, step := sum/float64(n), 0.1e6, wakeStep*interval; math.Abs(mean-want) > step {
+		t.Errorf("resting at %.3f ms on average; want %.3f ms ± %.3f ms", mean/1e6, want/1e6, step/1e6)
+	}
+	var on wakeLag
+	for range 1000 {
+		on.observe(0, interval, 1e9)
+	}
+	if on != 0 {
+		t.Errorf("wake-ups on time: %v; want 0", float64(on))
+	}
+}
+
+// TestAnchorWakeLag checks that the anchor's next turn comes sooner by
+// the key's wake-up lateness: a request 0.7 ms late on a key whose waits
+// wake at least 0.5 ms late moves the next unit to an interval and
+// 0.2 ms after it.
+func TestAnchorWakeLag(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		const ms = time.Millisecond
+		l := &Limiter{Limit: 50, Burst: 1}
+		k := l.For("k")
+		a := k.(Adapter)
+		a.Adapt(ctx, Feedback{Cost: 1, Throttled: true, Refused: true, Age: 2 * ms}) // shows the server strict
+		time.Sleep(time.Second)
+		k.(*bucket).wake = wakeLag(500 * time.Microsecond)
+		if err := k.WaitN(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		a.Adapt(ctx, Feedback{Cost: 1, Age: 2 * ms}) // the quickest round trip
+		time.Sleep(time.Second)
+		if err := k.WaitN(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		sent := time.Now()
+		time.Sleep(2*ms + 700*time.Microsecond)
+		a.Adapt(ctx, Feedback{Cost: 1, Age: 2*ms + 700*time.Microsecond})
+		if err := k.WaitN(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		trimmed := float64(20*ms) / (1 - trimStep)
+		interval := time.Duration(trimmed)
+		if got, want := time.Since(sent), interval+200*time.Microsecond; (got - want).Abs() > time.Nanosecond {
+			t.Errorf("0.7 ms late, waits 0.5 ms late: next unit %v after; want %v", got, want)
+		}
+	})
+}

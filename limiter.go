@@ -182,6 +182,7 @@ type bucket struct {
 	burst1   burstSpread   // the round trips of the busy period's first burst (anchor.go)
 	okSince  float64       // units answered without a refusal since the key's last one (anchor.go: jitter)
 	jitterAt float64       // when a refusal last left the pace as it was (anchor.go: jitter); 0: never
+	wake     wakeLag       // how late the key's waits wake after their turns (anchor.go)
 	xunits   []string      // the units of s.x's limits (l.xunits)
 	xcost    []float64     // a wait's cost in them, converted under mu
 	xerr     error         // l.xerr
@@ -369,7 +370,7 @@ func (b *bucket) Adapt(ctx context.Context, f Feedback) error {
 		if b.quick == 0 || age < b.quick {
 			b.quick = age
 		}
-		if !f.Refused && !f.Throttled && f.Pause == 0 && s.anchor(now, b.pacing, now-age, b.quick) {
+		if !f.Refused && !f.Throttled && f.Pause == 0 && s.anchor(now, b.pacing, now-age, b.quick, float64(b.wake)) {
 			moved = true
 		}
 		if !f.Refused && !f.Throttled && f.Pause == 0 && s.spread(now, b.pacing, &b.burst1, now-age, age) {
