@@ -308,3 +308,29 @@ func TestAnchorWakeLag(t *testing.T) {
 		}
 	})
 }
+
+// TestJitterNotBudget is a strict server whose budget is half the one
+// told (nginx's limit_req of 25/s, a Transport told 50/s, burst 1, ≤ 1 ms
+// of jitter, 8 workers, 500 requests): its refusals come far more often
+// than one in 100 units, so none is taken for timing, and each slows the
+// key down (shift, trim, cut) as on any key.
+func TestJitterNotBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		time.Sleep(317 * time.Microsecond) // a phase against the server's whole ms
+		s := throttletest.NewLeakyBucket(25)
+		s.Status = http.StatusTooManyRequests
+		slowDowns := 0
+		tr := &Transport{Waiter: &Limiter{Limit: 50, Burst: 1},
+			Base: &throttletest.Direct{Handler: s, Latency: time.Millisecond, Jitter: time.Millisecond, Seed: 1},
+			OnEvent: func(e Event) {
+				if e.Kind == EventSlowDown {
+					slowDowns++
+				}
+			}}
+		closedLoopN(t, &http.Client{Transport: tr}, 8, 500)
+		st := s.Stats()
+		if st.Admitted != 500 || st.Rejected == 0 || slowDowns != int(st.Rejected) {
+			t.Errorf("%d admitted, %d refused, %d slow-downs; want 500, some, one a refusal", st.Admitted, st.Rejected, slowDowns)
+		}
+	})
+}
