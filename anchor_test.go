@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"context"
+	"io"
 	"math"
 	"net/http"
 	"testing"
@@ -331,6 +332,51 @@ func TestJitterNotBudget(t *testing.T) {
 		st := s.Stats()
 		if st.Admitted != 500 || st.Rejected == 0 || slowDowns != int(st.Rejected) {
 			t.Errorf("%d admitted, %d refused, %d slow-downs; want 500, some, one a refusal", st.Admitted, st.Rejected, slowDowns)
+		}
+	})
+}
+
+// TestJitterRetryNextTurn checks that a request refused for the strict
+// server's timing on an anchored key is retried at the key's next paced
+// turn, an interval after it, with no backoff of its own (a retry
+// delay of 0): one worker, a 429 on its 1st request (it shows the server
+// strict, and is retried after the backoff) and on its 102nd (after 100
+// answered: timing).
+func TestJitterRetryNextTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const ms = time.Millisecond
+		var sends []time.Time
+		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			sends = append(sends, time.Now())
+			time.Sleep(ms)
+			if n := len(sends); n == 1 || n == 103 { // 102nd request, after the 1st's retry
+				return respond(r, http.StatusTooManyRequests), nil
+			}
+			return respond(r, http.StatusOK), nil
+		})
+		var delays []time.Duration
+		tr := &Transport{Waiter: &Limiter{Limit: 50, Burst: 1}, Base: base, OnEvent: func(e Event) {
+			if e.Kind == EventRetry {
+				delays = append(delays, e.Delay)
+			}
+		}}
+		c := &http.Client{Transport: tr}
+		for range 102 {
+			resp, err := c.Get("http://api.test/v1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		if len(sends) != 104 || len(delays) != 2 {
+			t.Fatalf("%d sends, %d retries; want 104, 2", len(sends), len(delays))
+		}
+		if delays[1] != 0 {
+			t.Errorf("timing refusal: retried after %v; want 0 (the next paced turn)", delays[1])
+		}
+		if got := sends[103].Sub(sends[102]); got != 20*ms {
+			t.Errorf("timing refusal: retry sent %v after it; want 20ms (the next turn)", got)
 		}
 	})
 }

@@ -333,10 +333,17 @@ func (b *bucket) Pause(ctx context.Context, d time.Duration) error {
 // Adapt applies what a server said about the key's quota: see [Adapter].
 // It never blocks and never fails.
 func (b *bucket) Adapt(ctx context.Context, f Feedback) error {
+	b.adapt(ctx, f)
+	return nil
+}
+
+// adapt is Adapt; it reports whether f was a bare refusal of the strict
+// server's timing, which left the pace as it was (anchor.go: jitter).
+func (b *bucket) adapt(ctx context.Context, f Feedback) (timing bool) {
 	b.mu.Lock()
 	if b.dead {
 		b.mu.Unlock()
-		return b.l.bucket(b.key).Adapt(ctx, f)
+		return b.l.bucket(b.key).adapt(ctx, f)
 	}
 	now := b.l.now()
 	s := &b.s
@@ -382,6 +389,7 @@ func (b *bucket) Adapt(ctx context.Context, f Feedback) error {
 		// A refusal of the strict server's timing, not of its budget:
 		// the pace stays (see jitter).
 		b.okSince, b.jitterAt = 0, now
+		timing = true
 	case f.Throttled:
 		b.okSince = 0
 		if s.reject(now, now-float64(max(f.Age, 0)), float64(max(f.Cost, 1)), b.pacing) {
@@ -401,7 +409,7 @@ func (b *bucket) Adapt(ctx context.Context, f Feedback) error {
 	}
 	b.mu.Unlock()
 	ev.emit(b.l.OnEvent, sink)
-	return nil
+	return timing
 }
 
 // Pause holds off every caller of the Limiter's own quota (key "").
