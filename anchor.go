@@ -82,12 +82,12 @@ func (s *schedule) jitter(now float64, c pacing, okSince, sentAt, last float64) 
 // a millisecond late, and a busy machine adds its scheduling: 0.4 to
 // 0.8 ms in the median, 0.1 to 0.3 ms or more 19 times in 20, on a
 // 2-core machine at load 4), and the anchor counts the lateness of the
-// request before in full. So the next turn
-// comes sooner by the lateness that a key's wake-ups exceed 19 times in
-// 20 (wakeShare), as observed (the spread between a wait's turn and its
-// wake-up, wakeLag), at most anchorMax of an interval: the server still
-// sees the gap whole unless the next wake-up is among the quickest, and
-// then short by less than that. The estimate moves by wakeStep of an
+// request before in full. So the next turn comes sooner by the lateness
+// that a key's wake-ups exceed 19 times in 20 (wakeShare), as observed
+// (the spread between a wait's turn and its wake-up, wakeLag), at most
+// anchorMax of an interval; it still only moves turns later. The server
+// still sees the gap whole unless the next wake-up is among the
+// quickest, and then short by less than that. The estimate moves by wakeStep of an
 // interval a wake-up, so that it follows the machine's load; a bubble's
 // fake clock wakes waits on time, and the anchor is then as above.
 const (
