@@ -87,9 +87,10 @@ func (s *schedule) jitter(now float64, c pacing, okSince, sentAt, last float64) 
 // (the spread between a wait's turn and its wake-up, wakeLag), at most
 // anchorMax of an interval; it still only moves turns later. The server
 // still sees the gap whole unless the next wake-up is among the
-// quickest, and then short by less than that. The estimate moves by wakeStep of an
-// interval a wake-up, so that it follows the machine's load; a bubble's
-// fake clock wakes waits on time, and the anchor is then as above.
+// quickest, and then short by less than that. The estimate moves by
+// wakeStep of an interval a wake-up, so that it follows the machine's
+// load; a bubble's fake clock wakes waits on time, and the anchor is then
+// as above.
 const (
 	wakeShare = 0.05
 	wakeStep  = 0.005
