@@ -1,5 +1,7 @@
 package throttle
 
+import "math"
+
 // A strict server (nginx's limit_req without burst, a leaky bucket with
 // no slack) takes a request only an interval after the last one it took,
 // as it saw them arrive. Dispatch jitter moves the arrivals: a request
@@ -30,19 +32,90 @@ const anchorMax = trimMax
 
 // anchor applies, after advance, a response at now to a request sent at
 // sentAt that the server took, for a key whose quickest round trip is
-// quick: see above. It reports whether the next turn moved.
-func (s *schedule) anchor(now float64, c pacing, sentAt, quick float64) bool {
+// quick and whose wake-ups are at least lag late (see wakeLag): see
+// above. It reports whether the next turn moved.
+func (s *schedule) anchor(now float64, c pacing, sentAt, quick, lag float64) bool {
 	interval, tau := s.pace(now, c)
 	if c.interval == 0 || interval <= 0 || tau > interval*(1+1e-9) || !s.cut.moved || now-s.cut.last > trimKeep*c.sec {
 		return false
 	}
 	late := min(max(now-sentAt-quick, 0), anchorMax*interval)
-	t := sentAt + interval + late
+	t := sentAt + interval + late - min(max(lag, 0), anchorMax*interval)
 	if t <= s.tat {
 		return false
 	}
 	s.tat = t
 	return true
+}
+
+// Once a key is anchored, what refuses a request is the timing of that
+// request and the one before it, not the server's budget: the one before
+// arrived later than its round trip told (its delay past anchorMax, or
+// its response came after the next turn), or the process stalled and
+// units whose turns had passed went at once. Each such refusal costs its
+// own unit; a bare refusal's shift and trim (see reject) cost two more
+// intervals' worth and a slow-down event each, though the pace is right
+// (a leaky bucket of 50/s on the real clock, 300 requests, 2-core machine
+// at load 4 to 6: 0 to 3 such refusals a run besides the first, 11 in a
+// run with stalls). So while the key is anchored, with no cut in force,
+// a bare refusal after at least 1/trimTarget − 1 units answered without
+// one (refusals rarer than trimTarget: the margin's own target) leaves
+// the pace as it is, and so does a refusal of a request that was in
+// flight when such a refusal came (units a stall let go together: a
+// 55 ms stall, three units at once, two refused). A server whose budget
+// is below the one told refuses far more often than that: its refusals
+// shift, trim and then cut, as on any key.
+
+// jitter reports whether a bare refusal at now of a request sent at
+// sentAt, after okSince units were answered since the key's last refusal,
+// is one of the strict server's timing on an anchored key (see above),
+// which leaves the pace as it is; last is when the last such refusal
+// came (0 for none).
+func (s *schedule) jitter(now float64, c pacing, okSince, sentAt, last float64) bool {
+	interval, tau := s.pace(now, c)
+	return c.interval > 0 && interval > 0 && tau <= interval*(1+1e-9) && s.cut.moved && s.cut.rate(now, c.sec) == 0 &&
+		now-s.cut.last <= trimKeep*c.sec && (okSince >= (1-trimTarget)/trimTarget || (last > s.cut.last && sentAt < last))
+}
+
+// The next request is late too: its wait wakes after its turn (Go's
+// netpoller waits in whole milliseconds on Linux, so a timer wakes up to
+// a millisecond late, and a busy machine adds its scheduling: 0.4 to
+// 0.8 ms in the median, 0.1 to 0.3 ms or more 19 times in 20, on a
+// 2-core machine at load 4), and the anchor counts the lateness of the
+// request before in full. So the next turn comes sooner by the lateness
+// that a key's wake-ups exceed 19 times in 20 (wakeShare), as observed
+// (the spread between a wait's turn and its wake-up, wakeLag), at most
+// anchorMax of an interval; it still only moves turns later. The server
+// still sees the gap whole unless the next wake-up is among the
+// quickest, and then short by less than that. The estimate moves by
+// wakeStep of an interval a wake-up, so that it follows the machine's
+// load; a bubble's fake clock wakes waits on time, and the anchor is then
+// as above.
+const (
+	wakeShare = 0.05
+	wakeStep  = 0.005
+)
+
+// wakeLag is a key's estimate of the wake-up lateness its waits exceed
+// but wakeShare of the time (a quantile, estimated by stochastic
+// approximation: it moves down by wakeStep·(1 − wakeShare) of an
+// interval for a wake-up no later than it, up by wakeStep·wakeShare
+// otherwise, and rests where wakeShare of the wake-ups are quicker).
+type wakeLag float64
+
+// observe counts a wait that woke d after its turn, on a key paced at
+// interval (sec: the schedule's units in a second). A nanosecond late is
+// on time: a wait sleeps until its turn rounded up to the nanosecond.
+func (w *wakeLag) observe(d, interval, sec float64) {
+	if interval <= 0 || math.IsInf(interval, 0) || d < 0 {
+		return
+	}
+	step := wakeStep * interval
+	if d <= float64(*w)+1e-9*sec {
+		*w = wakeLag(max(float64(*w)-step*(1-wakeShare), 0))
+	} else {
+		*w = wakeLag(min(float64(*w)+step*wakeShare, anchorMax*interval))
+	}
 }
 
 // A server's bucket with a burst is anchored the same way, once, by the

@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"context"
+	"io"
 	"math"
 	"net/http"
 	"testing"
@@ -174,4 +175,208 @@ func TestBurstSpread(t *testing.T) {
 	if d.spread(3*ms, pacing{sec: 1e9}, &db, 0, 3*ms) {
 		t.Errorf("a declared pace moved")
 	}
+}
+
+// TestJitterRefusal checks that an anchored key (a strict server shown,
+// burst 1, its limit told) keeps its pace through a bare refusal that
+// comes after 1/trimTarget − 1 units answered without one, and through
+// the refusals of the requests in flight when it came; that a refusal
+// sooner than that shifts and trims as on any key; and that a key not
+// anchored (no refusal yet) trims on its first.
+func TestJitterRefusal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		const ms = time.Millisecond
+		var slowDowns int
+		l := &Limiter{Limit: 50, Burst: 1, OnEvent: func(e Event) {
+			if e.Kind == EventSlowDown {
+				slowDowns++
+			}
+		}}
+		k := l.For("k")
+		a := k.(Adapter)
+		refuse := func(age time.Duration) {
+			a.Adapt(ctx, Feedback{Cost: 1, Throttled: true, Refused: true, Age: age})
+		}
+		// send waits for a unit, answers it 2 ms later as a success, and
+		// returns when it went.
+		send := func() time.Time {
+			if err := k.WaitN(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			sent := time.Now()
+			time.Sleep(2 * ms)
+			a.Adapt(ctx, Feedback{Cost: 1, Age: 2 * ms})
+			return sent
+		}
+		refuse(2 * ms) // not anchored: trims
+		if slowDowns != 1 {
+			t.Fatalf("first refusal: %d slow-downs; want 1", slowDowns)
+		}
+		for range 99 {
+			send()
+		}
+		// A unit refused after 99 answered: the pace stays, and the next
+		// unit goes an interval after it.
+		if err := k.WaitN(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		sent := time.Now()
+		time.Sleep(2 * ms)
+		refuse(2 * ms)
+		refuse(3 * ms) // in flight when the first came: the same stall
+		if slowDowns != 1 {
+			t.Errorf("refusals after 99 answered: %d slow-downs; want 1 (the pace kept)", slowDowns)
+		}
+		next := send()
+		// The trim's step has been given back by the 99 units: the
+		// interval is the limit's.
+		if got := next.Sub(sent); got != 20*ms {
+			t.Errorf("after a timing refusal: next unit %v after the refused one; want 20ms", got)
+		}
+		// One sooner than 99 units after the last: shifts and trims.
+		if err := k.WaitN(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * ms)
+		refuse(2 * ms)
+		if slowDowns != 2 {
+			t.Errorf("a refusal 1 unit after the last: %d slow-downs; want 2", slowDowns)
+		}
+	})
+}
+
+// TestWakeLag checks the estimate of the wake-up lateness a key's waits
+// exceed but wakeShare of the time: fed wake-ups spread evenly over 0 to
+// 1.98 ms (its quantile at wakeShare 0.1 ms), it rests within a step
+// (wakeStep of the 20 ms interval, 0.1 ms) of it; fed wake-ups all on
+// time, it stays at 0.
+func TestWakeLag(t *testing.T) {
+	const interval = 20e6 // ns
+	var w wakeLag
+	sum, n := 0.0, 0
+	for i := range 4000 {
+		w.observe(float64((i*37)%100)*20e3, interval, 1e9)
+		if i >= 2000 {
+			sum += float64(w)
+			n++
+		}
+	}
+	if mean, want, step := sum/float64(n), 0.1e6, wakeStep*interval; math.Abs(mean-want) > step {
+		t.Errorf("resting at %.3f ms on average; want %.3f ms ± %.3f ms", mean/1e6, want/1e6, step/1e6)
+	}
+	var on wakeLag
+	for range 1000 {
+		on.observe(0, interval, 1e9)
+	}
+	if on != 0 {
+		t.Errorf("wake-ups on time: %v; want 0", float64(on))
+	}
+}
+
+// TestAnchorWakeLag checks that the anchor's next turn comes sooner by
+// the key's wake-up lateness: a request 0.7 ms late on a key whose waits
+// wake at least 0.5 ms late moves the next unit to an interval and
+// 0.2 ms after it.
+func TestAnchorWakeLag(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		const ms = time.Millisecond
+		l := &Limiter{Limit: 50, Burst: 1}
+		k := l.For("k")
+		a := k.(Adapter)
+		a.Adapt(ctx, Feedback{Cost: 1, Throttled: true, Refused: true, Age: 2 * ms}) // shows the server strict
+		time.Sleep(time.Second)
+		k.(*bucket).wake = wakeLag(500 * time.Microsecond)
+		if err := k.WaitN(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		a.Adapt(ctx, Feedback{Cost: 1, Age: 2 * ms}) // the quickest round trip
+		time.Sleep(time.Second)
+		if err := k.WaitN(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		sent := time.Now()
+		time.Sleep(2*ms + 700*time.Microsecond)
+		a.Adapt(ctx, Feedback{Cost: 1, Age: 2*ms + 700*time.Microsecond})
+		if err := k.WaitN(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		trimmed := float64(20*ms) / (1 - trimStep)
+		interval := time.Duration(trimmed)
+		if got, want := time.Since(sent), interval+200*time.Microsecond; (got - want).Abs() > time.Nanosecond {
+			t.Errorf("0.7 ms late, waits 0.5 ms late: next unit %v after; want %v", got, want)
+		}
+	})
+}
+
+// TestJitterNotBudget is a strict server whose budget is half the one
+// told (nginx's limit_req of 25/s, a Transport told 50/s, burst 1, ≤ 1 ms
+// of jitter, 8 workers, 500 requests): its refusals come far more often
+// than one in 100 units, so none is taken for timing, and each slows the
+// key down (shift, trim, cut) as on any key.
+func TestJitterNotBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		time.Sleep(317 * time.Microsecond) // a phase against the server's whole ms
+		s := throttletest.NewLeakyBucket(25)
+		s.Status = http.StatusTooManyRequests
+		slowDowns := 0
+		tr := &Transport{Waiter: &Limiter{Limit: 50, Burst: 1},
+			Base: &throttletest.Direct{Handler: s, Latency: time.Millisecond, Jitter: time.Millisecond, Seed: 1},
+			OnEvent: func(e Event) {
+				if e.Kind == EventSlowDown {
+					slowDowns++
+				}
+			}}
+		closedLoopN(t, &http.Client{Transport: tr}, 8, 500)
+		st := s.Stats()
+		if st.Admitted != 500 || st.Rejected == 0 || slowDowns != int(st.Rejected) {
+			t.Errorf("%d admitted, %d refused, %d slow-downs; want 500, some, one a refusal", st.Admitted, st.Rejected, slowDowns)
+		}
+	})
+}
+
+// TestJitterRetryNextTurn checks that a request refused for the strict
+// server's timing on an anchored key is retried at the key's next paced
+// turn, an interval after it, with no backoff of its own (a retry
+// delay of 0): one worker, a 429 on its 1st request (it shows the server
+// strict, and is retried after the backoff) and on its 102nd (after 100
+// answered: timing).
+func TestJitterRetryNextTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const ms = time.Millisecond
+		var sends []time.Time
+		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			sends = append(sends, time.Now())
+			time.Sleep(ms)
+			if n := len(sends); n == 1 || n == 103 { // 102nd request, after the 1st's retry
+				return respond(r, http.StatusTooManyRequests), nil
+			}
+			return respond(r, http.StatusOK), nil
+		})
+		var delays []time.Duration
+		tr := &Transport{Waiter: &Limiter{Limit: 50, Burst: 1}, Base: base, OnEvent: func(e Event) {
+			if e.Kind == EventRetry {
+				delays = append(delays, e.Delay)
+			}
+		}}
+		c := &http.Client{Transport: tr}
+		for range 102 {
+			resp, err := c.Get("http://api.test/v1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		if len(sends) != 104 || len(delays) != 2 {
+			t.Fatalf("%d sends, %d retries; want 104, 2", len(sends), len(delays))
+		}
+		if delays[1] != 0 {
+			t.Errorf("timing refusal: retried after %v; want 0 (the next paced turn)", delays[1])
+		}
+		if got := sends[103].Sub(sends[102]); got != 20*ms {
+			t.Errorf("timing refusal: retry sent %v after it; want 20ms (the next turn)", got)
+		}
+	})
 }

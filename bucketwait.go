@@ -142,6 +142,8 @@ func (b *bucket) sleep(ctx context.Context, qi int, e, n int64, turn float64, do
 		}
 		b.advanceLocked(now)
 		if e <= b.s.q[qi].rel {
+			iv, _ := b.s.pace(now, b.pacing)
+			b.wake.observe(now-turn, iv, b.pacing.sec)
 			return nil
 		}
 		if err := ctx.Err(); err != nil {

@@ -182,9 +182,11 @@ const minTrackedWindow = 2 * time.Second
 // observe reads resp's rate-limit headers into o, classifies o, and tells
 // the key's waiter what the headers and the decision say: a pause when
 // the quota is spent, the quota's window, the server's declared limit, a
-// bare rejection. It returns the decision, and whether a bare rejection
-// reached a waiter that slows down for it (an [Adapter]).
-func (t *Transport) observe(ctx context.Context, o *Outcome, w Waiter, key string, n int, sent, now time.Time) (d Decision, slowed bool) {
+// bare rejection. It returns the decision, whether a bare rejection
+// reached a waiter that slows down for it (an [Adapter]), and whether it
+// was one a Limiter's key took for the strict server's timing, which
+// leaves its pace as it was (anchor.go: jitter).
+func (t *Transport) observe(ctx context.Context, o *Outcome, w Waiter, key string, n int, sent, now time.Time) (d Decision, slowed, timing bool) {
 	resp := o.Response
 	o.Reading = ratelimit.Parse(resp.Header, now)
 	// The limits in other units than Cost's, read in Cost's unit where
@@ -202,10 +204,16 @@ func (t *Transport) observe(ctx context.Context, o *Outcome, w Waiter, key strin
 	}
 	switch w := w.(type) {
 	case Adapter:
-		if err := w.Adapt(ctx, f); err != nil {
+		var err error
+		if b, ok := w.(*bucket); ok {
+			timing = b.adapt(ctx, f) // a Limiter's key tells a refusal of timing
+		} else {
+			err = w.Adapt(ctx, f)
+		}
+		if err != nil {
 			f.Pause = 0
 		} else {
-			slowed = f.Throttled
+			slowed = f.Throttled && !timing
 		}
 	case Pauser:
 		if f.Pause > 0 && w.Pause(ctx, f.Pause) != nil {
@@ -217,5 +225,5 @@ func (t *Transport) observe(ctx context.Context, o *Outcome, w Waiter, key strin
 	if f.Pause > 0 {
 		t.emit(Event{Kind: EventPause, Request: o.Request, Key: key, Attempt: o.Attempt, Delay: f.Pause, StatusCode: resp.StatusCode})
 	}
-	return d, slowed
+	return d, slowed, timing
 }

@@ -180,6 +180,9 @@ type bucket struct {
 	inflight slots         // the in-flight cap (inflight.go)
 	quick    float64       // the quickest round trip of the key's responses (anchor.go); 0: none
 	burst1   burstSpread   // the round trips of the busy period's first burst (anchor.go)
+	okSince  float64       // units answered without a refusal since the key's last one (anchor.go: jitter)
+	jitterAt float64       // when a refusal last left the pace as it was (anchor.go: jitter); 0: never
+	wake     wakeLag       // how late the key's waits wake after their turns (anchor.go)
 	xunits   []string      // the units of s.x's limits (l.xunits)
 	xcost    []float64     // a wait's cost in them, converted under mu
 	xerr     error         // l.xerr
@@ -330,10 +333,17 @@ func (b *bucket) Pause(ctx context.Context, d time.Duration) error {
 // Adapt applies what a server said about the key's quota: see [Adapter].
 // It never blocks and never fails.
 func (b *bucket) Adapt(ctx context.Context, f Feedback) error {
+	b.adapt(ctx, f)
+	return nil
+}
+
+// adapt is Adapt; it reports whether f was a bare refusal of the strict
+// server's timing, which left the pace as it was (anchor.go: jitter).
+func (b *bucket) adapt(ctx context.Context, f Feedback) (timing bool) {
 	b.mu.Lock()
 	if b.dead {
 		b.mu.Unlock()
-		return b.l.bucket(b.key).Adapt(ctx, f)
+		return b.l.bucket(b.key).adapt(ctx, f)
 	}
 	now := b.l.now()
 	s := &b.s
@@ -367,15 +377,28 @@ func (b *bucket) Adapt(ctx context.Context, f Feedback) error {
 		if b.quick == 0 || age < b.quick {
 			b.quick = age
 		}
-		if !f.Refused && !f.Throttled && f.Pause == 0 && s.anchor(now, b.pacing, now-age, b.quick) {
+		if !f.Refused && !f.Throttled && f.Pause == 0 && s.anchor(now, b.pacing, now-age, b.quick, float64(b.wake)) {
 			moved = true
 		}
 		if !f.Refused && !f.Throttled && f.Pause == 0 && s.spread(now, b.pacing, &b.burst1, now-age, age) {
 			moved = true
 		}
 	}
-	if f.Throttled && s.reject(now, now-float64(max(f.Age, 0)), float64(max(f.Cost, 1)), b.pacing) {
-		moved = true
+	switch {
+	case f.Throttled && s.jitter(now, b.pacing, b.okSince, now-float64(max(f.Age, 0)), b.jitterAt):
+		// A refusal of the strict server's timing, not of its budget:
+		// the pace stays (see jitter).
+		b.okSince, b.jitterAt = 0, now
+		timing = true
+	case f.Throttled:
+		b.okSince = 0
+		if s.reject(now, now-float64(max(f.Age, 0)), float64(max(f.Cost, 1)), b.pacing) {
+			moved = true
+		}
+	case f.Refused:
+		b.okSince = 0
+	default:
+		b.okSince += float64(max(f.Cost, 1))
 	}
 	var ev decided
 	if moved {
@@ -386,7 +409,7 @@ func (b *bucket) Adapt(ctx context.Context, f Feedback) error {
 	}
 	b.mu.Unlock()
 	ev.emit(b.l.OnEvent, sink)
-	return nil
+	return timing
 }
 
 // Pause holds off every caller of the Limiter's own quota (key "").

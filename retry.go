@@ -44,8 +44,12 @@ import (
 // InitialInterval (±50%) each time instead: the key's slower pace, shared
 // by every request, is then what backs off, and a per-request backoff
 // growing on top of it would hold a request back for seconds after the
-// upstream is back. Every retry then waits for quota like any request,
-// ahead of first attempts when the waiter is a [RetryWaiter].
+// upstream is back. One that a [Limiter]'s key takes for a strict
+// server's timing, not its budget (a rare refusal under a limit told
+// exactly, which leaves the key's pace as it is), is retried at once: it
+// takes the key's next paced turn. Every retry then waits for quota like
+// any request, ahead of first attempts when the waiter is a
+// [RetryWaiter].
 //
 // The bounds below hold whatever Classify says. A retry is given up, and
 // the last response returned, when its delay or its wait for quota would
@@ -364,10 +368,13 @@ type retries struct {
 // at now: a retry after delay, or none, with the reason when o is a
 // failure (and, for a delay past MaxRetryAfter, that delay). slowed reports that o was a bare rejection the key's waiter
 // slowed down for: then the backoff does not grow (see [RetryPolicy]).
+// timing reports that it was one a Limiter's key took for a strict
+// server's timing (anchor.go: jitter): the key's pace is right, and the
+// retry takes its next paced turn, without a delay of its own.
 // Every bound is checked here, before any sleep: a retry that could not
 // start before MaxElapsed, or that would leave less than a round trip
 // before ctx's deadline, is given up now.
-func (r *retries) next(o Outcome, d Decision, now time.Time, slowed bool) (retry bool, delay time.Duration, reason string) {
+func (r *retries) next(o Outcome, d Decision, now time.Time, slowed, timing bool) (retry bool, delay time.Duration, reason string) {
 	p := &r.t.Retry
 	if !d.Retry {
 		return false, 0, d.Reason
@@ -380,6 +387,8 @@ func (r *retries) next(o Outcome, d Decision, now time.Time, slowed bool) (retry
 		return false, d.Delay, reasonMaxRetryAfter
 	case d.HasDelay || d.Delay > 0:
 		delay = max(d.Delay, p.minDelay())
+	case timing:
+		delay = 0
 	default:
 		if r.bo == nil {
 			r.bo = p.newBackOff()

@@ -350,18 +350,19 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		o := Outcome{Request: req, Response: resp, Err: err, Attempt: attempt}
 		var d Decision
 		slowed := false // the key's waiter slowed down for a bare rejection
+		timing := false // or took it for the strict server's timing
 		var rec *settlement
 		if resp != nil {
 			t.rtt.observe(received, received.Sub(sent))
 			rec = t.settleAttempt(ectx, w, resp, n, rs.units)
-			d, slowed = t.observe(ectx, &o, fb, key, n, sent, received)
+			d, slowed, timing = t.observe(ectx, &o, fb, key, n, sent, received)
 		} else {
 			if a, ok := fb.(Adapter); ok {
 				a.Adapt(ectx, Feedback{Cost: n, Age: received.Sub(sent)}) // answered, with nothing said
 			}
 			d = t.Retry.classify(o)
 		}
-		retry, delay, reason := rs.next(o, d, received, slowed)
+		retry, delay, reason := rs.next(o, d, received, slowed, timing)
 		ev.Err, ev.StatusCode = err, 0
 		if resp != nil {
 			ev.StatusCode = resp.StatusCode
