@@ -11,7 +11,8 @@ import (
 
 // BenchmarkLimitsWaitRatio alternates a raw EVALSHA of a trivial script,
 // a wait on a one-limit quota and a wait on a quota with a further limit
-// (tokens, WaitCost), one each per iteration on the same server and
+// (tokens, WaitCost), one each per iteration (each at every place in the
+// iteration in turn) on the same server and
 // client, neither taking leased turns (one script call per wait), and
 // reports the ratios of their mean times: what the second limit adds
 // (mwait's shortcut against the fast path) and the round trip.
@@ -33,25 +34,28 @@ func BenchmarkLimitsWaitRatio(b *testing.B) {
 	if err := w1.WaitN(ctx, 1); err != nil { // loads the script
 		b.Fatal(err)
 	}
-	var anchor, t1, t2 time.Duration
-	b.ReportAllocs()
-	for b.Loop() {
-		s := time.Now()
-		if err := trivialScript.Run(ctx, c, nil).Err(); err != nil {
-			b.Fatal(err)
-		}
-		m1 := time.Now()
-		if err := w1.WaitN(ctx, 1); err != nil {
-			b.Fatal(err)
-		}
-		m2 := time.Now()
-		if err := w2.WaitCost(ctx, cost); err != nil {
-			b.Fatal(err)
-		}
-		t2 += time.Since(m2)
-		t1 += m2.Sub(m1)
-		anchor += m1.Sub(s)
+	// Each call takes every place in an iteration in turn (see
+	// BenchmarkWaitRatio).
+	calls := []func() error{
+		func() error { return trivialScript.Run(ctx, c, nil).Err() },
+		func() error { return w1.WaitN(ctx, 1) },
+		func() error { return w2.WaitCost(ctx, cost) },
 	}
+	var sums [3]time.Duration
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		for j := range calls {
+			k := (i + j) % len(calls)
+			t := time.Now()
+			if err := calls[k](); err != nil {
+				b.Fatal(err)
+			}
+			sums[k] += time.Since(t)
+		}
+		i++
+	}
+	anchor, t1, t2 := sums[0], sums[1], sums[2]
 	b.ReportMetric(float64(t1)/float64(anchor), "one/evalsha")
 	b.ReportMetric(float64(t2)/float64(anchor), "two/evalsha")
 	b.ReportMetric(float64(t2)/float64(t1), "two/one")
