@@ -286,6 +286,7 @@ elseif tag == CORE_BARE or tag == CORE_X then
 	table.remove(n0, 1) -- the tag
 	local t = n0[18]
 	got[3] = string.sub(t, (string.find(t, '|', 1, true) or 0) + 1)
+	got[4] = t -- written back as it is while the id and configuration are
 	if tag == CORE_X then
 		got[2] = redis.call('HGET', key, 'x')
 	end

@@ -161,7 +161,7 @@ local function store(set, ext, expire)
 	table.insert(set, 'c')
 	table.insert(set, packCore(ext ~= nil, s.id, s.tat, s.hold, s.q[0].rel, s.q[0]['end'], s.q[1].rel, s.q[1]['end'],
 		s.pending, s.lastGo, s.sentSec, s.sentCur, s.sentPrev, s.maxCost, newXe, s.busySince, cfgI, cfgB * cfgI,
-		string.format('%d|', s.id) .. cfg))
+		(s.id == id and not setCfg and got[4]) or string.format('%d|', s.id) .. cfg))
 	redis.call('HSET', key, unpack(set))
 	if ext == nil and got[2] then
 		redis.call('HDEL', key, 'x')
