@@ -79,7 +79,7 @@ func llmRun(t *testing.T, goroutines int, settle bool, used [2]float64, run time
 // and then from the differences in flight); not settled, it drifts from
 // it and collects more. Used 50% to 100% (a max_tokens rarely reached):
 // not settled, the client spends a quarter of the limit on tokens never
-// used.
+// used, and settled it does at least 0.1 better.
 func TestSettleFakeLLM(t *testing.T) {
 	const run = time.Minute
 	for _, tt := range []struct {
@@ -101,8 +101,12 @@ func TestSettleFakeLLM(t *testing.T) {
 			if got[0].goodput < 0.95 || got[0].rejected > 10 {
 				t.Errorf("used %s, %d goroutines, settled: %d 429s, goodput %.3f; want ≤ 10, ≥ 0.95", tt.name, g, got[0].rejected, got[0].goodput)
 			}
-			if got[0].goodput < got[1].goodput-0.01 {
-				t.Errorf("used %s, %d goroutines: settling lowered the goodput: %.3f; not settled %.3f", tt.name, g, got[0].goodput, got[1].goodput)
+			// Used ±50%, not settling drifts either way: its goodput was
+			// 0.888 and 0.990 in one run, as the goroutines interleave
+			// under -race, so only the settled run's own bounds hold
+			// there. Used 50–100%, not settling leaves a quarter unused.
+			if tt.used[1] <= 1 && got[0].goodput < got[1].goodput+0.1 {
+				t.Errorf("used %s, %d goroutines: settled goodput %.3f; want at least 0.1 above not settled (%.3f): a quarter of the tokens held is never used", tt.name, g, got[0].goodput, got[1].goodput)
 			}
 		}
 	}
