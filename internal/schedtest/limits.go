@@ -181,6 +181,29 @@ func (c *checker) extraWork(queued []int) float64 {
 	return d
 }
 
+// extraDebt is extraWork for the charges settled in the further limits
+// before t (Op.ActualUnits above a wait's cost): units the waits after
+// them pay, at each limit's pace.
+func (c *checker) extraDebt(t float64) float64 {
+	d := 0.0
+	for L, l := range c.seq.Config.Extra {
+		per := 1e9 / l.Limit
+		if l.Window > 0 {
+			per = ns(l.Window) / float64(l.burst())
+		}
+		for j, o := range c.seq.Ops {
+			r := c.lg.Results[j]
+			if o.Kind != Wait || !r.Settled || r.SettleErr != nil || L >= len(o.ActualUnits) || ns(r.SettleAt) >= t {
+				continue
+			}
+			if ch := float64(o.ActualUnits[L]) - c.units(j, L); ch > 0 {
+				d += ch * per
+			}
+		}
+	}
+	return d
+}
+
 // xbucket is one limit of the ideal schedule of conserveExtra: a bucket
 // (interval, tau, tat), or a window (w, q, off; the window units last
 // went in, and its counts).
