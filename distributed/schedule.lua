@@ -82,12 +82,16 @@ end
 
 -- fastGo is advance on a key with nothing but its bucket (no window,
 -- cut, holes or retries), for the fast paths of a wait and of a lease:
--- the core's fields in, the ones it moves out. It and fastStore are
+-- the core's fields in, the ones it moves out; the units sent lately
+-- (pending) start again from 0 after idle µs without a send. It and fastStore are
 -- cheap to make because they close over nothing (an upvalue costs a call
 -- as much as a C function's call): every value comes as an argument,
 -- and SEC (1e6) and NONE (-1e300) are written out. Arithmetic rather
 -- than math.*, for the same reason: x − x % 1 is math.floor(x).
-local function fastGo(now, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I, tau)
+local function fastGo(now, idle, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I, tau)
+	if now - lg > idle then
+		pd = 0
+	end
 	local k = fin - rel
 	if k > 0 and now >= hold then
 		local from = tat
@@ -160,16 +164,7 @@ end
 if tag == CORE_BARE and (op == 'wait' or op == 'try') and ARGV[5] == '1' and ARGV[6] == '1' then
 	local _, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau, tail = struct.unpack(CORE_FMT, coreRaw)
 	if r0 == e0 and fastTail(tail, ARGV[8]) then
-		if now - lg > PENDING_IDLE * SEC then
-			pd = 0
-		end
-		if fin > rel then
-			tat, rel, pd, lg, ss, sc, sp, bs = fastGo(now, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I, tau)
-		end
-		-- (fastGo with nothing queued would only do this.)
-		if fin == rel and now > tat then
-			tat = now
-		end
+		tat, rel, pd, lg, ss, sc, sp, bs = fastGo(now, PENDING_IDLE * SEC, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I, tau)
 		if mc < 1 then
 			mc = 1
 		end
@@ -200,7 +195,7 @@ if tag == CORE_BARE and (op == 'wait' or op == 'try') and ARGV[5] == '1' and ARG
 			return struct.pack('<dddddd', 0, wt, id, 0, -1, now)
 		end
 		if t <= now then
-			tat, rel, pd, lg, ss, sc, sp, bs = fastGo(now, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I, tau)
+			tat, rel, pd, lg, ss, sc, sp, bs = fastGo(now, PENDING_IDLE * SEC, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I, tau)
 		end
 		fastStore(key, tail, CORE_FMT, CORE_BARE, now, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
 		return struct.pack('<dddddd', 1, wt, id, fin, -1, now)
@@ -216,16 +211,7 @@ if tag == CORE_BARE and op == 'lease' and ARGV[13] == '' then
 	if r0 == e0 and fastTail(tail, ARGV[10]) then
 		local k, need, maxwait = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 		local lrate, late = tonumber(ARGV[8]), tonumber(ARGV[9])
-		if now - lg > PENDING_IDLE * SEC then
-			pd = 0
-		end
-		if fin > rel then
-			tat, rel, pd, lg, ss, sc, sp, bs = fastGo(now, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I, tau)
-		end
-		-- (fastGo with nothing queued would only do this.)
-		if fin == rel and now > tat then
-			tat = now
-		end
+		tat, rel, pd, lg, ss, sc, sp, bs = fastGo(now, PENDING_IDLE * SEC, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I, tau)
 		if mc < 1 then
 			mc = 1
 		end
@@ -265,7 +251,7 @@ if tag == CORE_BARE and op == 'lease' and ARGV[13] == '' then
 			return struct.pack('<dddddd', 0, id, 0, -1, now, 0)
 		end
 		if due then
-			tat, rel, pd, lg, ss, sc, sp, bs = fastGo(now, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I, tau)
+			tat, rel, pd, lg, ss, sc, sp, bs = fastGo(now, PENDING_IDLE * SEC, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I, tau)
 		end
 		fastStore(key, tail, CORE_FMT, CORE_BARE, now, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
 		return struct.pack('<' .. string.rep('d', 5 + #waits), #waits, id, fin, -1, now, unpack(waits))
