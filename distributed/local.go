@@ -280,18 +280,8 @@ func (l *localLimits) wait(ctx context.Context, q *Quota, w *keyWaiter, n int, u
 	if err != nil {
 		return err
 	}
-	if nb := q.memo.notBefore(w.rkey); nb.After(q.clock()) {
-		d := nb.Sub(q.clock())
-		if deadline, ok := ctx.Deadline(); ok && d > time.Until(deadline) {
-			return &throttle.DeadlineError{Key: w.key, Delay: d}
-		}
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		}
+	if err := sleepUntil(ctx, w.key, time.Now().Add(q.memo.notBefore(w.rkey).Sub(q.clock()))); err != nil {
+		return err
 	}
 	if err := fw.(throttle.CostWaiter).WaitCost(ctx, throttle.Cost{N: n, Units: units}); err != nil {
 		return err
@@ -346,19 +336,30 @@ func (h *heldReservation) Delay() time.Duration {
 
 // Wait implements [throttle.Reservation].
 func (h *heldReservation) Wait(ctx context.Context) error {
-	if d := time.Until(h.notBefore); d > 0 {
-		if deadline, ok := ctx.Deadline(); ok && h.notBefore.After(deadline) {
-			h.Cancel()
-			return &throttle.DeadlineError{Delay: d}
-		}
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			h.Cancel()
-			return ctx.Err()
-		}
+	if err := sleepUntil(ctx, "", h.notBefore); err != nil {
+		h.Cancel()
+		return err
 	}
 	return h.Reservation.Wait(ctx)
+}
+
+// sleepUntil sleeps until t (at once if t has passed): a
+// *throttle.DeadlineError for key if t is past ctx's deadline, ctx's
+// error if it ends first.
+func sleepUntil(ctx context.Context, key string, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		return nil
+	}
+	if deadline, ok := ctx.Deadline(); ok && t.After(deadline) {
+		return &throttle.DeadlineError{Key: key, Delay: d}
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
