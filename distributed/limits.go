@@ -18,10 +18,10 @@ import (
 // as op mwait): Quota.Limits are token buckets in units of their own
 // beside the quota's bucket, kept in the key's one hash (one Cluster
 // slot) and spent all or none by one EVALSHA per wait, the turn the
-// latest among the limits, FIFO across the fleet. The script's fast
-// paths serve keys with nothing but their bucket; a wait of such a quota
-// on a key with nothing queued takes mwait's shortcut, any other its
-// general path. Its waits take no leased turns.
+// latest among the limits, FIFO across the fleet. A wait of such a quota
+// that goes at once on a key with nothing queued takes mwait's fast path
+// (the limits kept in the core: one field read and written) or its
+// shortcut, any other the general path. Its waits take no leased turns.
 
 // xconf is Quota.Limits as the script takes them.
 type xconf struct {

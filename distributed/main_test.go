@@ -83,7 +83,7 @@ var coreScript = redis.NewScript(`
 local c = redis.call('HGET', KEYS[1], 'c')
 if not c then return nil end
 local v
-if string.byte(c, 1) <= 3 then -- tags 1 to 3: id, tat and hold first
+if string.byte(c, 1) <= 4 then -- tags 1 to 4: id, tat and hold first
 	v = {struct.unpack('<Bddd', c)}
 else
 	v = cmsgpack.unpack(c)

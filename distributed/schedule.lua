@@ -22,7 +22,9 @@
 -- The state is one hash: c, the core, read by every call (below), and x,
 -- the rest (holes, tickets of several units, the window, the cut,
 -- further limits: a MessagePack array, cmsgpack being in every Redis
--- since 2.6 and in Valkey), present only while one of them is. The
+-- since 2.6 and in Valkey), present only while one of them is, and
+-- carried by the core instead while it holds nothing but further
+-- limits mwait's fast path can spend (CORE_XC, below). The
 -- state's id is its creation time: a new one whenever Redis lost the
 -- state, so that a ticket of a lost state is never read against a new
 -- one.
@@ -32,8 +34,10 @@
 -- the same rules with the window, the cut, the holes and the retry queue
 -- absent, one HGET and one HSET, no table, no function that closes over
 -- a local, no number parsed but the clock's, so that the common wait
--- costs a few µs of Redis's time; a lease on such a key has one too. Every other call
--- (a new state's first among them) runs the whole model. The property
+-- costs a few µs of Redis's time; a lease on such a key has one too,
+-- and so has a wait that goes at once on a key whose further limits
+-- the core carries (mwait, below). Every other call (a new state's
+-- first among them) runs the whole model. The property
 -- suite drives both (leases: lease_test.go).
 local key = KEYS[1]
 local op = ARGV[1]
@@ -67,7 +71,19 @@ local now = tonumber(clock[1]) * SEC + tonumber(clock[2])
 -- higher: then it replaces it (see Quota.Version).
 local CORE_BARE = 2
 local CORE_X = 3
+local CORE_XC = 4
 local CORE_FMT = '<Bddddddddddddddddds'
+-- A core of tag CORE_XC carries x after its tail, in x's short form:
+-- doubles (k, the number of further limits; their floor; the k limits'
+-- six slots each), then their configuration "version|spec" as text (see
+-- mwait in schedule_limits.lua). It is the form of a key whose x holds
+-- nothing but further limits that mwait's fast path can spend (no
+-- tickets queued in them, no holes, no ticket of several units, no
+-- window, cut, spread or trim, the pace last in force the configured
+-- one, no sliding log): the fast path reads and writes them with the
+-- core, in one field. XC_FMT is its fixed part; the limits' slots and
+-- the text follow.
+local XC_FMT = '<dd'
 local coreRaw = redis.call('HGET', key, 'c')
 local tag = coreRaw and string.byte(coreRaw, 1)
 -- fastTail: whether a core's tail ("id|configuration") is the call's
@@ -132,12 +148,17 @@ local function fastGo(now, idle, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I,
 	return tat, rel, pd, lg, ss, sc, sp, bs
 end
 
--- fastStore writes a fast path's core back (no x, the configuration
--- unchanged) and extends the TTL when the state outlives it.
-local function fastStore(key, tail, fmt, tag, now, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
+-- fastStore writes a fast path's core back (the configuration
+-- unchanged; the values after the core's, x's short form of CORE_XC, in
+-- fmt after it) and extends the TTL when the state outlives it (or ex,
+-- when its further limits matter until then).
+local function fastStore(key, tail, fmt, tag, now, ex, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau, ...)
 	local expire = tat + (fin - rel) * I
 	if hold > expire then
 		expire = hold
+	end
+	if ex > expire then
+		expire = ex
 	end
 	if now > expire then
 		expire = now
@@ -153,7 +174,7 @@ local function fastStore(key, tail, fmt, tag, now, id, tat, hold, r0, e0, rel, f
 		newXe = expire + 1e6 -- a second more, so that most calls keep the TTL
 	end
 	redis.call('HSET', key, 'c', struct.pack(fmt, tag, id, tat, hold, r0, e0, rel, fin, pd, lg,
-		ss, sc, sp, mc, newXe, bs, I, tau, tail))
+		ss, sc, sp, mc, newXe, bs, I, tau, tail, ...))
 	if newXe ~= xe then
 		redis.call('PEXPIRE', key, math.max(1, math.ceil((newXe - now) / 1000)))
 	end
@@ -197,8 +218,147 @@ if tag == CORE_BARE and (op == 'wait' or op == 'try') and ARGV[5] == '1' and ARG
 		if t <= now then
 			tat, rel, pd, lg, ss, sc, sp, bs = fastGo(now, PENDING_IDLE * SEC, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I, tau)
 		end
-		fastStore(key, tail, CORE_FMT, CORE_BARE, now, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
+		fastStore(key, tail, CORE_FMT, CORE_BARE, now, -1e300, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
 		return struct.pack('<dddddd', 1, wt, id, fin, -1, now)
+	end
+end
+
+-- fastX is mwait's shortcut (schedule_limits.lua) on one further limit
+-- of a kind x's short form carries, closing over nothing (see fastGo):
+-- whether c units go at now (xearliest), and the limit's slots 4 to 6
+-- once they went (xtake); false where only the whole rule can tell, and
+-- the general path then decides. kind 0: a bucket (p its interval, q τ,
+-- i0 its tat); 1 and 2: a fixed and a sliding window (p its length, q
+-- its count, i0 the window whose units are u, w those of the one
+-- before); 4: a fixed window from first use (i0 its start / p, u its
+-- units, w its start).
+local function fastX(now, c, kind, p, q, i0, u, w)
+	if kind == 0 then
+		if p > 0 then
+			if i0 + c * p - q > now + 1e-3 then
+				return false
+			end
+			if now > i0 then
+				i0 = now
+			end
+			i0 = i0 + c * p
+		end
+		return true, i0, u, w
+	end
+	if kind == 4 then
+		if w > now then
+			return false
+		end
+		if now >= w + p then -- the first use since the window ended
+			return true, now / p, c, now
+		end
+		if u + c > q then
+			return false
+		end
+		return true, i0, u + c, w
+	end
+	local i = now / p
+	i = i - i % 1
+	if i < i0 then
+		return false
+	end
+	local prev, cur = 0, 0
+	if i == i0 then
+		prev, cur = w, u
+	elseif i == i0 + 1 then
+		prev = u
+	end
+	if cur + c > q then
+		return false
+	end
+	if kind == 2 and prev > 0 and prev * (1 - (now / p - i)) + cur + c > q + 1e-9 then
+		return false
+	end
+	return true, i, cur + c, prev
+end
+
+-- The fast path of mwait: a wait of the first queue on a key of CORE_XC
+-- (its further limits in the core) with nothing queued, whose bucket and
+-- every limit let its cost go now, goes as mwait's shortcut lets it go
+-- (schedule_limits.lua), the state read and written as one field; any
+-- other takes the general path, nothing written. ARGV[11] is the
+-- limits' "version|spec", ARGV[12…] the cost in each.
+if tag == CORE_XC and op == 'mwait' and ARGV[6] == '1' then
+	local _, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau, tail, pos = struct.unpack(CORE_FMT, coreRaw)
+	local k, text = #ARGV - 11, ARGV[11]
+	if r0 == e0 and rel == fin and now >= hold and #coreRaw - pos == 8 * (2 + 6 * k) + #text and fastTail(tail, ARGV[8]) then
+		-- x's short form of k limits, and the core with it (constants,
+		-- for up to 3, cost nothing: built, a format costs a call 2k).
+		local xf, sf
+		if k == 1 then
+			xf, sf = '<dddddddds', '<Bdddddddddddddddddsdddddddds'
+		elseif k == 2 then
+			xf, sf = '<dddddddddddddds', '<Bdddddddddddddddddsdddddddddddddds'
+		elseif k == 3 then
+			xf, sf = '<dddddddddddddddddddds', '<Bdddddddddddddddddsdddddddddddddddddddds'
+		else
+			xf = XC_FMT .. string.rep('d', 6 * k) .. 's'
+			sf = CORE_FMT .. string.sub(xf, 2)
+		end
+		local v = {struct.unpack(xf, coreRaw, pos)}
+		local n = 1
+		if ARGV[5] ~= '1' then
+			n = tonumber(ARGV[5]) -- (a tonumber costs as much as 2 ARGV)
+		end
+		if now > tat then
+			tat = now
+		end
+		local ok = v[1] == k and v[3 + 6 * k] == text and (I == 0 or tat + (n * I - tau) <= now + 1e-3)
+		local ex = -1e300 -- until when the limits matter (the write-back's expire)
+		for L = 1, k do
+			local j = 6 * L - 3 -- the limit's first slot
+			local c = tonumber(ARGV[11 + L]) or 0
+			if c > 0 and ok then
+				local i0, u, w
+				ok, i0, u, w = fastX(now, c, v[j], v[j + 1], v[j + 2], v[j + 3], v[j + 4], v[j + 5])
+				v[j + 3], v[j + 4], v[j + 5] = i0, u, w -- written only when every limit is ok
+			end
+			if not ok then
+				break
+			end
+			local ends = v[j + 3] -- a bucket's tat
+			if v[j] ~= 0 then
+				ends = (ends + 2) * v[j + 1] -- a window's counts matter until then
+			end
+			if ends > ex then
+				ex = ends
+			end
+		end
+		if ok then
+			if now - lg > PENDING_IDLE * SEC then
+				pd = 0
+			end
+			if n > mc then
+				mc = n
+			end
+			fin = fin + n
+			rel = fin
+			tat = tat + n * I
+			if now > v[2] then
+				v[2] = now
+			end
+			pd = pd + n
+			if now - lg > SEC then
+				bs = now
+			end
+			lg = now
+			local cur = now / SEC
+			cur = cur - cur % 1
+			if cur == ss + 1 then
+				ss, sp, sc = cur, sc, 0
+			elseif cur ~= ss then
+				ss, sp, sc = cur, 0, 0
+			end
+			sc = sc + n
+			fastStore(key, tail, sf, CORE_XC, now, ex, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau,
+				unpack(v, 1, 3 + 6 * k))
+			return struct.pack('<dddddd', 1, 0, id, fin, -1, now)
+		end
 	end
 end
 
@@ -253,7 +413,7 @@ if tag == CORE_BARE and op == 'lease' and ARGV[13] == '' then
 		if due then
 			tat, rel, pd, lg, ss, sc, sp, bs = fastGo(now, PENDING_IDLE * SEC, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I, tau)
 		end
-		fastStore(key, tail, CORE_FMT, CORE_BARE, now, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
+		fastStore(key, tail, CORE_FMT, CORE_BARE, now, -1e300, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
 		return struct.pack('<' .. string.rep('d', 5 + #waits), #waits, id, fin, -1, now, unpack(waits))
 	end
 end
@@ -264,10 +424,11 @@ end
 local cfg = ARGV[2] .. '/' .. ARGV[3]
 local got = {coreRaw, false, false}
 local hadV = false -- a configuration kept as the field v, dropped on write
+local xc = nil -- x's short form, carried by a core of CORE_XC
 local n0
 if not coreRaw then
 	n0 = {now, NONE, 0, 0, 0, 0, 0, 0, NONE, 0, 0, 0, 0, 0, 0}
-elseif tag == CORE_BARE or tag == CORE_X then
+elseif tag == CORE_BARE or tag == CORE_X or tag == CORE_XC then
 	n0 = {struct.unpack(CORE_FMT, coreRaw)}
 	table.remove(n0, 1) -- the tag
 	local t = n0[18]
@@ -275,6 +436,8 @@ elseif tag == CORE_BARE or tag == CORE_X then
 	got[4] = t -- written back as it is while the id and configuration are
 	if tag == CORE_X then
 		got[2] = redis.call('HGET', key, 'x')
+	elseif tag == CORE_XC then
+		xc = string.sub(coreRaw, n0[19])
 	end
 else
 	if tag == 1 then
@@ -301,12 +464,3 @@ local cfgI = tonumber(ARGV[2])
 local cfgB = tonumber(ARGV[3]) or tonumber(string.match(ARGV[3], '^([^:]+):%d+$'))
 local id = n0[1]
 
--- packCore packs the core for store (schedule_state.lua): tag CORE_X when
--- x stays (hasX), the id and the configuration in force after it.
-local function packCore(hasX, ...)
-	local t = CORE_BARE
-	if hasX then
-		t = CORE_X
-	end
-	return struct.pack(CORE_FMT, t, ...)
-end

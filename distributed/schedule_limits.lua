@@ -19,9 +19,10 @@
 -- M.floor, no queued ticket goes before it (see mmoved); M.ver and
 -- M.spec, the configuration that wrote them (see mwait). Kept in x
 -- (a[27]), flat: k, floor, ver, spec, the limits' 6k numbers, then per
--- queue its count and tickets of 2 + k numbers. The configuration
--- comes with each wait (op mwait, ARGV[11]); a key of this state never
--- takes the fast paths (x is present, and its waits are mwait).
+-- queue its count and tickets of 2 + k numbers; or, with nothing queued
+-- in them and nothing else in x, in the core, x's short form (see
+-- CORE_XC in schedule.lua, and extOf), which mwait's fast path reads.
+-- The configuration comes with each wait (op mwait, ARGV[11]).
 local M = nil
 local mcost = nil -- the cost in M's limits of the wait enqueue takes
 if type(a[27]) == 'table' then
@@ -65,6 +66,72 @@ local function mflat()
 		end
 	end
 	return f
+end
+-- extOf returns x for the write-back (store, in schedule_state.lua): nil
+-- when the state is its core alone; x's short form and true when it
+-- holds nothing but further limits mwait's fast path can spend (see
+-- CORE_XC in schedule.lua); else MessagePack and false. Its slots: the
+-- queues' holes and tickets of several units (a[1…4], each flat or 0),
+-- the window (a[5…11], a[19]), the cut (a[12…18]), the pace last in
+-- force and its spread (a[20…24]), the trim (a[25], a[26]), the further
+-- limits (a[27], mflat).
+local function bit(b)
+	if b then
+		return 1
+	end
+	return 0
+end
+local function flat(list)
+	if #list == 0 then
+		return 0
+	end
+	local out = {}
+	for _, x in ipairs(list) do
+		table.insert(out, x[1])
+		table.insert(out, x[2])
+	end
+	return out
+end
+local function extOf()
+	local q0, q1, w, c = s.q[0], s.q[1], s.win, s.cut
+	local lines = #q0.holes + #q0.big + #q1.holes + #q1.big
+	if lines == 0 and not w.valid and not c.moved and s.trim == 0 and M == nil then
+		return nil, false
+	end
+	local mid = {bit(w.valid), w.left, w.reset, w.size, w.probed, w.spreadAt, w.spreadLeft,
+		c.r0, c.wMax, c.floor, c.at, bit(c.open), c.last, bit(c.moved), w.probeAt,
+		s.credInt, s.credTau, s.spAt, s.spK, s.spRho, s.trim, s.trimGone}
+	local short = M ~= nil and lines == 0 and #M.q[0] + #M.q[1] == 0
+	for i, v in ipairs(mid) do
+		if i == 16 then -- the pace last in force
+			short = short and v == cfgI
+		elseif i == 17 then
+			short = short and v == cfgB * cfgI
+		else
+			short = short and v == 0
+		end
+	end
+	if short then
+		local f = {M.k, M.floor}
+		for _, l in ipairs(M.lim) do
+			if l[1] == 3 then
+				short = false -- a sliding log: a table in its slots
+			end
+			for j = 1, 6 do
+				f[#f + 1] = l[j]
+			end
+		end
+		if short then
+			f[#f + 1] = string.format('%d|', M.ver or 0) .. M.spec
+			return struct.pack(XC_FMT .. string.rep('d', 6 * M.k) .. 's', unpack(f)), true
+		end
+	end
+	local f = {flat(q0.holes), flat(q0.big), flat(q1.holes), flat(q1.big)}
+	for _, v in ipairs(mid) do
+		f[#f + 1] = v
+	end
+	f[27] = mflat()
+	return cmsgpack.pack(f), false
 end
 -- mmoved: queued turns may move earlier at now (an enqueue, a cancel, a
 -- window, a faster pace, a settle): no queued ticket goes before now
@@ -398,34 +465,21 @@ if op == 'mwait' and ARGV[6] == '1' and (ARGV[8] == '' or tonumber(ARGV[8]) == s
 			s.sentSec, s.sentPrev, s.sentCur = cur, 0, 0
 		end
 		s.sentCur = s.sentCur + n
-		-- The write-back's, for this state.
+		-- The write-back's, for this state; but the limits are kept when
+		-- all full again (the write-back drops them, the state of a new
+		-- key): a full limit spends as a new one does, and kept, the
+		-- next wait finds them in the core (CORE_XC), for mwait's fast
+		-- path, rather than made again from their configuration.
 		local expire = math.max(s.tat, s.hold, now, s.lastGo + 2 * SEC)
-		local busy = false
 		for _, l in ipairs(M.lim) do
 			if l[1] == 0 then
 				expire = math.max(expire, l[4])
-				busy = busy or l[4] > now
 			else
-				local ends = (l[4] + 2) * l[2]
-				expire = math.max(expire, ends)
-				busy = busy or (ends > now and l[5] + l[6] > 0)
+				expire = math.max(expire, (l[4] + 2) * l[2])
 			end
 		end
-		if not busy then
-			M = nil
-		end
-		local w, c = s.win, s.cut
-		local set, ext = {}, nil
-		if M ~= nil then
-			ext = cmsgpack.pack({0, 0, 0, 0,
-				0, w.left, w.reset, w.size, w.probed, w.spreadAt, w.spreadLeft,
-				c.r0, c.wMax, c.floor, c.at, c.open and 1 or 0, c.last, 0, w.probeAt,
-				s.credInt, s.credTau, s.spAt, s.spK, s.spRho, s.trim, s.trimGone, mflat()})
-			if ext ~= got[2] then
-				set = {'x', ext}
-			end
-		end
-		store(set, ext, expire)
+		local ext, inCore = extOf()
+		store(ext, inCore, expire)
 		return {1, 0, s.id, q1['end'], -1, now}
 	end
 end

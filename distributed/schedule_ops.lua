@@ -387,23 +387,6 @@ elseif op == 'state' then
 end
 
 -- Write the state back; publish a move.
-local function flat(list)
-	if #list == 0 then
-		return 0
-	end
-	local out = {}
-	for _, x in ipairs(list) do
-		table.insert(out, x[1])
-		table.insert(out, x[2])
-	end
-	return out
-end
-local function bit(b)
-	if b then
-		return 1
-	end
-	return 0
-end
 -- How long the state matters: queued turns, a bucket not yet full, a
 -- pause, a window, a cut and its strike window, the per-second count.
 local interval = pace(now)
@@ -445,20 +428,8 @@ if M ~= nil then
 		M = nil -- every limit full, nothing queued: the state of a new key
 	end
 end
-local ext = nil
-if #s.q[0].holes + #s.q[0].big + #s.q[1].holes + #s.q[1].big > 0 or w.valid or c.moved or s.trim > 0 or M ~= nil then
-	ext = cmsgpack.pack({
-		flat(s.q[0].holes), flat(s.q[0].big), flat(s.q[1].holes), flat(s.q[1].big),
-		bit(w.valid), w.left, w.reset, w.size, w.probed, w.spreadAt, w.spreadLeft,
-		c.r0, c.wMax, c.floor, c.at, bit(c.open), c.last, bit(c.moved), w.probeAt,
-		s.credInt, s.credTau, s.spAt, s.spK, s.spRho, s.trim, s.trimGone, mflat(),
-	})
-end
-local set = {}
-if ext ~= nil and ext ~= got[2] then
-	set = {'x', ext}
-end
-store(set, ext, expire)
+local ext, inCore = extOf()
+store(ext, inCore, expire)
 if moved then
 	redis.call('PUBLISH', channel, s.id .. ' ' .. key)
 end

@@ -3,9 +3,28 @@
 -- joins schedule.lua and its parts in order into one chunk, whose
 -- locals every part shares (see schedule.lua).
 
+-- x: MessagePack in the field x, or its short form in the core (CORE_XC,
+-- see schedule.lua), read here into the same slots: a[27] the further
+-- limits, flat (see schedule_limits.lua), their queues empty; the pace
+-- last in force (a[20], a[21]) the configured one the core keeps, every
+-- other slot 0 (see extOf).
 local a = {}
 if got[2] then
 	a = cmsgpack.unpack(got[2])
+elseif xc then
+	local k = struct.unpack('<d', xc)
+	local v = {struct.unpack(XC_FMT .. string.rep('d', 6 * k) .. 's', xc)}
+	for j = 5, 26 do
+		a[j] = 0
+	end
+	a[20], a[21] = n0[16], n0[17]
+	local ver, spec = string.match(v[3 + 6 * k], '^(%d+)|(.*)$')
+	local f = {k, v[2], tonumber(ver), spec}
+	for j = 3, 2 + 6 * k do
+		f[#f + 1] = v[j]
+	end
+	f[#f + 1], f[#f + 2] = 0, 0
+	a[27] = f
 end
 local function pairsOf(flat)
 	local out = {}
@@ -148,22 +167,36 @@ local function cancelTicket(q, e, n)
 	table.insert(q.holes, at, {e, n})
 end
 
--- store: the write-back, for the general path and mwait's shortcut: the
--- fields in set (x, when it changed), the core with the TTL's new end and
--- the configuration in force; x dropped when ext is nil (nothing beyond
--- the core), and the core's tag saying which; the TTL extended when the
--- state outlives it.
-local function store(set, ext, expire)
+-- store: the write-back, for the general path and mwait's shortcut: x
+-- (ext, nil when nothing is beyond the core; see extOf) in the field x
+-- when it changed, or in the core when in its short form (inCore), the
+-- core with the TTL's new end and the configuration in force, its tag
+-- saying which; a field x no longer used dropped; the TTL extended when
+-- the state outlives it.
+local function store(ext, inCore, expire)
 	local newXe = xe
 	if expire > xe then
 		newXe = expire + SEC -- a second more, so that most calls keep the TTL
 	end
-	table.insert(set, 'c')
-	table.insert(set, packCore(ext ~= nil, s.id, s.tat, s.hold, s.q[0].rel, s.q[0]['end'], s.q[1].rel, s.q[1]['end'],
+	local t, set = CORE_BARE, {}
+	if inCore then
+		t = CORE_XC
+	elseif ext ~= nil then
+		t = CORE_X
+		if ext ~= got[2] then
+			set = {'x', ext}
+		end
+	end
+	local core = struct.pack(CORE_FMT, t, s.id, s.tat, s.hold, s.q[0].rel, s.q[0]['end'], s.q[1].rel, s.q[1]['end'],
 		s.pending, s.lastGo, s.sentSec, s.sentCur, s.sentPrev, s.maxCost, newXe, s.busySince, cfgI, cfgB * cfgI,
-		(s.id == id and not setCfg and got[4]) or string.format('%d|', s.id) .. cfg))
+		(s.id == id and not setCfg and got[4]) or string.format('%d|', s.id) .. cfg)
+	if inCore then
+		core = core .. ext
+	end
+	table.insert(set, 'c')
+	table.insert(set, core)
 	redis.call('HSET', key, unpack(set))
-	if ext == nil and got[2] then
+	if t ~= CORE_X and got[2] then
 		redis.call('HDEL', key, 'x')
 	end
 	if hadV then
