@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"time"
 )
 
@@ -127,15 +128,25 @@ func (b *bucket) sleep(ctx context.Context, qi int, e, n int64, turn float64, do
 		now := b.l.now()
 		changed := b.changedLocked()
 		wake := min(turn, b.s.recheck(now, b.pacing))
+		lead := b.spinLead(now)
 		b.mu.Unlock()
-		t.Reset(duration(wake - now))
+		at := wake - lead
+		t.Reset(duration(at - now))
+		fired := -1.0 // when the timer fired, if it did
 		select {
 		case <-t.C:
+			fired = b.l.now()
 		case <-changed:
 		case <-ctx.Done():
 		}
 		// Since Go 1.23 a Reset timer delivers no stale tick.
+		if fired >= 0 && lead > 0 {
+			spinUntil(b.l, wake, changed, ctx.Done()) // see spinLead
+		}
 		b.mu.Lock()
+		if fired >= 0 {
+			b.late.observe(fired - at)
+		}
 		now = b.l.now()
 		if done != nil && *done {
 			return context.Canceled
@@ -214,5 +225,20 @@ func (b *bucket) notifyLocked() {
 	if b.changed != nil {
 		close(b.changed)
 		b.changed = nil
+	}
+}
+
+// spinUntil yields the processor until l's clock reaches t, or changed
+// or done is closed.
+func spinUntil(l *Limiter, t float64, changed <-chan struct{}, done <-chan struct{}) {
+	for l.now() < t {
+		select {
+		case <-changed:
+			return
+		case <-done:
+			return
+		default:
+			runtime.Gosched()
+		}
 	}
 }

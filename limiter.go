@@ -183,6 +183,7 @@ type bucket struct {
 	okSince  float64       // units answered without a refusal since the key's last one (anchor.go: jitter)
 	jitterAt float64       // when a refusal last left the pace as it was (anchor.go: jitter); 0: never
 	wake     wakeLag       // how late the key's waits wake after their turns (anchor.go)
+	late     timerLate     // how late the key's timers fire (anchor.go: spinLead)
 	xunits   []string      // the units of s.x's limits (l.xunits)
 	xcost    []float64     // a wait's cost in them, converted under mu
 	xerr     error         // l.xerr
