@@ -96,6 +96,23 @@ local function fastTail(tail, known)
 	return bar ~= nil and string.sub(tail, bar + 1) == ARGV[2] .. '/' .. ARGV[3]
 end
 
+-- fastSent counts k units sent at now: pending, the last send, the
+-- per-second counts and the busy period's start (count and busySince in
+-- schedule_turns.lua).
+local function fastSent(now, k, pd, lg, ss, sc, sp, bs)
+	if now - lg > 1e6 then
+		bs = now
+	end
+	local cur = now / 1e6
+	cur = cur - cur % 1
+	if cur == ss + 1 then
+		ss, sp, sc = cur, sc, 0
+	elseif cur ~= ss then
+		ss, sp, sc = cur, 0, 0
+	end
+	return pd + k, now, ss, sc + k, sp, bs
+end
+
 -- fastGo is advance on a key with nothing but its bucket (no window,
 -- cut, holes or retries), for the fast paths of a wait and of a lease:
 -- the core's fields in, the ones it moves out; the units sent lately
@@ -126,18 +143,7 @@ local function fastGo(now, idle, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I,
 			if I > 0 then
 				tat = from + k * I
 			end
-			if now - lg > 1e6 then
-				bs = now
-			end
-			pd, lg = pd + k, now
-			local cur = now / 1e6
-			cur = cur - cur % 1
-			if cur == ss + 1 then
-				ss, sp, sc = cur, sc, 0
-			elseif cur ~= ss then
-				ss, sp, sc = cur, 0, 0
-			end
-			sc = sc + k
+			pd, lg, ss, sc, sp, bs = fastSent(now, k, pd, lg, ss, sc, sp, bs)
 		end
 	end
 	-- The bucket fills to its burst and no further (every ticket is of
@@ -342,19 +348,7 @@ if tag == CORE_XC and op == 'mwait' and ARGV[6] == '1' then
 			if now > v[2] then
 				v[2] = now
 			end
-			pd = pd + n
-			if now - lg > SEC then
-				bs = now
-			end
-			lg = now
-			local cur = now / SEC
-			cur = cur - cur % 1
-			if cur == ss + 1 then
-				ss, sp, sc = cur, sc, 0
-			elseif cur ~= ss then
-				ss, sp, sc = cur, 0, 0
-			end
-			sc = sc + n
+			pd, lg, ss, sc, sp, bs = fastSent(now, n, pd, lg, ss, sc, sp, bs)
 			fastStore(key, tail, sf, CORE_XC, now, ex, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau,
 				unpack(v, 1, 3 + 6 * k))
 			return struct.pack('<dddddd', 1, 0, id, fin, -1, now)
