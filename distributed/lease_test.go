@@ -454,3 +454,104 @@ func relTo(turns []int64, from float64) []int64 {
 	}
 	return out
 }
+
+// TestLeaseSpentGivenBack: leased turns that passed unused (dropped past
+// their margin: their units went in Redis at their turns) are not lost to
+// the fleet: the key's next lease call gives them back before it takes
+// its tickets, and the script settles them to no cost (the bucket's
+// units back, to its burst and no further) while nothing is queued and
+// no pause holds; under a pause they stay spent (giving them back would
+// move the queued turns). At Close they go back with the turns not yet
+// due (holes), in one call. At 1/s the bucket refills one unit a second:
+// a lost turn shows as a unit missing.
+func TestLeaseSpentGivenBack(t *testing.T) {
+	ctx := context.Background()
+	setup := func(t *testing.T, burst int) (*Quota, *keyWaiter, *leaseBox) {
+		s, _ := startRedis(t)
+		q := New(newClient(t, s.Addr()), "lease-spent", 1, burst)
+		q.Timeout = time.Second
+		t.Cleanup(func() { q.Close() })
+		w := q.For("k").(*keyWaiter)
+		return q, w, q.leases.box(w)
+	}
+	// lease makes the box's lease call for n waits queued (no rate: no
+	// ticket for waits expected), and leaves the tickets held.
+	lease := func(b *leaseBox, n int) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for range n {
+			b.queue = append(b.queue, &leaseWait{ch: make(chan leaseGrant, 1)})
+		}
+		b.lease(ctx)
+		b.queue = nil
+	}
+	// expire drops the held tickets whose margin has passed at now+d.
+	expire := func(b *leaseBox, d time.Duration) (dropped, left int) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if g, ok := b.next("k", time.Time{}, time.Now().Add(d)); ok && g.err == nil {
+			b.putBack(g.t)
+		}
+		return len(b.back), len(b.tickets)
+	}
+	tokens := func(t *testing.T, w *keyWaiter) float64 {
+		t.Helper()
+		st, err := w.State(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Tokens
+	}
+	t.Run("next-lease", func(t *testing.T) {
+		_, w, b := setup(t, 50)
+		lease(b, 10) // due at once: 40 units left
+		if got := tokens(t, w); got < 40 || got > 40.5 {
+			t.Fatalf("after a lease of 10 on a full bucket of 50: %.3f tokens; want 40", got)
+		}
+		if dropped, left := expire(b, time.Second); dropped != 10 || left != 0 {
+			t.Fatalf("a second past their turns: %d tickets dropped, %d held; want 10 and 0", dropped, left)
+		}
+		lease(b, 1) // gives the 10 back, then takes 1
+		got := tokens(t, w)
+		t.Logf("tokens after the next lease of 1: %.3f", got)
+		if got < 49 || got > 49.5 {
+			t.Errorf("after the 10 unused turns went back in a lease of 1: %.3f tokens; want 49 (39: the unused turns were lost)", got)
+		}
+		b.mu.Lock()
+		back := len(b.back)
+		b.mu.Unlock()
+		if back != 0 {
+			t.Errorf("%d tickets still to give back after the lease call; want 0 (given back once)", back)
+		}
+	})
+	t.Run("paused", func(t *testing.T) {
+		q, w, b := setup(t, 50)
+		lease(b, 10)
+		expire(b, time.Second)
+		if err := w.Pause(ctx, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		tat0, _, _ := hashState(t, q.client, w.rkey)
+		lease(b, 1) // a ticket at the pause's end: queued, the 10 stay spent
+		tat1, _, _ := hashState(t, q.client, w.rkey)
+		if tat1 != tat0 {
+			t.Errorf("bucket's tat moved by %.0fµs when the spent turns were given back during a pause; want unchanged (spent: no queued turn moves)", tat1-tat0)
+		}
+		if n := held(q, w.rkey); n != 1 {
+			t.Errorf("%d tickets held; want the 1 at the pause's end", n)
+		}
+	})
+	t.Run("close", func(t *testing.T) {
+		q, w, b := setup(t, 5)
+		lease(b, 8) // 5 due at once, 3 queued a second apart
+		dropped, left := expire(b, 500*time.Millisecond)
+		if dropped != 5 || left != 3 {
+			t.Fatalf("half a second on: %d tickets dropped, %d held; want 5 and 3", dropped, left)
+		}
+		q.Close() // the 3 queued back (holes), then the 5 spent settled
+		got := tokens(t, w)
+		if got < 5-1e-9 {
+			t.Errorf("after Close gave back 3 queued and 5 spent turns: %.3f tokens; want 5, the burst (0: the spent turns lost)", got)
+		}
+	})
+}
