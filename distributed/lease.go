@@ -28,9 +28,7 @@ import (
 // turn, calls as it always did (op wait): k = 1 at low rates, where waits
 // do not overlap.
 //
-// What comes back: a turn unused leaseLate after it came (and, for a
-// ticket leased for a wait expected, half the time until that wait was
-// expected, at most leaseHorizon/2: see leaseMargin) is no longer
+// What comes back: a turn unused leaseKeep after it came is no longer
 // handed out (sending later would bunch the units); it is given back in
 // the key's next lease call, before the new tickets are taken. The
 // script settles a spent turn given back to no cost (settle's rule: the
@@ -49,9 +47,17 @@ const (
 	// leaseHorizon: the waits expected within it, at their recent rate,
 	// are leased for.
 	leaseHorizon = 50 * time.Millisecond
-	// leaseLate: a leased turn unused this long after it came (and its
-	// leaseMargin more) is handed out no more, but given back.
+	// leaseLate: the script leases a ticket for a wait expected only if
+	// its turn comes no earlier than that wait is expected, less this.
 	leaseLate = 5 * time.Millisecond
+	// leaseKeep: a leased turn unused this long after it came is handed
+	// out no more, but given back. Well past leaseLate, so that a wait
+	// later than expected (the local rate is an estimate, a busy machine
+	// holds a process) still finds it: with leaseKeep = leaseLate, 3–5%
+	// of the turns of a fleet at 10,000/s went unused on a loaded
+	// machine, and the turns left at the end of one round of the
+	// transport benchmark were gone at the start of the next.
+	leaseKeep = 30 * time.Millisecond
 	// leaseIdle: no wait of the key in progress for this long gives the
 	// unused turns back.
 	leaseIdle = 100 * time.Millisecond
@@ -87,21 +93,9 @@ type leased struct {
 	id    int64 // the state it came from
 	end   int64
 	wake  time.Time // its turn on this process's clock
-	exp   time.Time // handed out until then (see leaseMargin)
+	exp   time.Time // handed out until then: leaseKeep past its turn
 	rturn int64     // its turn on Redis's clock, µs
 	gone  bool      // its turn had come at the lease: it went in Redis then
-}
-
-// leaseMargin returns how long after leaseLate past its turn a leased
-// ticket is still handed out: half the time its wait was expected after
-// the lease (ahead is that time; 0 for a wait queued), at most
-// leaseHorizon/2, so that a turn is used within leaseLate +
-// leaseHorizon/2 (30 ms) of it. A lease's later tickets are for waits
-// expected later: the local rate's error grows with their count, and so
-// does the margin. (A fixed leaseLate left 3–5% of the turns of a fleet
-// at 10,000/s unused on a loaded machine.)
-func leaseMargin(ahead time.Duration) time.Duration {
-	return min(ahead/2, leaseHorizon/2)
 }
 
 // leaseWait is a wait queued in the process for a leased turn.

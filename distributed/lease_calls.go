@@ -198,11 +198,7 @@ func (b *leaseBox) lease(ctx context.Context) {
 		wt := reply[5+j]
 		t := leased{id: id, end: last - count + 1 + j, rturn: rnow + wt, gone: wt == 0}
 		t.wake = recv.Add(time.Duration(wt) * time.Microsecond)
-		var ahead time.Duration // when the j-th wait expected comes, after the lease
-		if x := int(j) + 1 - need; x > 0 && rate > 0 {
-			ahead = time.Duration(float64(x) / rate * float64(time.Second))
-		}
-		t.exp = t.wake.Add(leaseLate + leaseMargin(ahead))
+		t.exp = t.wake.Add(leaseKeep)
 		wake = t.wake
 		b.tickets = append(b.tickets, t)
 	}

@@ -74,7 +74,7 @@ func leaseFleetRun() time.Duration {
 //   - no 1-s window of turns (Redis's clock) above burst + rate: exact;
 //   - no 1-s window of arrivals above burst + rate·(1 s + delivery
 //     spread) + 1, the spread measured as in checkFleet: a leased turn is
-//     used up to leaseLate + leaseMargin after it came (30 ms at most),
+//     used up to leaseKeep (30 ms) after it came,
 //     which shows in the spread;
 //   - no request before its turn.
 //

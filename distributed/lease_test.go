@@ -331,9 +331,10 @@ func TestLeaseDeadline(t *testing.T) {
 	defer q.Close()
 	w := q.For("k").(*keyWaiter)
 	leaseAheadOf(t, q, w)
-	// The first ticket went at the lease: take it, or let it pass (5ms).
-	// A refused wait drops it, spent, before it looks at the next.
-	time.Sleep(2 * leaseLate)
+	// The first ticket went at the lease: take it, or let it pass
+	// (leaseKeep). A refused wait drops it, to be given back, before it
+	// looks at the next (100ms after the first).
+	time.Sleep(leaseKeep + leaseLate)
 	refused := func() (time.Duration, error) {
 		dctx, dcancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer dcancel()
