@@ -123,14 +123,14 @@
 //     came within the last 100 ms, those expected within 50 ms at that
 //     rate, at most [Quota.MaxLease] (256; 1 turns leases off). The script
 //     keeps an expected wait's ticket only if its turn comes no earlier
-//     than that wait is expected, less 5 ms: the remaining quota (the
+//     than that wait is expected, less 10 ms: the remaining quota (the
 //     queue, a pause) sizes the lease. While a window or a cut is in
 //     force, only the waits queued are leased for (a window's units at
 //     its reset would come before waits asleep until then are back). The next lease is made
 //     ahead, in a goroutine of its own that ends with the call, when the
 //     held tickets would last less than twice the recent leases' time (at
 //     least 0.5 ms) at the waits' pace (over 10 ms, when faster than the
-//     100 ms rate), and no more than the tickets of 2.5 ms at that rate.
+//     100 ms rate), and no more than the tickets of 5 ms at that rate.
 //   - Deadlines: a wait takes the next leased ticket only if its turn is
 //     within ctx's deadline; otherwise it fails at once with a
 //     [*throttle.DeadlineError] and the ticket stays for the next wait.
