@@ -163,7 +163,7 @@ type leaseStats struct {
 	ahead     int           // of them, made ahead
 	late      int           // of those, the ones whose reply found waits queued
 	leased    int           // tickets leased
-	expired   int           // tickets dropped unused past their margin, then given back
+	expired   int           // tickets dropped unused, leaseKeep past their turn, then given back
 }
 
 // maxLease returns the most turns one call leases; 1: no leases.
@@ -484,7 +484,7 @@ func (b *leaseBox) stale() bool {
 }
 
 // next hands the next ticket to a wait of key whose deadline is deadline
-// (zero: none), at now: the turns past their margin are dropped, to be
+// (zero: none), at now: the turns leaseKeep past are dropped, to be
 // given back in the next lease call; a turn past the deadline is refused
 // and stays for the next wait. It reports false if no ticket is left.
 // b.mu is held.

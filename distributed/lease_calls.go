@@ -85,6 +85,7 @@ func (b *leaseBox) refresh(ctx context.Context) {
 			t.gone = true
 		default:
 			t.wake, t.rturn = now.Add(time.Duration(wt)*time.Microsecond), rnow+wt
+			t.exp = t.wake.Add(leaseKeep)
 		}
 		kept = append(kept, t)
 	}

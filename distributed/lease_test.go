@@ -556,3 +556,66 @@ func TestLeaseSpentGivenBack(t *testing.T) {
 		}
 	})
 }
+
+// TestLeaseKeptAfterMove: a pause pushed while a process holds leased
+// turns moves them later; asked again, each is kept until leaseKeep past
+// its new turn, not its old one: a wait that comes after the old turns
+// (and their leaseKeep) takes the next held ticket, and none is dropped.
+// At 100/s the held turns were 10ms apart; a wait sleeping on one (to the
+// pause's end) keeps the box from going idle meanwhile.
+func TestLeaseKeptAfterMove(t *testing.T) {
+	s, _ := startRedis(t)
+	q := New(newClient(t, s.Addr()), "lease-moved", rate.Limit(100), 1)
+	q.Timeout = time.Second
+	defer q.Close()
+	w := q.For("k").(*keyWaiter)
+	ctx := context.Background()
+	for i := 0; !subscribed(q); i++ { // the push must reach the box
+		if i == 50 {
+			t.Fatal("the subscription to pushed moves did not come up in 50 waits")
+		}
+		if err := w.WaitN(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leaseAheadOf(t, q, w)
+	if err := w.WaitN(ctx, 1); err != nil { // the first: due at the lease
+		t.Fatal(err)
+	}
+	other := New(newClient(t, s.Addr()), "lease-moved", rate.Limit(100), 1)
+	defer other.Close()
+	if err := other.For("k").(*keyWaiter).Pause(ctx, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	asleep := make(chan error, 1)
+	go func() { asleep <- w.WaitN(sctx, 1) }() // asks the turns again, takes the next
+	for i := 0; held(q, w.rkey) == 0 || leaseStatsOf(q).waits < 2; i++ {
+		if i == 1000 {
+			t.Fatal("the sleeping wait did not take a ticket in 1 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// Past the held turns' old times (10ms apart from the lease) and
+	// leaseKeep after.
+	time.Sleep(50*time.Millisecond + leaseKeep)
+	n := held(q, w.rkey)
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := w.WaitN(wctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	st := leaseStatsOf(q)
+	t.Logf("%d held before the wait, %d after; %+v", n, held(q, w.rkey), st)
+	if st.expired != 0 {
+		t.Errorf("%d leased tickets dropped unused; want 0 (their turns moved past the pause: kept leaseKeep past the new turns)", st.expired)
+	}
+	if got := held(q, w.rkey); got != n-1 {
+		t.Errorf("%d tickets held after the wait; want %d (it took the next one)", got, n-1)
+	}
+	stop()
+	if err := <-asleep; err != nil && !errors.Is(err, context.Canceled) {
+		t.Errorf("the sleeping wait = %v; want nil or context.Canceled", err)
+	}
+}
