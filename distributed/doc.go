@@ -128,7 +128,7 @@
 //     force, only the waits queued are leased for (a window's units at
 //     its reset would come before waits asleep until then are back). The next lease is made
 //     ahead, in a goroutine of its own that ends with the call, when the
-//     held tickets would last less than twice the recent leases' time (at
+//     held tickets would last less than four times the recent leases' time (at
 //     least 0.5 ms) at the waits' pace (over 10 ms, when faster than the
 //     100 ms rate), and no more than the tickets of 5 ms at that rate.
 //   - Deadlines: a wait takes the next leased ticket only if its turn is

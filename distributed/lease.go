@@ -65,7 +65,7 @@ const (
 	// unused turns back.
 	leaseIdle = 100 * time.Millisecond
 	// leaseAhead: the next lease is made ahead when the tickets held
-	// last less than this at the local pace, or than twice a lease's
+	// last less than this at the local pace, or than four times a lease's
 	// recent time (leaseBox.callTime: a busy machine's round trip and
 	// the serving goroutine's start take longer); see lowWater.
 	leaseAhead = 500 * time.Microsecond
@@ -294,11 +294,11 @@ func (b *leaseBox) lowWater(now time.Time) bool {
 	if b.calling || r*leaseHorizon.Seconds() <= 1 {
 		return false
 	}
-	// The tickets that go within about twice a lease's time at the
+	// The tickets that go within about four times a lease's time at the
 	// waits' pace (in a burst, faster than the rate leases are sized by),
 	// and no more than a lease of turns due at once leaves room for: it
 	// brings r·leaseLate less the tickets held.
-	low := min(b.pace(now)*max(leaseAhead, 2*b.callTime).Seconds(), r*(leaseLate/2).Seconds())
+	low := min(b.pace(now)*max(leaseAhead, 4*b.callTime).Seconds(), r*(leaseLate/2).Seconds())
 	return float64(len(b.tickets)) < max(2, low)
 }
 
