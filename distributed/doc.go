@@ -123,37 +123,43 @@
 //     came within the last 100 ms, those expected within 50 ms at that
 //     rate, at most [Quota.MaxLease] (256; 1 turns leases off). The script
 //     keeps an expected wait's ticket only if its turn comes no earlier
-//     than that wait is expected, less 5 ms: the remaining quota (the
+//     than that wait is expected, less 10 ms: the remaining quota (the
 //     queue, a pause) sizes the lease. While a window or a cut is in
 //     force, only the waits queued are leased for (a window's units at
 //     its reset would come before waits asleep until then are back). The next lease is made
 //     ahead, in a goroutine of its own that ends with the call, when the
-//     held tickets would last less than twice the recent leases' time (at
+//     held tickets would last less than four times the recent leases' time (at
 //     least 0.5 ms) at the waits' pace (over 10 ms, when faster than the
-//     100 ms rate), and no more than the tickets of 2.5 ms at that rate.
+//     100 ms rate), and no more than the tickets of 5 ms at that rate.
 //   - Deadlines: a wait takes the next leased ticket only if its turn is
 //     within ctx's deadline; otherwise it fails at once with a
 //     [*throttle.DeadlineError] and the ticket stays for the next wait.
 //   - Moves: a push (a pause, a cut, a refund) makes the process ask the
 //     held tickets' turns again, in one call, before it hands one out; a
 //     wait sleeping on one is a sleeping wait.
-//   - What comes back: the tickets not yet due, as holes (the cancel op's
-//     rule: exact), when no wait of the key is in progress for 100 ms (a
-//     timer), when the last one ends by its context, and at Close. A
-//     ticket unused 5 ms after its turn is spent: its units went at the
-//     turn, and sending later would bunch them. If the process dies, its
-//     tickets go at their turns. FailMode and store errors apply to the
+//   - What comes back: the tickets held, when no wait of the key is in
+//     progress for 100 ms (a timer), when the last one ends by its
+//     context, and at Close; a ticket unused 30 ms after its turn is
+//     handed out no more (sending later would bunch the units) and goes
+//     back in the key's next lease call, before its tickets are taken.
+//     The script makes a hole of a turn not yet due (the cancel op's rule:
+//     exact) and settles a spent one (its units went at its turn) to no
+//     cost, the settle rule's give-back (the bucket's units back, to its
+//     burst and no further), while nothing is queued and no pause holds,
+//     so that no turn moves; otherwise the spent turn stays spent. If the
+//     process dies, its tickets go at their turns. FailMode and store errors apply to the
 //     waits queued for a lease as to waits; a lease whose reply comes late
 //     is given back as a late wait's ticket is.
 //
 // The bound. On Redis's clock nothing changes: every turn is the
-// schedule's, at most burst + rate·t in any t. A leased turn is used at
-// most 5 ms after it came, so the requests sent in any t are at most
-// burst + rate·(t + 5 ms) (beside the wake-up delay of any wait). The
-// fleet admits less than the schedule by the tickets whose turns pass
-// unused: at most MaxLease per process each time its waits stop taking
-// them (its demand drops, or a pause held them all: those due before
-// they are given back or taken), none while it keeps its pace.
+// schedule's, at most burst + rate·t in any t, a spent turn given back
+// counted as a settled cost is (at its turn, then given back). A leased
+// turn is used at most 30 ms after it came, so the requests sent in any
+// t are at most burst + rate·(t + 30 ms) (beside the wake-up delay of any
+// wait). The fleet admits less than the schedule by the spent turns that
+// could not be given back (turns were queued, or a pause held): at most
+// MaxLease per process each time its waits stop taking them (its demand
+// drops, or a pause held them all), none while it keeps its pace.
 // Across processes a wait may go before one of another process that
 // reached Redis earlier, by at most the turns leased ahead (MaxLease, and
 // 50 ms of demand). Measured: see the README.

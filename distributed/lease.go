@@ -28,13 +28,18 @@ import (
 // turn, calls as it always did (op wait): k = 1 at low rates, where waits
 // do not overlap.
 //
-// What comes back: a turn unused leaseLate after it came is spent (the
-// units went in Redis at their turn; sending later would bunch them). The
-// rest go back as holes (op lease's returns, the cancel op's rule) when
-// no wait of the key was in progress for leaseIdle (a timer per key, not
-// a goroutine), when the last wait of the key in the process ends by its
-// context, and at Close (lease_calls.go). A process that dies leaves its tickets to go at
-// their turns: capacity lost, never more than MaxLease per process.
+// What comes back: a turn unused leaseKeep after it came is no longer
+// handed out (sending later would bunch the units); it is given back in
+// the key's next lease call, before the new tickets are taken. The
+// script settles a spent turn given back to no cost (settle's rule: the
+// bucket's unit back, to its burst and no further) while nothing is
+// queued and no pause holds, so that no turn moves; otherwise it stays
+// spent. Turns not yet due go back as holes (the cancel op's rule), the
+// held ones with the spent ones, when no wait of the key was in progress
+// for leaseIdle (a timer per key, not a goroutine), when the last wait of
+// the key in the process ends by its context, and at Close
+// (lease_calls.go). A process that dies leaves its tickets to go at their
+// turns: capacity lost, never more than MaxLease per process.
 const (
 	// defaultMaxLease is the most turns one call leases when
 	// Quota.MaxLease is zero.
@@ -42,13 +47,25 @@ const (
 	// leaseHorizon: the waits expected within it, at their recent rate,
 	// are leased for.
 	leaseHorizon = 50 * time.Millisecond
-	// leaseLate: a leased turn unused this long after it came is spent.
-	leaseLate = 5 * time.Millisecond
+	// leaseLate: the script leases a ticket for a wait expected only if
+	// its turn comes no earlier than that wait is expected, less this.
+	// (5 ms before leaseKeep: a lease of turns due at once brought half
+	// as many, and the next, made ahead, came after they ran out twice
+	// as often: BenchmarkTransportRatio's stalls 37-120/1k, now 19-20.)
+	leaseLate = 10 * time.Millisecond
+	// leaseKeep: a leased turn unused this long after it came is handed
+	// out no more, but given back. Well past leaseLate, so that a wait
+	// later than expected (the local rate is an estimate, a busy machine
+	// holds a process) still finds it: with leaseKeep = leaseLate, 3–5%
+	// of the turns of a fleet at 10,000/s went unused on a loaded
+	// machine, and the turns left at the end of one round of the
+	// transport benchmark were gone at the start of the next.
+	leaseKeep = 30 * time.Millisecond
 	// leaseIdle: no wait of the key in progress for this long gives the
 	// unused turns back.
 	leaseIdle = 100 * time.Millisecond
 	// leaseAhead: the next lease is made ahead when the tickets held
-	// last less than this at the local pace, or than twice a lease's
+	// last less than this at the local pace, or than four times a lease's
 	// recent time (leaseBox.callTime: a busy machine's round trip and
 	// the serving goroutine's start take longer); see lowWater.
 	leaseAhead = 500 * time.Microsecond
@@ -79,6 +96,7 @@ type leased struct {
 	id    int64 // the state it came from
 	end   int64
 	wake  time.Time // its turn on this process's clock
+	exp   time.Time // handed out until then: leaseKeep past its turn
 	rturn int64     // its turn on Redis's clock, µs
 	gone  bool      // its turn had come at the lease: it went in Redis then
 }
@@ -105,6 +123,7 @@ type leaseBox struct {
 	mu      sync.Mutex // protects the fields below
 	tickets []leased   // by end: the key's queue order
 	id      int64      // the state the tickets came from
+	back    []int64    // ends of tickets of id dropped unused, for the next lease call
 	// gen, sub: pushes.mark before the oldest turn in tickets was
 	// learned; a push since (or no subscription then) may have moved
 	// them: they are asked again before one is handed out.
@@ -144,7 +163,7 @@ type leaseStats struct {
 	ahead     int           // of them, made ahead
 	late      int           // of those, the ones whose reply found waits queued
 	leased    int           // tickets leased
-	expired   int           // tickets dropped unused, leaseLate past their turn
+	expired   int           // tickets dropped unused, leaseKeep past their turn, then given back
 }
 
 // maxLease returns the most turns one call leases; 1: no leases.
@@ -189,7 +208,7 @@ func (l *leases) box(w *keyWaiter) *leaseBox {
 func (b *leaseBox) unused() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.active == 0 && len(b.tickets) == 0 && len(b.queue) == 0 && !b.calling && b.idle == nil
+	return b.active == 0 && len(b.tickets) == 0 && len(b.back) == 0 && len(b.queue) == 0 && !b.calling && b.idle == nil
 }
 
 // forget drops b if it is unused.
@@ -275,11 +294,11 @@ func (b *leaseBox) lowWater(now time.Time) bool {
 	if b.calling || r*leaseHorizon.Seconds() <= 1 {
 		return false
 	}
-	// The tickets that go within about twice a lease's time at the
+	// The tickets that go within about four times a lease's time at the
 	// waits' pace (in a burst, faster than the rate leases are sized by),
 	// and no more than a lease of turns due at once leaves room for: it
 	// brings r·leaseLate less the tickets held.
-	low := min(b.pace(now)*max(leaseAhead, 2*b.callTime).Seconds(), r*(leaseLate/2).Seconds())
+	low := min(b.pace(now)*max(leaseAhead, 4*b.callTime).Seconds(), r*(leaseLate/2).Seconds())
 	return float64(len(b.tickets)) < max(2, low)
 }
 
@@ -381,14 +400,17 @@ func isDeadline(err error) bool {
 func (b *leaseBox) leave(ctx context.Context, err error) {
 	b.mu.Lock()
 	b.active--
-	var back []int64
+	var (
+		id   int64
+		back []int64
+	)
 	if b.active == 0 && err != nil && ctx.Err() != nil {
 		b.ended = true
-		back = b.takeBack(time.Now())
+		id, back = b.takeBack()
 	}
 	b.mu.Unlock()
 	if len(back) > 0 {
-		b.q.refunds.Go(func() { b.giveBack(ctx, back) })
+		b.q.refunds.Go(func() { b.giveBack(ctx, id, back) })
 	}
 }
 
@@ -462,12 +484,16 @@ func (b *leaseBox) stale() bool {
 }
 
 // next hands the next ticket to a wait of key whose deadline is deadline
-// (zero: none), at now: the turns past leaseLate are spent and dropped; a
-// turn past the deadline is refused and stays for the next wait. It
-// reports false if no ticket is left. b.mu is held.
+// (zero: none), at now: the turns leaseKeep past are dropped, to be
+// given back in the next lease call; a turn past the deadline is refused
+// and stays for the next wait. It reports false if no ticket is left.
+// b.mu is held.
 func (b *leaseBox) next(key string, deadline, now time.Time) (leaseGrant, bool) {
 	i := 0
-	for i < len(b.tickets) && b.tickets[i].wake.Add(leaseLate).Before(now) {
+	for i < len(b.tickets) && b.tickets[i].exp.Before(now) {
+		if t := b.tickets[i]; t.id == b.id {
+			b.back = append(b.back, t.end)
+		}
 		i++
 	}
 	b.stats.expired += i

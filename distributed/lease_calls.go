@@ -41,10 +41,10 @@ func (b *leaseBox) serve(ctx context.Context, ahead bool) {
 	b.calling = false
 	// Tickets that came after every wait of the key ended (their
 	// contexts did), or after Close gave the held ones back, go back now.
-	if (b.active == 0 && b.ended || b.q.leases.done.Load()) && len(b.tickets) > 0 {
-		if back := b.takeBack(time.Now()); len(back) > 0 {
+	if (b.active == 0 && b.ended || b.q.leases.done.Load()) && len(b.tickets)+len(b.back) > 0 {
+		if id, back := b.takeBack(); len(back) > 0 {
 			b.mu.Unlock()
-			b.giveBack(ctx, back)
+			b.giveBack(ctx, id, back)
 			b.mu.Lock()
 		}
 	}
@@ -85,6 +85,7 @@ func (b *leaseBox) refresh(ctx context.Context) {
 			t.gone = true
 		default:
 			t.wake, t.rturn = now.Add(time.Duration(wt)*time.Microsecond), rnow+wt
+			t.exp = t.wake.Add(leaseKeep)
 		}
 		kept = append(kept, t)
 	}
@@ -100,8 +101,9 @@ func recheckAt(now time.Time, us int64) time.Time {
 	return now.Add(time.Duration(us) * time.Microsecond)
 }
 
-// lease takes tickets for the queued waits and those expected (op
-// lease). b.mu is held, and released during the call; a store error goes
+// lease gives back the tickets dropped unused (b.back) and takes tickets
+// for the queued waits and those expected (op lease). b.mu is held, and
+// released during the call; a store error goes
 // to every queued wait (each applies the FailMode), and a refused turn
 // (past every queued wait's deadline) to each as its DeadlineError.
 func (b *leaseBox) lease(ctx context.Context) {
@@ -140,7 +142,10 @@ func (b *leaseBox) lease(ctx context.Context) {
 		k = min(max(need, 0)+spec, limit)
 	}
 	known, floor, hold := b.q.memo.args(b.rkey)
-	args := []any{k, need, maxWait, strconv.FormatFloat(rate, 'g', 6, 64), leaseLate.Microseconds(), known, floor, hold, ""}
+	args := []any{k, need, maxWait, strconv.FormatFloat(rate, 'g', 6, 64), leaseLate.Microseconds(), known, floor, hold}
+	// Given back once: a call that failed may have taken them.
+	args = appendBack(args, b.id, b.back)
+	b.back = nil
 	first := len(b.tickets) == 0
 	b.mu.Unlock()
 	gen, sub := b.q.pushes.mark()
@@ -194,6 +199,7 @@ func (b *leaseBox) lease(ctx context.Context) {
 		wt := reply[5+j]
 		t := leased{id: id, end: last - count + 1 + j, rturn: rnow + wt, gone: wt == 0}
 		t.wake = recv.Add(time.Duration(wt) * time.Microsecond)
+		t.exp = t.wake.Add(leaseKeep)
 		wake = t.wake
 		b.tickets = append(b.tickets, t)
 	}
@@ -215,13 +221,15 @@ func appendBack(args []any, id int64, back []int64) []any {
 	return args
 }
 
-// takeBack removes the held tickets and returns the ends of those whose
-// turns have not come (the others are spent), and stops listening and
-// the idle timer. b.mu is held.
-func (b *leaseBox) takeBack(now time.Time) []int64 {
-	var back []int64
+// takeBack removes the held tickets and the ones dropped unused, and
+// returns their state's id and ends (the script makes a hole of a turn
+// not yet due and settles a spent one: see op lease), and stops
+// listening and the idle timer. b.mu is held.
+func (b *leaseBox) takeBack() (int64, []int64) {
+	back := b.back
+	b.back = nil
 	for _, t := range b.tickets {
-		if !t.gone && t.wake.After(now) {
+		if t.id == b.id {
 			back = append(back, t.end)
 		}
 	}
@@ -234,14 +242,11 @@ func (b *leaseBox) takeBack(now time.Time) []int64 {
 		b.idle.Stop()
 		b.idle, b.idleTok = nil, nil
 	}
-	return back
+	return b.id, back
 }
 
 // giveBack returns the tickets ends of the state id (op lease, k = 0).
-func (b *leaseBox) giveBack(ctx context.Context, back []int64) {
-	b.mu.Lock()
-	id := b.id
-	b.mu.Unlock()
+func (b *leaseBox) giveBack(ctx context.Context, id int64, back []int64) {
 	args := appendBack([]any{0, 0, "", "0", 0, "", "", ""}, id, back)
 	_, _ = b.w.run(context.WithoutCancel(ctx), "lease", args...)
 }
@@ -277,7 +282,7 @@ func (b *leaseBox) idleFired(tok *int) {
 		return // stopped, or another timer since
 	}
 	now := time.Now()
-	if left := leaseIdle - now.Sub(b.last); b.active > 0 || left > 0 && len(b.tickets) > 0 {
+	if left := leaseIdle - now.Sub(b.last); b.active > 0 || left > 0 && len(b.tickets)+len(b.back) > 0 {
 		// Not idle: waits of the key are in progress here (sleeping on
 		// their turns, they come back for the tickets held), or came
 		// within leaseIdle.
@@ -286,7 +291,7 @@ func (b *leaseBox) idleFired(tok *int) {
 		l.mu.Unlock()
 		return
 	}
-	back := b.takeBack(now)
+	id, back := b.takeBack()
 	b.mu.Unlock()
 	if len(back) > 0 {
 		b.q.refunds.Add(1) // under l.mu: before Close's Wait, or not at all
@@ -294,7 +299,7 @@ func (b *leaseBox) idleFired(tok *int) {
 	l.mu.Unlock()
 	if len(back) > 0 {
 		defer b.q.refunds.Done()
-		b.giveBack(context.Background(), back)
+		b.giveBack(context.Background(), id, back)
 	}
 	l.forget(b)
 }
@@ -313,10 +318,10 @@ func (l *leases) close() {
 	var wg sync.WaitGroup
 	for _, b := range boxes {
 		b.mu.Lock()
-		back := b.takeBack(time.Now())
+		id, back := b.takeBack()
 		b.mu.Unlock()
 		if len(back) > 0 {
-			wg.Go(func() { b.giveBack(context.Background(), back) })
+			wg.Go(func() { b.giveBack(context.Background(), id, back) })
 		}
 	}
 	wg.Wait()

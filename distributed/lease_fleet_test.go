@@ -74,7 +74,8 @@ func leaseFleetRun() time.Duration {
 //   - no 1-s window of turns (Redis's clock) above burst + rate: exact;
 //   - no 1-s window of arrivals above burst + rate·(1 s + delivery
 //     spread) + 1, the spread measured as in checkFleet: a leased turn is
-//     used up to leaseLate after it came, which shows in the spread;
+//     used up to leaseKeep (30 ms) after it came,
+//     which shows in the spread;
 //   - no request before its turn.
 //
 // Fairness across processes is reported, not asserted: leases serve a

@@ -331,9 +331,10 @@ func TestLeaseDeadline(t *testing.T) {
 	defer q.Close()
 	w := q.For("k").(*keyWaiter)
 	leaseAheadOf(t, q, w)
-	// The first ticket went at the lease: take it, or let it pass (5ms).
-	// A refused wait drops it, spent, before it looks at the next.
-	time.Sleep(2 * leaseLate)
+	// The first ticket went at the lease: take it, or let it pass
+	// (leaseKeep). A refused wait drops it, to be given back, before it
+	// looks at the next (100ms after the first).
+	time.Sleep(leaseKeep + leaseLate)
 	refused := func() (time.Duration, error) {
 		dctx, dcancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer dcancel()
@@ -453,4 +454,168 @@ func relTo(turns []int64, from float64) []int64 {
 		out[i] = t - int64(from)
 	}
 	return out
+}
+
+// TestLeaseSpentGivenBack: leased turns that passed unused (dropped past
+// their margin: their units went in Redis at their turns) are not lost to
+// the fleet: the key's next lease call gives them back before it takes
+// its tickets, and the script settles them to no cost (the bucket's
+// units back, to its burst and no further) while nothing is queued and
+// no pause holds; under a pause they stay spent (giving them back would
+// move the queued turns). At Close they go back with the turns not yet
+// due (holes), in one call. At 1/s the bucket refills one unit a second:
+// a lost turn shows as a unit missing.
+func TestLeaseSpentGivenBack(t *testing.T) {
+	ctx := context.Background()
+	setup := func(t *testing.T, burst int) (*Quota, *keyWaiter, *leaseBox) {
+		s, _ := startRedis(t)
+		q := New(newClient(t, s.Addr()), "lease-spent", 1, burst)
+		q.Timeout = time.Second
+		t.Cleanup(func() { q.Close() })
+		w := q.For("k").(*keyWaiter)
+		return q, w, q.leases.box(w)
+	}
+	// lease makes the box's lease call for n waits queued (no rate: no
+	// ticket for waits expected), and leaves the tickets held.
+	lease := func(b *leaseBox, n int) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for range n {
+			b.queue = append(b.queue, &leaseWait{ch: make(chan leaseGrant, 1)})
+		}
+		b.lease(ctx)
+		b.queue = nil
+	}
+	// expire drops the held tickets whose margin has passed at now+d.
+	expire := func(b *leaseBox, d time.Duration) (dropped, left int) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if g, ok := b.next("k", time.Time{}, time.Now().Add(d)); ok && g.err == nil {
+			b.putBack(g.t)
+		}
+		return len(b.back), len(b.tickets)
+	}
+	tokens := func(t *testing.T, w *keyWaiter) float64 {
+		t.Helper()
+		st, err := w.State(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Tokens
+	}
+	t.Run("next-lease", func(t *testing.T) {
+		_, w, b := setup(t, 50)
+		lease(b, 10) // due at once: 40 units left
+		if got := tokens(t, w); got < 40 || got > 40.5 {
+			t.Fatalf("after a lease of 10 on a full bucket of 50: %.3f tokens; want 40", got)
+		}
+		if dropped, left := expire(b, time.Second); dropped != 10 || left != 0 {
+			t.Fatalf("a second past their turns: %d tickets dropped, %d held; want 10 and 0", dropped, left)
+		}
+		lease(b, 1) // gives the 10 back, then takes 1
+		got := tokens(t, w)
+		t.Logf("tokens after the next lease of 1: %.3f", got)
+		if got < 49 || got > 49.5 {
+			t.Errorf("after the 10 unused turns went back in a lease of 1: %.3f tokens; want 49 (39: the unused turns were lost)", got)
+		}
+		b.mu.Lock()
+		back := len(b.back)
+		b.mu.Unlock()
+		if back != 0 {
+			t.Errorf("%d tickets still to give back after the lease call; want 0 (given back once)", back)
+		}
+	})
+	t.Run("paused", func(t *testing.T) {
+		q, w, b := setup(t, 50)
+		lease(b, 10)
+		expire(b, time.Second)
+		if err := w.Pause(ctx, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		tat0, _, _ := hashState(t, q.client, w.rkey)
+		lease(b, 1) // a ticket at the pause's end: queued, the 10 stay spent
+		tat1, _, _ := hashState(t, q.client, w.rkey)
+		if tat1 != tat0 {
+			t.Errorf("bucket's tat moved by %.0fµs when the spent turns were given back during a pause; want unchanged (spent: no queued turn moves)", tat1-tat0)
+		}
+		if n := held(q, w.rkey); n != 1 {
+			t.Errorf("%d tickets held; want the 1 at the pause's end", n)
+		}
+	})
+	t.Run("close", func(t *testing.T) {
+		q, w, b := setup(t, 5)
+		lease(b, 8) // 5 due at once, 3 queued a second apart
+		dropped, left := expire(b, 500*time.Millisecond)
+		if dropped != 5 || left != 3 {
+			t.Fatalf("half a second on: %d tickets dropped, %d held; want 5 and 3", dropped, left)
+		}
+		q.Close() // the 3 queued back (holes), then the 5 spent settled
+		got := tokens(t, w)
+		if got < 5-1e-9 {
+			t.Errorf("after Close gave back 3 queued and 5 spent turns: %.3f tokens; want 5, the burst (0: the spent turns lost)", got)
+		}
+	})
+}
+
+// TestLeaseKeptAfterMove: a pause pushed while a process holds leased
+// turns moves them later; asked again, each is kept until leaseKeep past
+// its new turn, not its old one: a wait that comes after the old turns
+// (and their leaseKeep) takes the next held ticket, and none is dropped.
+// At 100/s the held turns were 10ms apart; a wait sleeping on one (to the
+// pause's end) keeps the box from going idle meanwhile.
+func TestLeaseKeptAfterMove(t *testing.T) {
+	s, _ := startRedis(t)
+	q := New(newClient(t, s.Addr()), "lease-moved", rate.Limit(100), 1)
+	q.Timeout = time.Second
+	defer q.Close()
+	w := q.For("k").(*keyWaiter)
+	ctx := context.Background()
+	for i := 0; !subscribed(q); i++ { // the push must reach the box
+		if i == 50 {
+			t.Fatal("the subscription to pushed moves did not come up in 50 waits")
+		}
+		if err := w.WaitN(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leaseAheadOf(t, q, w)
+	if err := w.WaitN(ctx, 1); err != nil { // the first: due at the lease
+		t.Fatal(err)
+	}
+	other := New(newClient(t, s.Addr()), "lease-moved", rate.Limit(100), 1)
+	defer other.Close()
+	if err := other.For("k").(*keyWaiter).Pause(ctx, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	asleep := make(chan error, 1)
+	go func() { asleep <- w.WaitN(sctx, 1) }() // asks the turns again, takes the next
+	for i := 0; held(q, w.rkey) == 0 || leaseStatsOf(q).waits < 2; i++ {
+		if i == 1000 {
+			t.Fatal("the sleeping wait did not take a ticket in 1 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// Past the held turns' old times (10ms apart from the lease) and
+	// leaseKeep after.
+	time.Sleep(50*time.Millisecond + leaseKeep)
+	n := held(q, w.rkey)
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := w.WaitN(wctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	st := leaseStatsOf(q)
+	t.Logf("%d held before the wait, %d after; %+v", n, held(q, w.rkey), st)
+	if st.expired != 0 {
+		t.Errorf("%d leased tickets dropped unused; want 0 (their turns moved past the pause: kept leaseKeep past the new turns)", st.expired)
+	}
+	if got := held(q, w.rkey); got != n-1 {
+		t.Errorf("%d tickets held after the wait; want %d (it took the next one)", got, n-1)
+	}
+	stop()
+	if err := <-asleep; err != nil && !errors.Is(err, context.Canceled) {
+		t.Errorf("the sleeping wait = %v; want nil or context.Canceled", err)
+	}
 }

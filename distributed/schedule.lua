@@ -357,17 +357,43 @@ if tag == CORE_XC and op == 'mwait' and ARGV[6] == '1' then
 end
 
 -- The fast path of a lease (op lease, below; see lease.go): on a key with
--- nothing but its bucket, as for a wait (and no tickets given back), k
--- tickets of one unit are the fast path's wait k times in a row: the
--- same turns in closed form, one write.
-if tag == CORE_BARE and op == 'lease' and ARGV[13] == '' then
+-- nothing but its bucket, as for a wait, k tickets of one unit are the
+-- fast path's wait k times in a row: the same turns in closed form, one
+-- write. Tickets given back whose turns have all come (spent: the op's
+-- rule below) are taken here too; one not yet due needs a hole, which
+-- the general path makes.
+if tag == CORE_BARE and op == 'lease' then
 	local _, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau, tail = struct.unpack(CORE_FMT, coreRaw)
-	if r0 == e0 and fastTail(tail, ARGV[10]) then
+	local fast = r0 == e0 and fastTail(tail, ARGV[10])
+	if fast then
+		tat, rel, pd, lg, ss, sc, sp, bs = fastGo(now, PENDING_IDLE * SEC, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I, tau)
+	end
+	local spent = 0
+	if fast and ARGV[13] ~= '' and tonumber(ARGV[13]) == id then
+		for i = 14, #ARGV do
+			local e = tonumber(ARGV[i])
+			if e > rel then
+				fast = false -- not yet due: a hole (the general path)
+				break
+			end
+			spent = spent + 1
+		end
+	end
+	if fast then
 		local k, need, maxwait = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 		local lrate, late = tonumber(ARGV[8]), tonumber(ARGV[9])
-		tat, rel, pd, lg, ss, sc, sp, bs = fastGo(now, PENDING_IDLE * SEC, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I, tau)
 		if mc < 1 then
 			mc = 1
+		end
+		local credited = false
+		if spent > 0 and fin == rel and now >= hold and I > 0 then
+			-- The op's rule for spent turns given back: settled to no cost
+			-- (the bucket's units back, to its burst and no further),
+			-- while no ticket is queued, so that no turn moves.
+			tat, credited = tat - spent * I, true
+			if now > tat then
+				tat = now
+			end
 		end
 		local waits, due = {}, false
 		local from = tat
@@ -391,7 +417,10 @@ if tag == CORE_BARE and op == 'lease' and ARGV[13] == '' then
 			end
 			if not keep then
 				if j == 1 then
-					return struct.pack('<dddddd', 0, id, 0, -1, now, wt) -- nothing kept, nothing written
+					if credited then
+						fastStore(key, tail, CORE_FMT, CORE_BARE, now, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
+					end
+					return struct.pack('<dddddd', 0, id, 0, -1, now, wt) -- nothing kept, nothing else written
 				end
 				break
 			end
@@ -402,6 +431,9 @@ if tag == CORE_BARE and op == 'lease' and ARGV[13] == '' then
 			end
 		end
 		if #waits == 0 then
+			if credited then
+				fastStore(key, tail, CORE_FMT, CORE_BARE, now, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
+			end
 			return struct.pack('<dddddd', 0, id, 0, -1, now, 0)
 		end
 		if due then

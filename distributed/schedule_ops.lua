@@ -221,8 +221,9 @@ elseif op == 'try' or op == 'mtry' then
 	end
 elseif op == 'lease' then
 	-- Leased turns (see lease.go): first the tickets a process gives back
-	-- (each as the cancel op does: the tail's taken back outright, any
-	-- other a hole), then up to k tickets of one unit in the queue of
+	-- (each not yet due as the cancel op does: the tail's taken back
+	-- outright, any other a hole; the spent ones settled to no cost while
+	-- nothing is queued), then up to k tickets of one unit in the queue of
 	-- first attempts, taken as k waits in a row would take them (enqueue,
 	-- turn; the ones whose turn has come go, as a wait's do). ARGV[5] k,
 	-- ARGV[6] need: the first need tickets are for waits queued in the
@@ -243,6 +244,7 @@ elseif op == 'lease' then
 	seed(ARGV[10], ARGV[11], ARGV[12])
 	advance()
 	if ARGV[13] ~= '' and tonumber(ARGV[13]) == s.id then
+		local spent = 0
 		for i = #ARGV, 14, -1 do -- descending: the tail's first
 			local e = tonumber(ARGV[i])
 			if e > s.q[1].rel and e <= s.q[1]['end'] then
@@ -250,7 +252,16 @@ elseif op == 'lease' then
 					moved = true -- the tickets behind move up
 				end
 				cancelTicket(s.q[1], e, 1)
+			elseif e <= s.q[1].rel then
+				spent = spent + 1
 			end
+		end
+		-- Spent turns (they went at their times, unused): settled to no
+		-- cost, settle's rule (the bucket's units back, to its burst and
+		-- no further), while nothing is queued and no pause holds, so that
+		-- no turn moves; otherwise they stay spent.
+		if spent > 0 and queued() == 0 and now >= s.hold then
+			settle(spent, 0)
 		end
 	end
 	local waits, last, due = {}, 0, false
