@@ -525,6 +525,21 @@ func TestLeaseSpentGivenBack(t *testing.T) {
 			t.Errorf("%d tickets still to give back after the lease call; want 0 (given back once)", back)
 		}
 	})
+	// A lease call that takes nothing (no wait queued, no rate) still
+	// gives the unused turns back, and writes the state whole.
+	t.Run("nothing-taken", func(t *testing.T) {
+		q, w, b := setup(t, 50)
+		lease(b, 10)
+		expire(b, time.Second)
+		tat0, _, _ := hashState(t, q.client, w.rkey)
+		lease(b, 0)
+		if got := tokens(t, w); got < 50 || got > 50.5 {
+			t.Errorf("after the 10 unused turns went back in a lease that took none: %.3f tokens; want 50", got)
+		}
+		if tat1, _, _ := hashState(t, q.client, w.rkey); tat1 > tat0 || tat1 < tat0-10e6 {
+			t.Errorf("tat %.0f after the give-back, %.0f before; want at most 10 units (10 s) earlier", tat1, tat0)
+		}
+	})
 	t.Run("paused", func(t *testing.T) {
 		q, w, b := setup(t, 50)
 		lease(b, 10)

@@ -418,7 +418,7 @@ if tag == CORE_BARE and op == 'lease' then
 			if not keep then
 				if j == 1 then
 					if credited then
-						fastStore(key, tail, CORE_FMT, CORE_BARE, now, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
+						fastStore(key, tail, CORE_FMT, CORE_BARE, now, -1e300, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
 					end
 					return struct.pack('<dddddd', 0, id, 0, -1, now, wt) -- nothing kept, nothing else written
 				end
@@ -432,7 +432,7 @@ if tag == CORE_BARE and op == 'lease' then
 		end
 		if #waits == 0 then
 			if credited then
-				fastStore(key, tail, CORE_FMT, CORE_BARE, now, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
+				fastStore(key, tail, CORE_FMT, CORE_BARE, now, -1e300, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
 			end
 			return struct.pack('<dddddd', 0, id, 0, -1, now, 0)
 		end
