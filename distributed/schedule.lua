@@ -81,9 +81,10 @@ local CORE_FMT = '<Bddddddddddddddddds'
 -- tickets queued in them, no holes, no ticket of several units, no
 -- window, cut, spread or trim, the pace last in force the configured
 -- one, no sliding log): the fast path reads and writes them with the
--- core, in one field. XC_FMT is its fixed part; the limits' slots and
--- the text follow.
-local XC_FMT = '<dd'
+-- core, in one field. xcFmt(k) is its struct format for k limits.
+local function xcFmt(k)
+	return '<dd' .. string.rep('d', 6 * k) .. 's'
+end
 local coreRaw = redis.call('HGET', key, 'c')
 local tag = coreRaw and string.byte(coreRaw, 1)
 -- fastTail: whether a core's tail ("id|configuration") is the call's
@@ -303,7 +304,7 @@ if tag == CORE_XC and op == 'mwait' and ARGV[6] == '1' then
 		elseif k == 3 then
 			xf, sf = '<dddddddddddddddddddds', '<Bdddddddddddddddddsdddddddddddddddddddds'
 		else
-			xf = XC_FMT .. string.rep('d', 6 * k) .. 's'
+			xf = xcFmt(k)
 			sf = CORE_FMT .. string.sub(xf, 2)
 		end
 		local v = {struct.unpack(xf, coreRaw, pos)}
@@ -315,7 +316,7 @@ if tag == CORE_XC and op == 'mwait' and ARGV[6] == '1' then
 			tat = now
 		end
 		local ok = v[1] == k and v[3 + 6 * k] == text and (I == 0 or tat + (n * I - tau) <= now + 1e-3)
-		local ex = -1e300 -- until when the limits matter (the write-back's expire)
+		local ex = -1e300 -- until when the limits count (mexpire, in schedule_limits.lua)
 		for L = 1, k do
 			local j = 6 * L - 3 -- the limit's first slot
 			local c = tonumber(ARGV[11 + L]) or 0

@@ -123,7 +123,7 @@ local function extOf()
 		end
 		if short then
 			f[#f + 1] = string.format('%d|', M.ver or 0) .. M.spec
-			return struct.pack(XC_FMT .. string.rep('d', 6 * M.k) .. 's', unpack(f)), true
+			return struct.pack(xcFmt(M.k), unpack(f)), true
 		end
 	end
 	local f = {flat(q0.holes), flat(q0.big), flat(q1.holes), flat(q1.big)}
@@ -132,6 +132,24 @@ local function extOf()
 	end
 	f[27] = mflat()
 	return cmsgpack.pack(f), false
+end
+-- mexpire returns expire, or later while M's limits count: a bucket
+-- until its tat, a window's counts until two lengths past its own. The
+-- limits are kept while the state is, full again or not (a full limit
+-- spends as a new one does), so that the next wait finds them, in the
+-- core when they are all x holds (CORE_XC: mwait's fast path), rather
+-- than made again from their configuration.
+local function mexpire(expire)
+	if M ~= nil then
+		for _, l in ipairs(M.lim) do
+			if l[1] == 0 then
+				expire = math.max(expire, l[4])
+			else
+				expire = math.max(expire, (l[4] + 2) * l[2])
+			end
+		end
+	end
+	return expire
 end
 -- mmoved: queued turns may move earlier at now (an enqueue, a cancel, a
 -- window, a faster pace, a settle): no queued ticket goes before now
@@ -465,19 +483,8 @@ if op == 'mwait' and ARGV[6] == '1' and (ARGV[8] == '' or tonumber(ARGV[8]) == s
 			s.sentSec, s.sentPrev, s.sentCur = cur, 0, 0
 		end
 		s.sentCur = s.sentCur + n
-		-- The write-back's, for this state; but the limits are kept when
-		-- all full again (the write-back drops them, the state of a new
-		-- key): a full limit spends as a new one does, and kept, the
-		-- next wait finds them in the core (CORE_XC), for mwait's fast
-		-- path, rather than made again from their configuration.
-		local expire = math.max(s.tat, s.hold, now, s.lastGo + 2 * SEC)
-		for _, l in ipairs(M.lim) do
-			if l[1] == 0 then
-				expire = math.max(expire, l[4])
-			else
-				expire = math.max(expire, (l[4] + 2) * l[2])
-			end
-		end
+		-- The write-back's, for this state.
+		local expire = mexpire(math.max(s.tat, s.hold, now, s.lastGo + 2 * SEC))
 		local ext, inCore = extOf()
 		store(ext, inCore, expire)
 		return {1, 0, s.id, q1['end'], -1, now}

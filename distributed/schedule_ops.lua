@@ -423,22 +423,7 @@ end
 if c.moved and cutRate(now) == 0 and now - c.last > STRIKE_WINDOW * SEC and s.trim == 0 then
 	c.r0, c.wMax, c.floor, c.at, c.open, c.last, c.moved = 0, 0, 0, 0, false, 0, false
 end
-if M ~= nil then
-	local busy = #M.q[0] + #M.q[1] > 0
-	for _, l in ipairs(M.lim) do
-		if l[1] == 0 then
-			expire = math.max(expire, l[4])
-			busy = busy or l[4] > now
-		else
-			local ends = (l[4] + 2) * l[2] -- the counts matter until then
-			expire = math.max(expire, ends)
-			busy = busy or (ends > now and l[5] + l[6] > 0)
-		end
-	end
-	if not busy then
-		M = nil -- every limit full, nothing queued: the state of a new key
-	end
-end
+expire = mexpire(expire)
 local ext, inCore = extOf()
 store(ext, inCore, expire)
 if moved then

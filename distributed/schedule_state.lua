@@ -13,7 +13,7 @@ if got[2] then
 	a = cmsgpack.unpack(got[2])
 elseif xc then
 	local k = struct.unpack('<d', xc)
-	local v = {struct.unpack(XC_FMT .. string.rep('d', 6 * k) .. 's', xc)}
+	local v = {struct.unpack(xcFmt(k), xc)}
 	for j = 5, 26 do
 		a[j] = 0
 	end
