@@ -41,20 +41,7 @@ func BenchmarkLimitsWaitRatio(b *testing.B) {
 		func() error { return w1.WaitN(ctx, 1) },
 		func() error { return w2.WaitCost(ctx, cost) },
 	}
-	var sums [3]time.Duration
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		for j := range calls {
-			k := (i + j) % len(calls)
-			t := time.Now()
-			if err := calls[k](); err != nil {
-				b.Fatal(err)
-			}
-			sums[k] += time.Since(t)
-		}
-		i++
-	}
+	sums := rotated(b, calls)
 	anchor, t1, t2 := sums[0], sums[1], sums[2]
 	b.ReportMetric(float64(t1)/float64(anchor), "one/evalsha")
 	b.ReportMetric(float64(t2)/float64(anchor), "two/evalsha")
