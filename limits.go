@@ -99,6 +99,23 @@ type Cost struct {
 	Retry bool
 }
 
+// First returns the units c spends of the first limit: N, or 1 when N is
+// 0.
+func (c Cost) First() int {
+	if c.N == 0 {
+		return 1
+	}
+	return c.N
+}
+
+// turn returns c's units of the first limit and the queue its wait takes.
+func (c Cost) turn() (n, qi int) {
+	if c.Retry {
+		return c.First(), queueRetry
+	}
+	return c.First(), queueFirst
+}
+
 // UnitCost is a cost of N units in Unit: see [Cost].
 type UnitCost struct {
 	Unit string
@@ -139,13 +156,7 @@ type CostReserver interface {
 
 // ReserveCost takes a turn for c on the key's limits: see [CostReserver].
 func (b *bucket) ReserveCost(ctx context.Context, c Cost) (Reservation, error) {
-	n, qi := c.N, queueFirst
-	if n == 0 {
-		n = 1
-	}
-	if c.Retry {
-		qi = queueRetry
-	}
+	n, qi := c.turn()
 	return b.reserveUnits(ctx, n, c.Units, qi)
 }
 
@@ -161,10 +172,7 @@ func (b *bucket) TryCost(ctx context.Context, c Cost) (bool, time.Duration, erro
 	if err := ctx.Err(); err != nil {
 		return false, 0, err
 	}
-	n := c.N
-	if n == 0 {
-		n = 1
-	}
+	n := c.First()
 	b.mu.Lock()
 	if b.dead {
 		b.mu.Unlock()
@@ -266,13 +274,7 @@ func (b *bucket) costOf(units []UnitCost) ([]float64, error) {
 
 // WaitCost waits for c on the key's limits: see [CostWaiter].
 func (b *bucket) WaitCost(ctx context.Context, c Cost) error {
-	n, qi := c.N, queueFirst
-	if n == 0 {
-		n = 1
-	}
-	if c.Retry {
-		qi = queueRetry
-	}
+	n, qi := c.turn()
 	return b.waitUnits(ctx, n, c.Units, qi)
 }
 

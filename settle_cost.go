@@ -38,13 +38,7 @@ type CostSettler interface {
 
 // SettleCost amends a wait of spent to actual: see [CostSettler].
 func (b *bucket) SettleCost(ctx context.Context, spent, actual Cost) error {
-	sn, an := spent.N, actual.N
-	if sn == 0 {
-		sn = 1
-	}
-	if an == 0 {
-		an = 1
-	}
+	sn, an := spent.First(), actual.First()
 	b.mu.Lock()
 	if b.dead {
 		b.mu.Unlock()

@@ -163,10 +163,7 @@ func (w *keyWaiter) limitsError(err error) error {
 // limits (the quota's bucket and Quota.Limits), spent on all of them at
 // once or on none, in one script call.
 func (w *keyWaiter) WaitCost(ctx context.Context, c throttle.Cost) error {
-	n := c.N
-	if n == 0 {
-		n = 1
-	}
+	n := c.First()
 	if err := w.q.check(n); err != nil {
 		return err
 	}
@@ -177,21 +174,23 @@ func (w *keyWaiter) WaitCost(ctx context.Context, c throttle.Cost) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	qi := queueFirst
-	if c.Retry {
-		qi = queueRetry
-	}
-	_, err = w.waitDirectX(ctx, n, qi, x, c.Units)
+	_, err = w.waitDirectX(ctx, n, costQueue(c), x, c.Units)
 	return err
+}
+
+// costQueue returns the queue a wait for c takes: retries' for a
+// retry, else first attempts'.
+func costQueue(c throttle.Cost) int {
+	if c.Retry {
+		return queueRetry
+	}
+	return queueFirst
 }
 
 // TryCost implements [throttle.CostTrier]: c spent on every limit now,
 // or nothing, in one script call.
 func (w *keyWaiter) TryCost(ctx context.Context, c throttle.Cost) (bool, time.Duration, error) {
-	n := c.N
-	if n == 0 {
-		n = 1
-	}
+	n := c.First()
 	x, err := w.q.xargs(c.Units)
 	if err != nil {
 		return false, 0, err

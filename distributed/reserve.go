@@ -32,13 +32,7 @@ func (w *keyWaiter) ReserveN(ctx context.Context, n int) (throttle.Reservation, 
 // limit of the key (the quota's bucket and Quota.Limits), in one script
 // call, as ReserveN's; Cancel gives every unit back on every limit.
 func (w *keyWaiter) ReserveCost(ctx context.Context, c throttle.Cost) (throttle.Reservation, error) {
-	n, qi := c.N, queueFirst
-	if n == 0 {
-		n = 1
-	}
-	if c.Retry {
-		qi = queueRetry
-	}
+	n, qi := c.First(), costQueue(c)
 	x, err := w.q.xargs(c.Units)
 	if err != nil {
 		return nil, err

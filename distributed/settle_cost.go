@@ -20,10 +20,7 @@ import (
 // unit with no limit fails with [throttle.ErrInvalidLimit]), and a Quota
 // without Limits settles N alone (a unit named fails).
 func (w *keyWaiter) SettleCost(ctx context.Context, spent, actual throttle.Cost) error {
-	sn, an := max(spent.N, 1), max(actual.N, 1)
-	if spent.N < 0 || actual.N < 0 {
-		sn, an = spent.N, actual.N // refused below
-	}
+	sn, an := spent.First(), actual.First()
 	q := w.q
 	if q.xconfig() == nil {
 		if len(spent.Units)+len(actual.Units) > 0 {
