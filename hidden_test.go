@@ -318,20 +318,25 @@ func TestHiddenBudgetProbeLongPause(t *testing.T) {
 			_, _, _, _, ok, probe = h.see("k", time.Now(), sent, 1, refused, pause, false)
 			return ok, probe
 		}
-		// Learn 20 per 1.021 s, as TestHiddenBudgetBounds does.
-		see(true, time.Second)
-		time.Sleep(time.Second)
-		for range 2 {
+		// learn learns 20 per 1.021 s, as TestHiddenBudgetBounds does,
+		// then spends a cycle's 20, and returns its first answer.
+		learn := func() time.Time {
+			see(true, time.Second)
+			time.Sleep(time.Second)
+			for range 2 {
+				for range 20 {
+					see(false, 0)
+				}
+				see(true, time.Second)
+				time.Sleep(time.Second)
+			}
+			first := time.Now().Add(ms)
 			for range 20 {
 				see(false, 0)
 			}
-			see(true, time.Second)
-			time.Sleep(time.Second)
+			return first
 		}
-		first := time.Now().Add(ms)
-		for range 20 {
-			see(false, 0)
-		}
+		first := learn()
 		w := h.keys["k"].w
 		if w <= 0 || w >= 1021*ms {
 			t.Fatalf("cycle told %v; want a probe below 1.021s", w)
@@ -345,19 +350,7 @@ func TestHiddenBudgetProbeLongPause(t *testing.T) {
 		}
 		// The same probe with Retry-After 1 s is one.
 		delete(h.keys, "k")
-		see(true, time.Second)
-		time.Sleep(time.Second)
-		for range 2 {
-			for range 20 {
-				see(false, 0)
-			}
-			see(true, time.Second)
-			time.Sleep(time.Second)
-		}
-		first = time.Now().Add(ms)
-		for range 20 {
-			see(false, 0)
-		}
+		first = learn()
 		time.Sleep(first.Add(w).Sub(time.Now()))
 		if ok, probe := see(true, time.Second); !ok || !probe {
 			t.Errorf("a probe refused with Retry-After 1s: window %v, probe %v; want both", ok, probe)

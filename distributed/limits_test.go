@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/throttle-go/throttle"
 	"golang.org/x/time/rate"
 )
@@ -138,14 +139,7 @@ func TestLimitsFleetWindow(t *testing.T) {
 // a log above MaxLogCount is refused on every wait.
 func TestLimitsLogRedis(t *testing.T) {
 	_, c := startRedis(t)
-	var qs [2]*Quota
-	for i := range qs {
-		q := New(c, "limits-log", 1e9, 1e6) // the first limit far off
-		q.Limits = []throttle.UnitLimit{{Unit: "requests", Window: throttle.Window{Count: 3, Per: time.Second, Log: true}}}
-		q.Timeout = time.Second
-		defer q.Close()
-		qs[i] = q
-	}
+	qs := twoProcesses(t, c, "limits-log", throttle.Window{Count: 3, Per: time.Second, Log: true})
 	req := func(n int) throttle.Cost { return throttle.Cost{Units: []throttle.UnitCost{{Unit: "requests", N: n}}} }
 	a, b := qs[0].For("k").(throttle.CostTrier), qs[1].For("k").(throttle.CostTrier)
 	before := time.Now()
@@ -191,14 +185,7 @@ func TestLimitsLogRedis(t *testing.T) {
 // the next window starts at the next request, not at 2 s.
 func TestLimitsFirstUseRedis(t *testing.T) {
 	_, c := startRedis(t)
-	var qs [2]*Quota
-	for i := range qs {
-		q := New(c, "limits-first-use", 1e9, 1e6) // the first limit far off
-		q.Limits = []throttle.UnitLimit{{Unit: "requests", Window: throttle.Window{Count: 3, Per: time.Second, FirstUse: true}}}
-		q.Timeout = time.Second
-		defer q.Close()
-		qs[i] = q
-	}
+	qs := twoProcesses(t, c, "limits-first-use", throttle.Window{Count: 3, Per: time.Second, FirstUse: true})
 	req := func(n int) throttle.Cost { return throttle.Cost{Units: []throttle.UnitCost{{Unit: "requests", N: n}}} }
 	a, b := qs[0].For("k").(throttle.CostTrier), qs[1].For("k").(throttle.CostTrier)
 	// window tries 3 units (1 by a, 2 by b), then 1 more by a, which is
@@ -429,4 +416,19 @@ func TestReserveCostRedis(t *testing.T) {
 	if _, err := k.(throttle.CostReserver).ReserveCost(ctx, throttle.Cost{Units: []throttle.UnitCost{{Unit: "nope", N: 1}}}); !errors.Is(err, throttle.ErrInvalidLimit) {
 		t.Errorf("a reservation in an unknown unit = %v; want ErrInvalidLimit", err)
 	}
+}
+
+// twoProcesses returns two Quotas named name on c, as two processes
+// would make them: the first limit far off, a further limit of w in
+// requests.
+func twoProcesses(t *testing.T, c *redis.Client, name string, w throttle.Window) [2]*Quota {
+	var qs [2]*Quota
+	for i := range qs {
+		q := New(c, name, 1e9, 1e6)
+		q.Limits = []throttle.UnitLimit{{Unit: "requests", Window: w}}
+		q.Timeout = time.Second
+		t.Cleanup(func() { q.Close() })
+		qs[i] = q
+	}
+	return qs
 }
