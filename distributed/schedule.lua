@@ -97,25 +97,9 @@ local function fastTail(tail, known)
 	return bar ~= nil and string.sub(tail, bar + 1) == ARGV[2] .. '/' .. ARGV[3]
 end
 
--- fastSent counts k units sent at now: pending, the last send, the
--- per-second counts and the busy period's start (count and busySince in
--- schedule_turns.lua).
-local function fastSent(now, k, pd, lg, ss, sc, sp, bs)
-	if now - lg > 1e6 then
-		bs = now
-	end
-	local cur = now / 1e6
-	cur = cur - cur % 1
-	if cur == ss + 1 then
-		ss, sp, sc = cur, sc, 0
-	elseif cur ~= ss then
-		ss, sp, sc = cur, 0, 0
-	end
-	return pd + k, now, ss, sc + k, sp, bs
-end
-
 -- fastGo is advance on a key with nothing but its bucket (no window,
--- cut, holes or retries), for the fast paths of a wait and of a lease:
+-- cut, holes or retries), for the fast paths of a wait, of mwait and of
+-- a lease:
 -- the core's fields in, the ones it moves out; the units sent lately
 -- (pending) start again from 0 after idle µs without a send. It and fastStore are
 -- cheap to make because they close over nothing (an upvalue costs a call
@@ -144,7 +128,18 @@ local function fastGo(now, idle, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I,
 			if I > 0 then
 				tat = from + k * I
 			end
-			pd, lg, ss, sc, sp, bs = fastSent(now, k, pd, lg, ss, sc, sp, bs)
+			if now - lg > 1e6 then
+				bs = now
+			end
+			pd, lg = pd + k, now
+			local cur = now / 1e6
+			cur = cur - cur % 1
+			if cur == ss + 1 then
+				ss, sp, sc = cur, sc, 0
+			elseif cur ~= ss then
+				ss, sp, sc = cur, 0, 0
+			end
+			sc = sc + k
 		end
 	end
 	-- The bucket fills to its burst and no further (every ticket is of
@@ -336,20 +331,21 @@ if tag == CORE_XC and op == 'mwait' and ARGV[6] == '1' then
 				ex = ends
 			end
 		end
+		-- The n units go as fastGo lets a queue of them go (its rounding
+		-- is stricter than the check above: in between, the general path
+		-- decides).
 		if ok then
-			if now - lg > PENDING_IDLE * SEC then
-				pd = 0
-			end
+			tat, rel, pd, lg, ss, sc, sp, bs = fastGo(now, PENDING_IDLE * SEC, tat, hold, rel, fin + n, pd, lg, ss, sc, sp, bs, I, tau)
+			ok = rel == fin + n
+		end
+		if ok then
+			fin = rel
 			if n > mc then
 				mc = n
 			end
-			fin = fin + n
-			rel = fin
-			tat = tat + n * I
 			if now > v[2] then
 				v[2] = now
 			end
-			pd, lg, ss, sc, sp, bs = fastSent(now, n, pd, lg, ss, sc, sp, bs)
 			fastStore(key, tail, sf, CORE_XC, now, ex, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau,
 				unpack(v, 1, 3 + 6 * k))
 			return struct.pack('<dddddd', 1, 0, id, fin, -1, now)
