@@ -20,7 +20,8 @@ import (
 // wait does.
 //
 // How many: the waits queued in the process (need), and, while they come
-// often, the ones expected within leaseHorizon at their recent rate; the
+// often, the ones expected within leaseHorizon at their recent rate (at
+// their pace in a burst while the key's turns come due at once); the
 // script takes one of the latter only if its turn comes no earlier than
 // that wait is expected (less leaseLate), so that the remaining quota
 // (the key's queue, a window, a pause) bounds the lease. A wait that
@@ -145,6 +146,7 @@ type leaseBox struct {
 	idleTok  *int          // identifies idle's run (a stopped timer may still run)
 	sl       *sleeper      // listening for pushes while tickets are held
 	aheadRun bool          // the running serve's lease is one made ahead
+	due      bool          // the last lease's turns were all due as it came
 	stats    leaseStats
 }
 
