@@ -247,6 +247,84 @@ func TestJitterRefusal(t *testing.T) {
 	})
 }
 
+// TestAnchorWidens checks the anchor's bound widening (anchor.go): on an
+// anchored key at 50/s (bound 2 ms), a bare refusal of the request after
+// one answered 6 ms past the quickest leaves the pace as it is and
+// doubles the bound, so that a response 3 ms past the quickest moves the
+// next turn by 3 ms, not 2; a refusal two requests after such a
+// response, or with none before it, trims the pace as before; anchorKeep units answered later, the bound
+// is halved back.
+func TestAnchorWidens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		const ms = time.Millisecond
+		var slowDowns int
+		l := &Limiter{Limit: 50, Burst: 1, OnEvent: func(e Event) {
+			if e.Kind == EventSlowDown {
+				slowDowns++
+			}
+		}}
+		k := l.For("k")
+		a := k.(Adapter)
+		// send waits for a unit and answers it rtt later, a success or a
+		// bare refusal; it returns how long after the last send it went.
+		var last time.Time
+		send := func(rtt time.Duration, refused bool) time.Duration {
+			t.Helper()
+			if err := k.WaitN(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			gap := time.Since(last)
+			last = time.Now()
+			time.Sleep(rtt)
+			a.Adapt(ctx, Feedback{Cost: 1, Age: rtt, Throttled: refused, Refused: refused})
+			return gap
+		}
+		// moved answers a request 2 ms + extra after it went and returns
+		// how much later than after a quickest one the next went, as a
+		// share of the interval.
+		moved := func(extra time.Duration) float64 {
+			t.Helper()
+			send(2*ms, false)
+			interval := send(2*ms+extra, false)
+			return float64(send(2*ms, false)-interval) / float64(interval)
+		}
+		send(2*ms, false) // the quickest round trip: 2 ms
+		send(2*ms, true)  // shows the server strict: trims
+		if slowDowns != 1 {
+			t.Fatalf("first refusal: %d slow-downs; want 1", slowDowns)
+		}
+		near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-6 }
+		if got := moved(3 * ms); !near(got, anchorMax) {
+			t.Errorf("3 ms past the quickest, before widening: the next turn moved %.4f of an interval; want %v (anchorMax)", got, anchorMax)
+		}
+		send(8*ms, false) // 6 ms past the quickest: past the bound
+		send(2*ms, true)  // the next request refused: it was late on the way in
+		if slowDowns != 1 {
+			t.Errorf("a refusal after a response past the bound: %d slow-downs; want 1 (the pace kept)", slowDowns)
+		}
+		if got := moved(3 * ms); got <= anchorMax || got > 2*anchorMax {
+			t.Errorf("3 ms past the quickest, widened: the next turn moved %.4f of an interval; want 3 ms of it (past anchorMax, within twice it)", got)
+		}
+		send(12*ms, false) // past the widened bound
+		send(2*ms, false)
+		send(2*ms, true) // two requests after it: trims
+		if slowDowns != 2 {
+			t.Errorf("a refusal two requests after a response past the bound: %d slow-downs; want 2", slowDowns)
+		}
+		send(2*ms, true) // no response past the bound before it: trims
+		if slowDowns != 3 {
+			t.Errorf("a refusal with no response past the bound before it: %d slow-downs; want 3", slowDowns)
+		}
+		for range anchorKeep {
+			send(2*ms, false)
+		}
+		if got := moved(3 * ms); !near(got, anchorMax) {
+			t.Errorf("3 ms past the quickest, %d units later: the next turn moved %.4f of an interval; want %v (halved back)", anchorKeep, got, anchorMax)
+		}
+	})
+}
+
 // TestWakeLag checks the estimate of the wake-up lateness a key's waits
 // exceed but wakeShare of the time: fed wake-ups spread evenly over 0 to
 // 1.98 ms (its quantile at wakeShare 0.1 ms), it rests within a step

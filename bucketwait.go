@@ -128,7 +128,12 @@ func (b *bucket) sleep(ctx context.Context, qi int, e, n int64, turn float64, do
 		now := b.l.now()
 		changed := b.changedLocked()
 		wake := min(turn, b.s.recheck(now, b.pacing))
-		lead := b.spinLead(now)
+		lead := 0.0
+		if wake == turn {
+			// A wait's own turn, not a cut's step, which wakes every
+			// sleeper of the key at once (see spinLead).
+			lead = b.spinLead(now)
+		}
 		b.mu.Unlock()
 		at := wake - lead
 		t.Reset(duration(at - now))

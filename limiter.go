@@ -182,6 +182,7 @@ type bucket struct {
 	burst1   burstSpread   // the round trips of the busy period's first burst (anchor.go)
 	okSince  float64       // units answered without a refusal since the key's last one (anchor.go: jitter)
 	jitterAt float64       // when a refusal last left the pace as it was (anchor.go: jitter); 0: never
+	bound    anchorBound   // the most delay a response adds (anchor.go)
 	wake     wakeLag       // how late the key's waits wake after their turns (anchor.go)
 	late     timerLate     // how late the key's timers fire (anchor.go: spinLead)
 	xunits   []string      // the units of s.x's limits (l.xunits)
@@ -378,7 +379,7 @@ func (b *bucket) adapt(ctx context.Context, f Feedback) (timing bool) {
 		if b.quick == 0 || age < b.quick {
 			b.quick = age
 		}
-		if !f.Refused && !f.Throttled && f.Pause == 0 && s.anchor(now, b.pacing, now-age, b.quick, float64(b.wake)) {
+		if !f.Refused && !f.Throttled && f.Pause == 0 && s.anchor(now, b.pacing, now-age, b.quick, float64(b.wake), &b.bound) {
 			moved = true
 		}
 		if !f.Refused && !f.Throttled && f.Pause == 0 && s.spread(now, b.pacing, &b.burst1, now-age, age) {
@@ -386,6 +387,11 @@ func (b *bucket) adapt(ctx context.Context, f Feedback) (timing bool) {
 		}
 	}
 	switch {
+	case f.Throttled && s.anchored(now, b.pacing) && b.bound.widen(now-float64(max(f.Age, 0)), s.interval(now, b.pacing)):
+		// The request before it was late on the way in: the anchor
+		// covers more, the pace stays (anchor.go).
+		b.okSince = 0
+		timing = true
 	case f.Throttled && s.jitter(now, b.pacing, b.okSince, now-float64(max(f.Age, 0)), b.jitterAt):
 		// A refusal of the strict server's timing, not of its budget:
 		// the pace stays (see jitter).
@@ -400,6 +406,7 @@ func (b *bucket) adapt(ctx context.Context, f Feedback) (timing bool) {
 		b.okSince = 0
 	default:
 		b.okSince += float64(max(f.Cost, 1))
+		b.bound.answered(float64(max(f.Cost, 1)))
 	}
 	var ev decided
 	if moved {
