@@ -178,6 +178,18 @@ func TestBurstSpread(t *testing.T) {
 	}
 }
 
+// strictKey returns a key of a Limiter of 50/s one unit deep (a strict
+// server's exact limit) and its count of slow-downs.
+func strictKey() (Waiter, *int) {
+	slowDowns := new(int)
+	l := &Limiter{Limit: 50, Burst: 1, OnEvent: func(e Event) {
+		if e.Kind == EventSlowDown {
+			*slowDowns++
+		}
+	}}
+	return l.For("k"), slowDowns
+}
+
 // TestJitterRefusal checks that an anchored key (a strict server shown,
 // burst 1, its limit told) keeps its pace through a bare refusal that
 // comes after 1/trimTarget − 1 units answered without one, and through
@@ -188,13 +200,7 @@ func TestJitterRefusal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		const ms = time.Millisecond
-		var slowDowns int
-		l := &Limiter{Limit: 50, Burst: 1, OnEvent: func(e Event) {
-			if e.Kind == EventSlowDown {
-				slowDowns++
-			}
-		}}
-		k := l.For("k")
+		k, slowDowns := strictKey()
 		a := k.(Adapter)
 		refuse := func(age time.Duration) {
 			a.Adapt(ctx, Feedback{Cost: 1, Throttled: true, Refused: true, Age: age})
@@ -211,8 +217,8 @@ func TestJitterRefusal(t *testing.T) {
 			return sent
 		}
 		refuse(2 * ms) // not anchored: trims
-		if slowDowns != 1 {
-			t.Fatalf("first refusal: %d slow-downs; want 1", slowDowns)
+		if *slowDowns != 1 {
+			t.Fatalf("first refusal: %d slow-downs; want 1", *slowDowns)
 		}
 		for range 99 {
 			send()
@@ -226,8 +232,8 @@ func TestJitterRefusal(t *testing.T) {
 		time.Sleep(2 * ms)
 		refuse(2 * ms)
 		refuse(3 * ms) // in flight when the first came: the same stall
-		if slowDowns != 1 {
-			t.Errorf("refusals after 99 answered: %d slow-downs; want 1 (the pace kept)", slowDowns)
+		if *slowDowns != 1 {
+			t.Errorf("refusals after 99 answered: %d slow-downs; want 1 (the pace kept)", *slowDowns)
 		}
 		next := send()
 		// The trim's step has been given back by the 99 units: the
@@ -241,8 +247,8 @@ func TestJitterRefusal(t *testing.T) {
 		}
 		time.Sleep(2 * ms)
 		refuse(2 * ms)
-		if slowDowns != 2 {
-			t.Errorf("a refusal 1 unit after the last: %d slow-downs; want 2", slowDowns)
+		if *slowDowns != 2 {
+			t.Errorf("a refusal 1 unit after the last: %d slow-downs; want 2", *slowDowns)
 		}
 	})
 }
@@ -252,19 +258,13 @@ func TestJitterRefusal(t *testing.T) {
 // one answered 6 ms past the quickest leaves the pace as it is and
 // doubles the bound, so that a response 3 ms past the quickest moves the
 // next turn by 3 ms, not 2; a refusal two requests after such a
-// response, or with none before it, trims the pace as before; anchorKeep units answered later, the bound
-// is halved back.
+// response, or with none before it, trims the pace as before; anchorKeep
+// units answered later, the bound is halved back.
 func TestAnchorWidens(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		const ms = time.Millisecond
-		var slowDowns int
-		l := &Limiter{Limit: 50, Burst: 1, OnEvent: func(e Event) {
-			if e.Kind == EventSlowDown {
-				slowDowns++
-			}
-		}}
-		k := l.For("k")
+		k, slowDowns := strictKey()
 		a := k.(Adapter)
 		// send waits for a unit and answers it rtt later, a success or a
 		// bare refusal; it returns how long after the last send it went.
@@ -291,8 +291,8 @@ func TestAnchorWidens(t *testing.T) {
 		}
 		send(2*ms, false) // the quickest round trip: 2 ms
 		send(2*ms, true)  // shows the server strict: trims
-		if slowDowns != 1 {
-			t.Fatalf("first refusal: %d slow-downs; want 1", slowDowns)
+		if *slowDowns != 1 {
+			t.Fatalf("first refusal: %d slow-downs; want 1", *slowDowns)
 		}
 		near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-6 }
 		if got := moved(3 * ms); !near(got, anchorMax) {
@@ -300,8 +300,8 @@ func TestAnchorWidens(t *testing.T) {
 		}
 		send(8*ms, false) // 6 ms past the quickest: past the bound
 		send(2*ms, true)  // the next request refused: it was late on the way in
-		if slowDowns != 1 {
-			t.Errorf("a refusal after a response past the bound: %d slow-downs; want 1 (the pace kept)", slowDowns)
+		if *slowDowns != 1 {
+			t.Errorf("a refusal after a response past the bound: %d slow-downs; want 1 (the pace kept)", *slowDowns)
 		}
 		if got := moved(3 * ms); got <= anchorMax || got > 2*anchorMax {
 			t.Errorf("3 ms past the quickest, widened: the next turn moved %.4f of an interval; want 3 ms of it (past anchorMax, within twice it)", got)
@@ -309,12 +309,12 @@ func TestAnchorWidens(t *testing.T) {
 		send(12*ms, false) // past the widened bound
 		send(2*ms, false)
 		send(2*ms, true) // two requests after it: trims
-		if slowDowns != 2 {
-			t.Errorf("a refusal two requests after a response past the bound: %d slow-downs; want 2", slowDowns)
+		if *slowDowns != 2 {
+			t.Errorf("a refusal two requests after a response past the bound: %d slow-downs; want 2", *slowDowns)
 		}
 		send(2*ms, true) // no response past the bound before it: trims
-		if slowDowns != 3 {
-			t.Errorf("a refusal with no response past the bound before it: %d slow-downs; want 3", slowDowns)
+		if *slowDowns != 3 {
+			t.Errorf("a refusal with no response past the bound before it: %d slow-downs; want 3", *slowDowns)
 		}
 		for range anchorKeep {
 			send(2*ms, false)
