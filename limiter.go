@@ -356,7 +356,8 @@ func (b *bucket) adapt(ctx context.Context, f Feedback) (timing bool) {
 	if listen {
 		w = b.watchLocked(now, f.Throttled)
 	}
-	s.answered(float64(max(f.Cost, 1)))
+	units := float64(max(f.Cost, 1))
+	s.answered(units)
 	moved := false
 	if f.Pause > 0 {
 		moved = s.pause(now + float64(f.Pause))
@@ -386,27 +387,28 @@ func (b *bucket) adapt(ctx context.Context, f Feedback) (timing bool) {
 			moved = true
 		}
 	}
+	sent := now - float64(max(f.Age, 0))
 	switch {
-	case f.Throttled && s.anchored(now, b.pacing) && b.bound.widen(now-float64(max(f.Age, 0)), s.interval(now, b.pacing)):
+	case f.Throttled && s.anchored(now, b.pacing) && b.bound.widen(sent, s.interval(now, b.pacing)):
 		// The request before it was late on the way in: the anchor
 		// covers more, the pace stays (anchor.go).
 		b.okSince = 0
 		timing = true
-	case f.Throttled && s.jitter(now, b.pacing, b.okSince, now-float64(max(f.Age, 0)), b.jitterAt):
+	case f.Throttled && s.jitter(now, b.pacing, b.okSince, sent, b.jitterAt):
 		// A refusal of the strict server's timing, not of its budget:
 		// the pace stays (see jitter).
 		b.okSince, b.jitterAt = 0, now
 		timing = true
 	case f.Throttled:
 		b.okSince = 0
-		if s.reject(now, now-float64(max(f.Age, 0)), float64(max(f.Cost, 1)), b.pacing) {
+		if s.reject(now, sent, units, b.pacing) {
 			moved = true
 		}
 	case f.Refused:
 		b.okSince = 0
 	default:
-		b.okSince += float64(max(f.Cost, 1))
-		b.bound.answered(float64(max(f.Cost, 1)))
+		b.okSince += units
+		b.bound.answered(units)
 	}
 	var ev decided
 	if moved {

@@ -21,7 +21,8 @@ import (
 //
 // How many: the waits queued in the process (need), and, while they come
 // often, the ones expected within leaseHorizon at their recent rate (at
-// their pace in a burst while the key's turns come due at once); the
+// their pace in a burst while the key's turns come due at once and its
+// limit refills faster than that); the
 // script takes one of the latter only if its turn comes no earlier than
 // that wait is expected (less leaseLate), so that the remaining quota
 // (the key's queue, a window, a pause) bounds the lease. A wait that

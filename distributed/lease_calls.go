@@ -133,21 +133,22 @@ func (b *leaseBox) lease(ctx context.Context) {
 		maxWait = strconv.FormatInt(max(0, latest.Microseconds()), 10)
 	}
 	rate := b.rate(now)
-	if pace := b.pace(now); b.due && float64(b.q.limit) >= pace {
-		// The last lease's turns were all due at once, and the limit
-		// refills faster than the waits here come: the key has room
-		// for more than the waits come at, and turns a burst leaves
-		// unused go back to no cost (nothing is queued behind them). The
-		// waits' pace sizes the lease: at the rate, which a burst's
-		// quiet gaps bring down, waits went short of tickets twice as
-		// often (BenchmarkTransportRatio's stalls 10-13/1k, now 5-7).
-		// Where turns are spaced (the limit binds), an unused turn is
-		// lost to the fleet: the rate, not a burst's pace. So it is
-		// where the waits come faster than the limit: a key's burst
-		// came due at once, and the next lease, sized by 16 waits at
-		// once, took the next 80 turns of a fleet's 100/s for one
-		// process (TestFleetAccuracy: Jain's index 0.93 across 4).
-		rate = pace
+	if b.due {
+		// The last lease's turns all came due at once. Where the limit
+		// also refills faster than the waits here come, the key has
+		// room for more than they come at, and turns a burst leaves
+		// unused go back at no cost (nothing is queued behind them): the
+		// waits' pace in a burst sizes the lease. At their rate, which
+		// the quiet gaps between bursts bring down, waits went short of
+		// tickets twice as often (BenchmarkTransportRatio's stalls
+		// 10-13/1k, now 5-7). Where the limit binds, a leased turn left
+		// unused is lost to the fleet, and the pace would hand one
+		// process the next turns of all: at a fleet's 100/s, the lease
+		// after a burst took 80 turns for one process of 4
+		// (TestFleetAccuracy: Jain's index 0.93).
+		if pace := b.pace(now); float64(b.q.limit) >= pace {
+			rate = pace
+		}
 	}
 	if now.Before(b.failed.Add(leaseRateWindow)) {
 		rate = 0 // the store failed lately: only the waits queued
