@@ -281,30 +281,32 @@ func TestAnchorWidens(t *testing.T) {
 			return gap
 		}
 		// moved answers a request 2 ms + extra after it went and returns
-		// how much later than after a quickest one the next went, as a
-		// share of the interval.
-		moved := func(extra time.Duration) float64 {
+		// how much later than after a quickest one the next went, and
+		// the interval (the gap after a quickest one).
+		moved := func(extra time.Duration) (d, interval time.Duration) {
 			t.Helper()
 			send(2*ms, false)
-			interval := send(2*ms+extra, false)
-			return float64(send(2*ms, false)-interval) / float64(interval)
+			interval = send(2*ms+extra, false)
+			return send(2*ms, false) - interval, interval
 		}
 		send(2*ms, false) // the quickest round trip: 2 ms
 		send(2*ms, true)  // shows the server strict: trims
 		if *slowDowns != 1 {
 			t.Fatalf("first refusal: %d slow-downs; want 1", *slowDowns)
 		}
-		near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-6 }
-		if got := moved(3 * ms); !near(got, anchorMax) {
-			t.Errorf("3 ms past the quickest, before widening: the next turn moved %.4f of an interval; want %v (anchorMax)", got, anchorMax)
+		// near: the schedule's pace is a float (a ns of rounding).
+		near := func(a, b time.Duration) bool { return (a - b).Abs() <= time.Nanosecond }
+		bounded := func(iv time.Duration) time.Duration { return time.Duration(anchorMax * float64(iv)) }
+		if got, iv := moved(3 * ms); !near(got, bounded(iv)) {
+			t.Errorf("3 ms past the quickest, before widening: the next turn moved %v; want %v (anchorMax of the interval %v)", got, bounded(iv), iv)
 		}
 		send(8*ms, false) // 6 ms past the quickest: past the bound
 		send(2*ms, true)  // the next request refused: it was late on the way in
 		if *slowDowns != 1 {
 			t.Errorf("a refusal after a response past the bound: %d slow-downs; want 1 (the pace kept)", *slowDowns)
 		}
-		if got := moved(3 * ms); got <= anchorMax || got > 2*anchorMax {
-			t.Errorf("3 ms past the quickest, widened: the next turn moved %.4f of an interval; want 3 ms of it (past anchorMax, within twice it)", got)
+		if got, _ := moved(3 * ms); !near(got, 3*ms) {
+			t.Errorf("3 ms past the quickest, widened: the next turn moved %v; want 3ms", got)
 		}
 		send(12*ms, false) // past the widened bound
 		send(2*ms, false)
@@ -319,8 +321,8 @@ func TestAnchorWidens(t *testing.T) {
 		for range anchorKeep {
 			send(2*ms, false)
 		}
-		if got := moved(3 * ms); !near(got, anchorMax) {
-			t.Errorf("3 ms past the quickest, %d units later: the next turn moved %.4f of an interval; want %v (halved back)", anchorKeep, got, anchorMax)
+		if got, iv := moved(3 * ms); !near(got, bounded(iv)) {
+			t.Errorf("3 ms past the quickest, %d units later: the next turn moved %v; want %v (halved back to anchorMax of the interval %v)", anchorKeep, got, bounded(iv), iv)
 		}
 	})
 }
