@@ -206,3 +206,34 @@ func TestSetRateConcurrent(t *testing.T) {
 		}
 	})
 }
+
+// TestWindowInFlightOnce: a burst of 5 units goes, and its answers come
+// out of order, each telling the window's units left after the server
+// counted it (50 − its place). The window starts at the first answer
+// less the 4 still in flight; every later answer raises the count to
+// the fewest told less those still in flight, never above a count told.
+// With all answered the count is the server's, 45 (the count taken at
+// the first answer less everything in flight, and nothing back, kept 43).
+func TestWindowInFlightOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &Limiter{Limit: 2, Burst: 5}
+		k := l.For("k").(Adapter)
+		if err := l.For("k").WaitN(t.Context(), 5); err != nil {
+			t.Fatal(err)
+		}
+		for _, step := range []struct {
+			told, want float64
+		}{
+			{47, 43}, // the 3rd counted answers first: 4 in flight
+			{49, 44}, // the 1st: the fewest told is 47, 3 in flight
+			{45, 44}, // the 5th: 45 told, 2 in flight (43), the count stays
+			{46, 44}, // the 4th: 45 − 1 in flight
+			{48, 45}, // the 2nd: none in flight
+		} {
+			_ = k.Adapt(t.Context(), Feedback{Cost: 1, HasRemaining: true, Remaining: step.told, Size: 50, Reset: 10 * time.Second})
+			if st := l.State("k"); !st.Window || st.WindowLeft != step.want {
+				t.Fatalf("after an answer telling %v left: window %v, %v left; want %v", step.told, st.Window, st.WindowLeft, step.want)
+			}
+		}
+	})
+}

@@ -74,7 +74,7 @@ end
 -- queues' holes and tickets of several units (a[1…4], each flat or 0),
 -- the window (a[5…11], a[19]), the cut (a[12…18]), the pace last in
 -- force and its spread (a[20…24]), the trim (a[25], a[26]), the further
--- limits (a[27], mflat).
+-- limits (a[27], mflat; 0 for none), the window's fewest told (a[28]).
 local function bit(b)
 	if b then
 		return 1
@@ -130,7 +130,8 @@ local function extOf()
 	for _, v in ipairs(mid) do
 		f[#f + 1] = v
 	end
-	f[27] = mflat()
+	f[27] = mflat() or 0
+	f[28] = w.told
 	return cmsgpack.pack(f), false
 end
 -- mexpire returns expire, or later while M's limits count: a bucket

@@ -56,13 +56,18 @@ local function update(left, reset, size, length, inFlight)
 	local told = left
 	left = math.floor(math.max(left - inFlight, 0)) -- whole units
 	if w.valid and w.probed == 0 and math.abs(at - w.reset) < same then
+		w.told = math.min(w.told, math.floor(told))
+		local up = math.floor(math.max(w.told - inFlight, 0))
+		if up > w.left then
+			w.left, w.spreadAt, w.spreadLeft = up, 0, 0 -- the spread starts again from it
+		end
 		w.left = math.min(w.left, math.floor(told))
 		if w.probeAt == w.reset then
 			w.probeAt = math.min(w.reset, at)
 		end
 		w.reset = math.min(w.reset, at)
 	elseif not w.valid or w.probed > 0 or at > w.reset then
-		w.valid, w.left, w.reset, w.probed, w.spreadAt, w.spreadLeft, w.probeAt = true, left, at, 0, 0, 0, at
+		w.valid, w.left, w.reset, w.probed, w.spreadAt, w.spreadLeft, w.probeAt, w.told = true, left, at, 0, 0, 0, at, math.floor(told)
 	end
 	w.size = size
 	if not spreading() and low() and w.left > 0 then

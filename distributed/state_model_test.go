@@ -43,6 +43,14 @@ func TestStateMatchesLimiter(t *testing.T) {
 			_ = k.WaitN(ctx, 1)
 			_ = k.Adapt(ctx, throttle.Feedback{Cost: 1, HasRemaining: true, Remaining: 2, Size: 50, Reset: 10 * time.Second})
 		}},
+		// A burst's answers out of order (TestWindowInFlightOnce): the
+		// units in flight counted once, 45 left.
+		{"window out of order", func(k key) {
+			_ = k.WaitN(ctx, 5)
+			for _, left := range []float64{47, 49, 45, 46, 48} {
+				_ = k.Adapt(ctx, throttle.Feedback{Cost: 1, HasRemaining: true, Remaining: left, Size: 50, Reset: 10 * time.Second})
+			}
+		}},
 		{"window spent", func(k key) {
 			_ = k.Adapt(ctx, throttle.Feedback{HasRemaining: true, Remaining: 0, Size: 50, Reset: 4 * time.Second})
 		}},
