@@ -10,8 +10,9 @@ import (
 
 // learned is what a Transport learns of each key from its responses,
 // beyond what one response says: what a request costs in the other units
-// a server counts (otherunits.go), and the length of a window a server
-// does not state (windowlen.go). read applies both to a response's
+// a server counts (otherunits.go), the length of a window a server does
+// not state (windowlen.go), and when a window whose reset is stated as an
+// instant has ended by (resetat.go). read applies them to a response's
 // Reading before the key's waiter is told of it.
 //
 // The zero value knows nothing; it is safe for concurrent use. Memory is
@@ -44,18 +45,23 @@ type policySeen struct {
 	// For a policy that states no window (windowlen.go).
 	first    time.Time     // the first response that gave a reset
 	resetMax time.Duration // the longest reset given since
+
+	// For a policy whose reset is an instant (resetat.go): the instant
+	// last stated, and when it has passed by as its responses bound it.
+	resetAt, resetBy time.Time
 }
 
 // read returns q as the key's waiter is to take it, after learning from
 // it (a response at now to a request of n of the Transport's units, unit;
 // rejected if it was a refusal): each policy that states no window has
-// the one its resets showed, and each policy of another unit than unit
+// the one its resets showed, each reset stated as an instant is the
+// earliest its responses bound it to, and each policy of another unit than unit
 // that the key's estimate covers is added as a policy of unit. It
 // returns q itself when there is nothing to add or change, and never
 // changes q's own Policies.
 func (o *learned) read(key string, q ratelimit.Reading, unit string, n int, rejected bool, now time.Time) ratelimit.Reading {
 	if !slices.ContainsFunc(q.Policies, func(p ratelimit.Policy) bool {
-		return unwindowed(p) || (!sameUnit(p.Unit, unit) && p.HasLimit && p.HasRemaining && p.Limit > 0)
+		return unwindowed(p) || !p.ResetAt.IsZero() || (!sameUnit(p.Unit, unit) && p.HasLimit && p.HasRemaining && p.Limit > 0)
 	}) {
 		return q
 	}
@@ -90,6 +96,15 @@ func (o *learned) read(key string, q ratelimit.Reading, unit string, n int, reje
 					policies, cloned = slices.Clone(policies), true
 				}
 				p.Window, p.HasWindow = w, true
+				policies[i] = p
+			}
+		}
+		if p.HasReset && !p.ResetAt.IsZero() {
+			if r := s.resetBound(p, now); r < p.Reset {
+				if !cloned {
+					policies, cloned = slices.Clone(policies), true
+				}
+				p.Reset = r
 				policies[i] = p
 			}
 		}

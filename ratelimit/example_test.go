@@ -83,3 +83,25 @@ func ExampleParseRetryAfter() {
 	// "-1": 0s false
 	// "soon": 0s false
 }
+
+// A reset stated as an instant (GitHub's epoch seconds) is measured
+// against the response's Date, which counts whole seconds: two responses
+// of one window read different resets, and state the same instant.
+// Policy.ResetAt keeps it, so a caller can tell them one window and take
+// the earlier bound (the second came 0.9 s after the first: its window
+// ends within 0.1 s, though its reset reads 1 s).
+func ExamplePolicy_resetAt() {
+	first := time.Date(2025, 5, 26, 5, 0, 4, 0, time.UTC) // its Date's second began
+	for _, received := range []time.Time{first, first.Add(900 * time.Millisecond)} {
+		h := http.Header{}
+		h.Set("Date", received.Format(http.TimeFormat)) // whole seconds
+		h.Set("X-RateLimit-Limit", "5000")
+		h.Set("X-RateLimit-Remaining", "0")
+		h.Set("X-RateLimit-Reset", "1748235605") // 05:00:05
+		p := ratelimit.Parse(h, received).Policies[0]
+		fmt.Printf("reset %v, at %s, by %s\n", p.Reset, p.ResetAt.UTC().Format("15:04:05"), received.Add(p.Reset).Format("15:04:05.0"))
+	}
+	// Output:
+	// reset 1s, at 05:00:05, by 05:00:05.0
+	// reset 1s, at 05:00:05, by 05:00:05.9
+}

@@ -253,11 +253,11 @@ func (q *Reading) readTrio(c *clock, v view, unnamed []quotaPolicy) []quotaPolic
 	}
 	for _, v := range v.vals(ietfReset) {
 		if d, ok := c.reset(v, resetAuto); ok {
-			p.setReset(d)
+			p.setResetAt(d, c.stated)
 		} else if it, ok := firstItem(v); ok {
 			if n, ok := sfInt(it.Value); ok {
 				if d, ok := c.resetSeconds(n); ok {
-					p.setReset(d)
+					p.setResetAt(d, c.stated)
 				}
 			}
 		}
@@ -265,7 +265,7 @@ func (q *Reading) readTrio(c *clock, v view, unnamed []quotaPolicy) []quotaPolic
 	if !p.HasReset {
 		for _, v := range v.vals(ietfResetTime) {
 			if d, ok := c.httpDate(trimOWS(v)); ok {
-				p.setReset(d)
+				p.setResetAt(d, c.stated)
 			}
 		}
 	}
@@ -305,6 +305,7 @@ func firstItem(v string) (httpsfv.Item, bool) {
 // resetSeconds reads an integer reset: delta seconds, or an epoch by its
 // size (GitLab's RateLimit-Reset).
 func (c *clock) resetSeconds(n int64) (time.Duration, bool) {
+	c.stated = time.Time{}
 	switch {
 	case n >= epochMillis:
 		return c.until(time.UnixMilli(n))

@@ -37,6 +37,12 @@ type Policy struct {
 	Remaining int64         // units left in the current window, ≥ 0
 	Window    time.Duration // the window's length
 	Reset     time.Duration // time until the window resets, from the response
+	// ResetAt is the reset as the response stated it when it gave an
+	// instant (an epoch or a date) rather than a delay: on the server's
+	// clock, and the same instant in every response of one window,
+	// whatever their Dates (Reset is it measured against the response's
+	// Date, a whole second, so up to a second long). Zero for a delay.
+	ResetAt time.Time
 
 	// Which of the four numbers above the response gave.
 	HasLimit, HasRemaining, HasWindow, HasReset bool
@@ -281,8 +287,14 @@ func (p *Policy) setWindow(d time.Duration) {
 }
 
 func (p *Policy) setReset(d time.Duration) {
+	p.setResetAt(d, time.Time{})
+}
+
+// setResetAt sets the reset d, stated as the instant at (zero for a
+// delay): the longest of a policy's resets wins, with its instant.
+func (p *Policy) setResetAt(d time.Duration, at time.Time) {
 	if !p.HasReset || d > p.Reset {
-		p.Reset = d
+		p.Reset, p.ResetAt = d, at
 	}
 	p.HasReset = true
 }

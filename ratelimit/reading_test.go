@@ -65,8 +65,14 @@ func runCases(t *testing.T, cases []readingCase) {
 	}
 }
 
+// quotaEqual compares two Readings but for their policies' ResetAt, which
+// TestParseResetAt checks.
 func quotaEqual(a, b Reading) bool {
-	return slices.Equal(a.Policies, b.Policies) && a.RetryAfter == b.RetryAfter &&
+	noAt := func(p, q Policy) bool {
+		p.ResetAt, q.ResetAt = time.Time{}, time.Time{}
+		return p == q
+	}
+	return slices.EqualFunc(a.Policies, b.Policies, noAt) && a.RetryAfter == b.RetryAfter &&
 		a.HasRetryAfter == b.HasRetryAfter && a.NearLimit == b.NearLimit && a.Global == b.Global &&
 		a.ShouldRetry == b.ShouldRetry && a.HasShouldRetry == b.HasShouldRetry
 }
@@ -341,7 +347,7 @@ func TestParseBindingAndWait(t *testing.T) {
 		{"GitHub secondary limit: Retry-After wins",
 			hdr("Date", nowDate, "Retry-After", "60", "X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "4000",
 				"X-RateLimit-Reset", epoch(time.Hour)),
-			pol("", "requests", 5000, 4000, no, time.Hour), time.Minute, true},
+			stated(pol("", "requests", 5000, 4000, no, time.Hour), now.Add(time.Hour)), time.Minute, true},
 		{"gateway and app: the gateway is spent",
 			hdr("RateLimit-Policy", `"gateway";q=10;w=1`, "RateLimit", `"gateway";r=0;t=1`,
 				"X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "4999", "X-RateLimit-Reset", "3600"),
@@ -353,7 +359,7 @@ func TestParseBindingAndWait(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			q := Parse(tt.h, now)
-			if got, ok := q.Binding(); !ok || got != tt.wantBinding {
+			if got, ok := q.Binding(); !ok || !got.ResetAt.Equal(tt.wantBinding.ResetAt) || !quotaEqual(Reading{Policies: []Policy{got}}, Reading{Policies: []Policy{tt.wantBinding}}) {
 				t.Errorf("Binding() = %+v, %v; want %+v, true", got, ok, tt.wantBinding)
 			}
 			if got, ok := q.Wait(); got != tt.wantWait || ok != tt.wantOK {
@@ -418,6 +424,49 @@ func TestParseNothingToRead(t *testing.T) {
 			}
 			if got := Parse(tt.h, now); !reflect.DeepEqual(got, Reading{}) {
 				t.Errorf("Parse(%v) = %+v; want the zero Reading", tt.h, got)
+			}
+		})
+	}
+}
+
+// stated returns p with its reset stated as the instant at.
+func stated(p Policy, at time.Time) Policy {
+	p.ResetAt = at
+	return p
+}
+
+// TestParseResetAt: a reset stated as an instant keeps the instant, as
+// the server stated it, whatever the Date it is measured against; a
+// delay states none, and where both are given the one read wins with
+// its instant or none.
+func TestParseResetAt(t *testing.T) {
+	at := now.Add(59 * time.Second)
+	for _, tc := range []struct {
+		name     string
+		h        http.Header
+		received time.Time
+		reset    time.Duration
+		at       time.Time
+	}{
+		{"epoch seconds", hdr("Date", nowDate, "X-RateLimit-Reset", epoch(59*time.Second)), now, 59 * time.Second, at},
+		{"epoch seconds, Date a second on", hdr("Date", "Mon, 26 May 2025 05:00:05 GMT", "X-RateLimit-Reset", epoch(59*time.Second)), now, 58 * time.Second, at},
+		{"epoch without Date", hdr("X-RateLimit-Reset", epoch(59*time.Second)), now.Add(9 * time.Second), 50 * time.Second, at},
+		{"epoch milliseconds", hdr("Date", nowDate, "X-RateLimit-Reset", strconv.FormatInt(now.Add(1500*time.Millisecond).UnixMilli(), 10)), now, 1500 * time.Millisecond, now.Add(1500 * time.Millisecond)},
+		{"epoch past", hdr("Date", nowDate, "X-RateLimit-Reset", epoch(-time.Hour)), now, 0, now.Add(-time.Hour)},
+		{"RFC 3339", hdr("Date", nowDate, "Anthropic-Ratelimit-Requests-Limit", "50", "Anthropic-Ratelimit-Requests-Remaining", "49",
+			"Anthropic-Ratelimit-Requests-Reset", at.Format(time.RFC3339)), now, 59 * time.Second, at},
+		{"delta seconds", hdr("Date", nowDate, "X-RateLimit-Reset", "59"), now, 59 * time.Second, time.Time{}},
+		{"IETF t", hdr("Date", nowDate, "RateLimit-Policy", `"d";q=10;w=60`, "RateLimit", `"d";r=3;t=59`), now, 59 * time.Second, time.Time{}},
+		{"Discord: Reset-After wins over the epoch", hdr("Date", nowDate, "X-RateLimit-Reset", epoch(59*time.Second), "X-RateLimit-Reset-After", "58.5"), now, 58500 * time.Millisecond, time.Time{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := Parse(tc.h, tc.received)
+			i := slices.IndexFunc(q.Policies, func(p Policy) bool { return p.HasReset })
+			if i < 0 {
+				t.Fatalf("Parse(%v): no reset in %s", tc.h, fmtReading(q))
+			}
+			if p := q.Policies[i]; p.Reset != tc.reset || !p.ResetAt.Equal(tc.at) {
+				t.Errorf("Parse(%v): Reset %v, ResetAt %v; want %v, %v", tc.h, p.Reset, p.ResetAt, tc.reset, tc.at)
 			}
 		})
 	}

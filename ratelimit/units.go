@@ -53,7 +53,7 @@ func (q *Reading) readNumbers(c *clock, vals []string, field int, kind resetKind
 			}
 		case fieldReset:
 			if d, ok := c.reset(v, kind); ok {
-				q.policy(from, name, unit).setReset(d)
+				q.policy(from, name, unit).setResetAt(d, c.stated)
 			}
 		}
 	}

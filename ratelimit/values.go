@@ -30,6 +30,9 @@ type clock struct {
 	received time.Time
 	now      time.Time
 	ready    bool // now is set
+	// stated is the instant the last reset read (reset, resetSeconds,
+	// httpDate) gave; zero when it gave a delay.
+	stated time.Time
 }
 
 func (c *clock) at() time.Time {
@@ -66,6 +69,7 @@ func (c *clock) plausible(t time.Time) bool {
 // until returns the time from the response's now to t: 0 when t is past, absent beyond
 // maxWait. time.Time.Sub saturates, so no input overflows.
 func (c *clock) until(t time.Time) (time.Duration, bool) {
+	c.stated = t
 	d := t.Sub(c.at())
 	switch {
 	case d < 0:
@@ -184,6 +188,7 @@ const (
 
 // reset reads the time until a quota resets from one field value.
 func (c *clock) reset(v string, kind resetKind) (time.Duration, bool) {
+	c.stated = time.Time{}
 	v = trimOWS(v)
 	if v == "" {
 		return 0, false
@@ -248,6 +253,7 @@ func (c *clock) isoTime(v string) (time.Duration, bool) {
 // httpDate reads an HTTP-date in any of the three forms RFC 9110 §5.6.7
 // requires recipients to accept: IMF-fixdate, RFC 850 and asctime.
 func (c *clock) httpDate(v string) (time.Duration, bool) {
+	c.stated = time.Time{}
 	t, ok := parseHTTPDate(v)
 	if !ok {
 		return 0, false

@@ -151,7 +151,7 @@ func (q *Reading) readXRateLimit(c *clock, v view) {
 	if !p.HasReset {
 		for _, v := range v.vals(xReset) {
 			if d, ok := c.reset(v, resetAuto); ok {
-				p.setReset(d)
+				p.setResetAt(d, c.stated)
 			}
 		}
 	}

@@ -32,7 +32,7 @@ func (q *Reading) readZendesk(c *clock, e *extField, from int) {
 				}
 			case "resets":
 				if d, ok := c.reset(val, resetAuto); ok {
-					q.policy(from, name, "requests").setReset(d)
+					q.policy(from, name, "requests").setResetAt(d, c.stated)
 				}
 			}
 		}
