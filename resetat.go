@@ -20,8 +20,9 @@ import (
 // before the response came, so the instant is at most Reset after the
 // response came. The earliest such bound of the responses that stated
 // the instant is when the window has ended by, and a response's reset is
-// taken to it: the key resumes at most a round trip and the Date's
-// rounding of the earliest response after the instant's second began.
+// taken to it: the key resumes past the instant by a round trip and how
+// far into its Date's second the best-placed response was made (the one
+// made soonest after a second began).
 // The bound holds whatever the server's clock says of ours (a skewed
 // Date moves every response's bound alike); a reset measured against
 // the receive time (no Date) bounds nothing more than it did.
