@@ -34,6 +34,11 @@ type Feedback struct {
 	// slack gains some after the pause.
 	Refused bool
 
+	// Accepted: the server took the request (a response that is not a
+	// refusal). A unit of a budget the key learned from refusals, sent
+	// past its window's end, starts the next window (see [Limiter]).
+	Accepted bool
+
 	// The window: Remaining units may be spent until Reset from now, as
 	// the most restrictive policy of the counted unit says; Size units per
 	// window of length Window (each 0 if not said). Valid if HasRemaining.

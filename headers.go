@@ -195,10 +195,10 @@ func (t *Transport) observe(ctx context.Context, o *Outcome, w Waiter, key strin
 	q := t.learned.read(key, o.Reading, t.unit(), n, rejected, now)
 	f, wait, said := t.feedback(resp, q, now.Sub(sent), followsDeclared(w))
 	f.Cost = n
+	f.Accepted = !rejected
 	o.Wait, o.HasWait = wait, said
 	d = t.Retry.classify(*o)
 	f.Pause = max(f.Pause, min(d.Pause, t.Retry.maxRetryAfter()))
-	t.hiddenBudget(&f, w, key, sent, now, rejected, said, wait, len(q.Policies) > 0)
 	if f.Throttled && o.Reading.Permanent() {
 		f.Throttled = false // a permanent rejection: a slower pace cannot help
 	}

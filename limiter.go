@@ -359,11 +359,25 @@ func (b *bucket) adapt(ctx context.Context, f Feedback) (timing bool) {
 	units := float64(max(f.Cost, 1))
 	s.answered(units)
 	moved := false
+	sent := now - float64(max(f.Age, 0))
 	if f.Pause > 0 {
-		moved = s.pause(now + float64(f.Pause))
+		until := now + float64(f.Pause)
+		if f.Refused && !f.HasRemaining && !f.HasDeclared && !f.HasAvailable {
+			// A refusal that says only when to come back: a hidden
+			// budget's cycle (schedule_budget.go).
+			var m bool
+			until, m = s.budgetRefused(now, sent, units, float64(f.Pause), b.pacing)
+			moved = m
+		}
+		if s.pause(until) {
+			moved = true
+		}
 		if f.Refused && s.refused(now, b.pacing) {
 			moved = true
 		}
+	}
+	if f.Accepted && s.budgetAccepted(now, sent, b.pacing) {
+		moved = true
 	}
 	if f.HasDeclared && b.pacing.interval == 0 && f.DeclaredRate > 0 && f.DeclaredRate != rate.Inf && !math.IsNaN(float64(f.DeclaredRate)) {
 		s.declare(now, b.pacing, 1e9/float64(f.DeclaredRate), float64(max(f.DeclaredBurst, 1)))
@@ -387,7 +401,6 @@ func (b *bucket) adapt(ctx context.Context, f Feedback) (timing bool) {
 			moved = true
 		}
 	}
-	sent := now - float64(max(f.Age, 0))
 	switch {
 	case f.Throttled && s.anchored(now, b.pacing) && b.bound.widen(sent, s.interval(now, b.pacing)):
 		// The request before it was late on the way in: the anchor

@@ -176,6 +176,10 @@ func ScheduleConstants() map[string]float64 {
 		"LOW_SHARE":     lowShare,
 		"LOW_UNITS":     lowUnits,
 		"MAX_HOLES":     maxHoles,
+		"HIDDEN_AGREE":  hiddenAgree,
+		"HIDDEN_KEEP":   hiddenKeep,
+		"HIDDEN_TIGHT":  hiddenTight,
+		"HIDDEN_STEP":   hiddenStep,
 	}
 }
 
@@ -208,6 +212,9 @@ type schedule struct {
 	// The last change of the pace (see rescale): when, and the affine
 	// map of earlier arrivals to the new pace.
 	spAt, spK, spRho float64
+	// hb: what the key's refusals told of a hidden budget
+	// (schedule_budget.go).
+	hb budget
 	// x: the key's further limits (schedule_limits.go); nil for a key
 	// with its one bucket.
 	x *extras

@@ -137,6 +137,8 @@ func (s *schedule) sentRate(now, sec float64) float64 {
 // responses that say something) would otherwise leave them counted.
 func (s *schedule) window(now, left, reset, size, length float64, c pacing) {
 	s.x.moved(now)
+	s.hb = budget{} // a window the server states: no hidden budget
+	s.forget()
 	s.win.update(now, left, reset, size, length, min(s.pending, s.sent(now, c.sec)), c.sec)
 }
 
@@ -179,7 +181,8 @@ func (s *schedule) answered(n float64) {
 func (s *schedule) idle(now float64, c pacing) bool {
 	return s.queued() == 0 && s.tat <= now && s.hold <= now && s.cut.rate(now, c.sec) == 0 &&
 		(!s.cut.moved || now-s.cut.last > strikeWindow*c.sec) && !s.win.valid &&
-		(s.trim == 0 || now-s.cut.last > trimKeep*c.sec) && (s.x == nil || s.x.idle(now))
+		(s.trim == 0 || now-s.cut.last > trimKeep*c.sec) && (s.x == nil || s.x.idle(now)) &&
+		(!s.hb.on || now-s.hb.at > hiddenKeep*c.sec)
 }
 
 // recheck returns when a sleeping wait must look at its turn again

@@ -286,6 +286,7 @@ func (s *schedule) count(now, k, sec float64) {
 		s.sentSec, s.sentPrev, s.sentCur = cur, 0, 0
 	}
 	s.sentCur += k
+	s.hb.counted(now, k, sec)
 }
 
 // sent returns the units gone over the last second.

@@ -25,6 +25,14 @@ type window struct {
 	// spreadLeft units from spreadAt, one per (reset-spreadAt)/spreadLeft,
 	// the first at once.
 	spreadAt, spreadLeft float64
+	// A learned budget's window (schedule_budget.go): rolls, its length
+	// as told, lo < W ≤ hi the bounds on the budget's true window, and
+	// past the units spent at or after the reset. A window a probe's
+	// acceptance started (started) went first at sent0, answered at first.
+	rolls, started     bool
+	tight              bool // a probe was refused: hi is the length
+	length, lo, hi     float64
+	past, sent0, first float64
 }
 
 // turn returns when the window lets the p-th unit past the head go.
@@ -45,6 +53,9 @@ func (w *window) turn(p, probe, sec float64) float64 {
 func (w *window) spend(k, now float64) {
 	if !w.valid {
 		return
+	}
+	if now >= w.reset {
+		w.past += k
 	}
 	if k <= w.left {
 		w.left -= k

@@ -64,16 +64,15 @@ type Transport struct {
 	// package's waiter fit. What servers say (pauses, windows, declared
 	// limits, bare rejections) goes to the key's waiter when it is an
 	// [Adapter] or a [Pauser], else to a per-key [Limiter] the Transport
-	// keeps in front of it. A [*Limiter]'s keys also take the hidden
-	// budget of a server that refuses with Retry-After alone, below the
-	// key's limit: once two refusal cycles agree, q units per w, told as
-	// a window; w is then probed down to within 1% of the budget's (a
+	// keeps in front of it. A [*Limiter]'s keys, and a distributed
+	// quota's for the whole fleet, also take the hidden budget of a server
+	// that refuses with Retry-After alone, below the key's limit: once two
+	// refusal cycles agree, q units per w, kept as a window in the key's
+	// state; w is then probed down to within 1% of the budget's (a
 	// refused probe pauses the key only until the bound its cycles set,
 	// before its whole-second Retry-After ends; the request's own retry
-	// waits the Retry-After). See hidden.go. A waiter shared with other
-	// processes does not learn one, since one process sees its share of
-	// the budget only, nor does a key with [Limiter.Limits], whose
-	// refusals may be for another unit. Nil means no pacing of the
+	// waits the Retry-After). See [Limiter]. A key with [Limiter.Limits]
+	// does not learn one: its refusals may be for another unit. Nil means no pacing of the
 	// Transport's own: only what servers say.
 	Waiter Waiter
 
@@ -198,7 +197,6 @@ type Transport struct {
 	budget  retryBudget // shared by every request of the Transport
 	rtt     roundTrips  // how long recent round trips took
 	learned learned     // what the keys' responses told, beyond one response
-	hidden  hidden      // the keys' hidden budgets (hidden.go)
 }
 
 func (t *Transport) base() http.RoundTripper {

@@ -65,9 +65,10 @@ func (b *leaseBox) refresh(ctx context.Context) {
 	reply, err := b.w.run(context.WithoutCancel(ctx), "turns", args...)
 	now := time.Now()
 	b.mu.Lock()
-	if err != nil || len(reply) != len(held)+2 {
+	if err != nil || (len(reply) != len(held)+2 && len(reply) != len(held)+3) {
 		return // Redis cannot say: the turns stay as they were
 	}
+	reply = reply[:len(held)+2] // a learned window's reset: see keyWaiter.sleep
 	// Tickets may have been taken meanwhile (none added: a lease needs
 	// the call, which this is); update the ones still held.
 	waits := make(map[int64]int64, len(held))
@@ -169,6 +170,13 @@ func (b *leaseBox) lease(ctx context.Context) {
 	reply, err := b.w.run(context.WithoutCancel(ctx), "lease", args...)
 	recv := time.Now()
 	b.mu.Lock()
+	if err == nil && len(reply) >= 6 && len(reply) == 6+max(int(reply[0]), 1) {
+		// A learned budget's window's reset (see keyWaiter.Adapt).
+		b.q.memo.learn(b.rkey, recv.Add(time.Duration(reply[len(reply)-1])*time.Microsecond))
+		reply = reply[:len(reply)-1]
+	} else if err == nil && len(reply) >= 6 {
+		b.q.memo.learn(b.rkey, time.Time{})
+	}
 	if err == nil && (len(reply) < 6 || len(reply) != 5+max(int(reply[0]), 1)) {
 		err = fmt.Errorf("unexpected reply %v from the schedule script", reply)
 	}

@@ -112,6 +112,10 @@ type memo struct {
 	idArg any // id as the script's argument (decimal), boxed once per id
 	last  time.Time
 	hold  time.Time
+	// learned: the reset of the key's learned budget's window, as the
+	// last wait heard it (zero: none); a response to a unit sent past it
+	// is told to the script (Adapt).
+	learned time.Time
 }
 
 // memos carries what this process knows of each key across an outage,
@@ -172,6 +176,21 @@ func (ms *memos) pause(rkey string, t time.Time) {
 			m.hold = t
 		}
 	})
+}
+
+// learnedSlack: a unit sent this much before a learned budget's window's
+// reset, as a reply put it on this process's clock, may be past it on
+// Redis's: the reply's µs count from when Redis ran the script, not from
+// when the reply came.
+const learnedSlack = 10 * time.Millisecond
+
+// learn records the reset of the key's learned budget's window (zero:
+// none). A key without one, the common case, writes nothing.
+func (ms *memos) learn(rkey string, t time.Time) {
+	if t.IsZero() && ms.get(rkey).learned.IsZero() {
+		return
+	}
+	ms.set(rkey, func(m *memo) { m.learned = t })
 }
 
 // notBefore returns when a local turn may come at the earliest.

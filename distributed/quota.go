@@ -25,7 +25,7 @@ const DefaultTimeout = 50 * time.Millisecond
 // this order into one chunk (the parts are files for their size, one idea
 // each; they share the chunk's locals, so the order is the script's).
 var scheduleSrc = strings.Join([]string{
-	scheduleMain, scheduleState, scheduleLimits, scheduleTurns, scheduleAdvance, scheduleOps,
+	scheduleMain, scheduleState, scheduleLimits, scheduleBudget, scheduleTurns, scheduleAdvance, scheduleOps,
 }, "\n")
 
 var (
@@ -35,6 +35,8 @@ var (
 	scheduleState string
 	//go:embed schedule_limits.lua
 	scheduleLimits string
+	//go:embed schedule_budget.lua
+	scheduleBudget string
 	//go:embed schedule_turns.lua
 	scheduleTurns string
 	//go:embed schedule_advance.lua

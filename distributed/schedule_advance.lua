@@ -94,7 +94,7 @@ local function mturn(qi, e)
 end
 local function advance()
 	if w.valid and now >= w.reset + WINDOW_KEEP * SEC and queued() == 0 then
-		w.valid, w.left, w.reset, w.size, w.probed, w.spreadAt, w.spreadLeft, w.probeAt, w.told = false, 0, 0, 0, 0, 0, 0, 0, 0
+		B.emptyWindow()
 	end
 	if now - s.lastGo > PENDING_IDLE * SEC then
 		s.pending = 0

@@ -95,13 +95,13 @@ end
 local function extOf()
 	local q0, q1, w, c = s.q[0], s.q[1], s.win, s.cut
 	local lines = #q0.holes + #q0.big + #q1.holes + #q1.big
-	if lines == 0 and not w.valid and not c.moved and s.trim == 0 and M == nil then
+	if lines == 0 and not w.valid and not c.moved and s.trim == 0 and M == nil and not s.hb.on then
 		return nil, false
 	end
 	local mid = {bit(w.valid), w.left, w.reset, w.size, w.probed, w.spreadAt, w.spreadLeft,
 		c.r0, c.wMax, c.floor, c.at, bit(c.open), c.last, bit(c.moved), w.probeAt,
 		s.credInt, s.credTau, s.spAt, s.spK, s.spRho, s.trim, s.trimGone}
-	local short = M ~= nil and lines == 0 and #M.q[0] + #M.q[1] == 0
+	local short = M ~= nil and lines == 0 and #M.q[0] + #M.q[1] == 0 and not s.hb.on
 	for i, v in ipairs(mid) do
 		if i == 16 then -- the pace last in force
 			short = short and v == cfgI
@@ -132,6 +132,14 @@ local function extOf()
 	end
 	f[27] = mflat() or 0
 	f[28] = w.told
+	f[29], f[30] = 0, 0
+	if w.rolls then
+		f[29] = {1, bit(w.started), w.length, w.lo, w.hi, w.past, w.sent0, w.first, bit(w.tight)}
+	end
+	if s.hb.on then
+		local b = s.hb
+		f[30] = {1, b.at, b.n, b.first, b['end'], b.c[1].q, b.c[1].w, b.c[1].lo, b.c[2].q, b.c[2].w, b.c[2].lo, b.ended}
+	end
 	return cmsgpack.pack(f), false
 end
 -- mexpire returns expire, or later while M's limits count: a bucket

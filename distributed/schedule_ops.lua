@@ -61,7 +61,8 @@ if op == 'wait' or op == 'mwait' then
 	-- out when they are ""; mwait sends them). Returns {status, wait
 	-- µs, id, end, recheck µs (-1: none), now}: status 1, a ticket (queue,
 	-- end) whose turn is wait from now (look again at recheck: a cut's
-	-- pace steps then); 0, its turn is past the max wait: nothing kept.
+	-- pace steps then), and, on a key with a learned budget's window, the
+	-- µs to its reset; 0, its turn is past the max wait: nothing kept.
 	local n, qi, maxwait = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 	seed(ARGV[8], ARGV[9], ARGV[10])
 	advance()
@@ -81,11 +82,17 @@ if op == 'wait' or op == 'mwait' then
 			moved = true
 		end
 		reply = {1, wt, s.id, e, recheck(), now}
+		if w.rolls then
+			-- A learned budget's window: when its reset comes, so that the
+			-- process tells the acceptance of a unit sent past it.
+			reply[7] = waitOf(w.reset)
+		end
 	end
 elseif op == 'turns' then
 	-- ARGV[5] the tickets' id, ARGV[6…] pairs of queue and end. Returns,
 	-- per ticket, its wait in µs (-1: it has gone, -2: the state it came
-	-- from is lost), then the recheck (µs from now; -1: none) and now.
+	-- from is lost), then the recheck (µs from now; -1: none) and now,
+	-- and as wait's reply the µs to a learned budget's window's reset.
 	advance()
 	reply = {}
 	for i = 6, #ARGV - 1, 2 do
@@ -102,6 +109,9 @@ elseif op == 'turns' then
 	end
 	table.insert(reply, recheck())
 	table.insert(reply, now)
+	if w.rolls then
+		table.insert(reply, waitOf(w.reset)) -- as wait's reply
+	end
 elseif op == 'cancel' then
 	-- ARGV[5] id, ARGV[6] queue, ARGV[7] end, ARGV[8] n. Returns 1 if the
 	-- units came back.
@@ -126,19 +136,36 @@ elseif op == 'adapt' then
 	-- ARGV[5] cost, ARGV[6] pause µs (0: none), ARGV[7] remaining or ""
 	-- (no window), ARGV[8] reset µs, ARGV[9] size, ARGV[10] length µs,
 	-- ARGV[11] the rejected request's age µs, or "" (no bare rejection),
-	-- ARGV[12] "1" if the response was a refusal (see refused).
+	-- ARGV[12] "1" if the response was a refusal (see refused), ARGV[13]
+	-- the request's age µs ("" or missing: unknown, taken as 0), ARGV[14]
+	-- "1" if the server took it, "2" if it also stated a limit of its own
+	-- (schedule_budget.lua).
 	advance()
 	local cost = tonumber(ARGV[5])
 	s.pending = math.max(s.pending - math.max(cost, 1), 0)
 	local p = tonumber(ARGV[6])
-	if p > 0 and now + p > s.hold then
-		s.hold, moved = now + p, true
+	local remaining = tonumber(ARGV[7])
+	local sentAt = now - (tonumber(ARGV[13] or '') or 0)
+	if p > 0 then
+		local until_ = now + p
+		if ARGV[12] == '1' and remaining == nil and ARGV[14] ~= '2' then
+			local m
+			until_, m = B.refused(sentAt, math.max(cost, 1), p)
+			moved = moved or m
+		end
+		if until_ > s.hold then
+			s.hold, moved = until_, true
+		end
 	end
 	if p > 0 and ARGV[12] == '1' and refused() then
 		moved = true
 	end
-	local remaining = tonumber(ARGV[7])
+	if ARGV[14] == '1' and B.accepted(sentAt) then
+		moved = true
+	end
 	if remaining ~= nil then
+		B.clear() -- a window the server states: no hidden budget
+		B.forget()
 		mmoved()
 		update(math.max(remaining, 0), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), math.min(s.pending, sent()))
 		moved = true
@@ -318,6 +345,9 @@ elseif op == 'lease' then
 			table.insert(reply, wt)
 		end
 	end
+	if w.rolls then
+		table.insert(reply, waitOf(w.reset)) -- as wait's reply
+	end
 elseif op == 'mstate' then
 	-- Read only: nothing is written, no expiry moves. ARGV[11] the
 	-- further limits' configuration (as mwait's). Returns each further
@@ -410,6 +440,9 @@ if c.moved then
 end
 if s.trim > 0 then
 	expire = math.max(expire, c.last + TRIM_KEEP * SEC)
+end
+if s.hb.on then
+	expire = math.max(expire, s.hb.at + HIDDEN_KEEP * SEC)
 end
 if s.lastGo > NONE then
 	expire = math.max(expire, s.lastGo + 2 * SEC)

@@ -56,6 +56,28 @@ local s = {
 	spAt = a[22] or 0, spK = a[23] or 0, spRho = a[24] or 0,
 	trim = a[25] or 0, trimGone = a[26] or 0,
 }
+-- hb: what the key's refusals told of a hidden budget (schedule_budget.go's
+-- budget), kept in x (a[30]) while on; the learned window's own slots are
+-- in a[29] (see extOf).
+local hbf = a[30]
+if type(hbf) ~= 'table' then
+	hbf = {}
+end
+s.hb = {on = hbf[1] == 1, at = hbf[2] or 0, n = hbf[3] or 0, first = hbf[4] or 0, ['end'] = hbf[5] or 0,
+	c = {{q = hbf[6] or 0, w = hbf[7] or 0, lo = hbf[8] or 0}, {q = hbf[9] or 0, w = hbf[10] or 0, lo = hbf[11] or 0}},
+	ended = hbf[12] or 0}
+do
+	local lw = a[29]
+	if type(lw) ~= 'table' then
+		lw = {}
+	end
+	local win = s.win
+	win.rolls, win.started = lw[1] == 1, lw[2] == 1
+	win.length, win.lo, win.hi = lw[3] or 0, lw[4] or 0, lw[5] or 0
+	win.past, win.sent0, win.first = lw[6] or 0, lw[7] or 0, lw[8] or 0
+	win.tight = lw[9] == 1
+end
+
 local xe = n0[14] -- when the TTL last set runs out
 local moved = false -- turns may have moved: publish
 

@@ -37,6 +37,9 @@ local function spend(k)
 	if not w.valid then
 		return
 	end
+	if now >= w.reset then
+		w.past = w.past + k
+	end
 	if k <= w.left then
 		w.left = w.left - k
 	else
@@ -67,6 +70,7 @@ local function update(left, reset, size, length, inFlight)
 		end
 		w.reset = math.min(w.reset, at)
 	elseif not w.valid or w.probed > 0 or at > w.reset then
+		B.emptyWindow()
 		w.valid, w.left, w.reset, w.probed, w.spreadAt, w.spreadLeft, w.probeAt, w.told = true, left, at, 0, 0, 0, at, math.floor(told)
 	end
 	w.size = size
@@ -150,6 +154,7 @@ local function count(k)
 		s.sentSec, s.sentPrev, s.sentCur = cur, 0, 0
 	end
 	s.sentCur = s.sentCur + k
+	B.counted(k)
 end
 local function sent()
 	count(0)

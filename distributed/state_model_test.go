@@ -104,3 +104,55 @@ func TestStateMatchesLimiter(t *testing.T) {
 		})
 	}
 }
+
+// TestHiddenBudgetMatchesLimiter: the hidden budget's rules
+// (schedule_budget.go and .lua) as one: refusals with a Retry-After of
+// 500ms around two cycles of 4 units (two refused) learn 2 units per
+// 500ms and more, spent until the last pause ends; the probe past it,
+// accepted, starts the next window, 1 unit left. Each key's State is read
+// as its ops end (a Limiter's and a Quota's, one after the other).
+func TestHiddenBudgetMatchesLimiter(t *testing.T) {
+	_, c := startRedis(t)
+	ctx := context.Background()
+	type key interface {
+		throttle.Waiter
+		throttle.Adapter
+		throttle.Inspector
+	}
+	run := func(k key) (learned, probed throttle.State) {
+		refuse := func() {
+			_ = k.Adapt(ctx, throttle.Feedback{Cost: 1, Pause: 500 * time.Millisecond, Refused: true, Age: time.Millisecond})
+		}
+		refuse()
+		for range 2 {
+			_ = k.WaitN(ctx, 4) // after the pause
+			refuse()
+			// A unit in flight when the cycle ended, refused: the cycle
+			// takes it back.
+			_ = k.Adapt(ctx, throttle.Feedback{Cost: 1, Pause: 500 * time.Millisecond, Refused: true, Age: 100 * time.Millisecond})
+		}
+		learned, _ = k.State(ctx)
+		_ = k.WaitN(ctx, 1) // the probe, at the window's reset
+		_ = k.Adapt(ctx, throttle.Feedback{Cost: 1, Accepted: true})
+		probed, _ = k.State(ctx)
+		return learned, probed
+	}
+	l := &throttle.Limiter{Limit: 10, Burst: 10}
+	q := New(c, "hiddenmodel", 10, 10)
+	defer q.Close()
+	wl, wp := run(l.For("k").(key))
+	gl, gp := run(q.For("k").(key))
+	for _, p := range []struct {
+		name      string
+		got, want throttle.State
+	}{{"learned", gl, wl}, {"probed", gp, wp}} {
+		got, want := p.got, p.want
+		if !want.Window || got.Window != want.Window || got.WindowLeft != want.WindowLeft ||
+			(got.WindowReset-want.WindowReset).Abs() > 20*time.Millisecond || (got.Paused-want.Paused).Abs() > 20*time.Millisecond {
+			t.Errorf("%s: Quota's State %+v\n\tLimiter's %+v", p.name, got, want)
+		}
+	}
+	if wl.WindowLeft != 0 || wp.WindowLeft != 1 || wl.Paused < 400*time.Millisecond {
+		t.Errorf("Limiter: learned %+v, probed %+v; want the window spent while paused, then 1 left", wl, wp)
+	}
+}

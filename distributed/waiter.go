@@ -244,7 +244,7 @@ func (w *keyWaiter) takeX(ctx context.Context, n, qi int, x []any) (taken, error
 	if err != nil {
 		return taken{}, err
 	}
-	if len(reply) != 6 {
+	if len(reply) != 6 && len(reply) != 7 {
 		return taken{}, fmt.Errorf("unexpected reply %v from the schedule script", reply)
 	}
 	r := taken{
@@ -253,6 +253,13 @@ func (w *keyWaiter) takeX(ctx context.Context, n, qi int, x []any) (taken, error
 		rnow: reply[5], gen: gen, sub: sub,
 	}
 	q.memo.turn(w.rkey, r.t.id, time.Now().Add(r.wait))
+	if op == "wait" {
+		learned := time.Time{} // none
+		if len(reply) == 7 {
+			learned = time.Now().Add(time.Duration(reply[6]) * time.Microsecond)
+		}
+		q.memo.learn(w.rkey, learned)
+	}
 	if reply[0] != 1 {
 		return taken{refused: true}, &throttle.DeadlineError{Key: w.key, Delay: r.wait}
 	}
@@ -331,6 +338,14 @@ func (w *keyWaiter) sleep(ctx context.Context, t ticket, wait, recheck time.Dura
 		// Not cut by ctx: a ticket whose turn came went, ctx ended or not
 		// (the call is bounded by Timeout).
 		reply, err := w.run(context.WithoutCancel(ctx), "turns", t.id, t.qi, t.end)
+		if err == nil && (len(reply) == 3 || len(reply) == 4) {
+			learned := time.Time{} // the key's learned budget's window's reset: none
+			if len(reply) == 4 {
+				learned = time.Now().Add(time.Duration(reply[3]) * time.Microsecond)
+			}
+			w.q.memo.learn(w.rkey, learned)
+			reply = reply[:3]
+		}
 		if err == nil && len(reply) == 3 && reply[0] == -1 {
 			return min(turn, reply[2]), nil // gone: its turn has come
 		}
@@ -435,7 +450,20 @@ func (w *keyWaiter) Pause(ctx context.Context, d time.Duration) error {
 // Adapt implements [throttle.Adapter]; see Quota.For. A Feedback that
 // says nothing (no pause, no window, no rejection) costs nothing.
 func (w *keyWaiter) Adapt(ctx context.Context, f throttle.Feedback) error {
-	if f.Pause <= 0 && !f.HasRemaining && !f.Throttled {
+	sent := time.Now().Add(-f.Age)
+	accepted := ""
+	if f.Accepted {
+		// Told only for a unit sent past a learned budget's window's
+		// reset, which may start its next window (a probe's): the reset
+		// as this process heard it, less learnedSlack (the script
+		// decides by its own clock).
+		if l := w.q.memo.get(w.rkey).learned; !l.IsZero() && !sent.Before(l.Add(-learnedSlack)) {
+			accepted = "1"
+		}
+	} else if f.HasRemaining || f.HasDeclared || f.HasAvailable {
+		accepted = "2" // a refusal that states a limit: no hidden budget
+	}
+	if f.Pause <= 0 && !f.HasRemaining && !f.Throttled && accepted != "1" {
 		return nil
 	}
 	if f.Pause > 0 {
@@ -455,7 +483,7 @@ func (w *keyWaiter) Adapt(ctx context.Context, f throttle.Feedback) error {
 	if f.Refused {
 		refused = "1"
 	}
-	_, err := w.run(context.WithoutCancel(ctx), "adapt", max(f.Cost, 1), us(f.Pause), remaining, reset, size, length, age, refused)
+	_, err := w.run(context.WithoutCancel(ctx), "adapt", max(f.Cost, 1), us(f.Pause), remaining, reset, size, length, age, refused, us(max(f.Age, 0)), accepted)
 	if err != nil {
 		if f.Pause <= 0 {
 			// What was lost is advice; the next response says it again.

@@ -113,9 +113,10 @@ type gone struct{ t, n float64 }
 // it from the retry queue), perUnit the slowest pace that may then be in
 // force (the configured interval; without one, the slowest declared
 // interval, and 1 s a unit after a rejection: a cut's floor is one request
-// a second), and probes two probe periods a ticket once a window was told
-// (after its reset, until a response tells the next, windows go a probe at
-// a time).
+// a second), and probes two probe periods a ticket once a window was told,
+// or three refusals that said when to come back may have learned a hidden
+// budget's (after its reset, until a response tells the next, windows go a
+// probe at a time).
 func (c *checker) noWedge() {
 	cfg := c.seq.Config
 	interval := 0.0
@@ -129,12 +130,21 @@ func (c *checker) noWedge() {
 		call, ret := c.call(i), c.ret(i)
 		end := math.Inf(-1)
 		perUnit, windows := interval, false
+		refusals := 0
 		for k, o := range c.seq.Ops {
 			if o.Kind == Wait || c.call(k) > ret {
 				continue
 			}
 			if d := o.pause(); d > 0 {
 				end = max(end, c.call(k)+ns(d))
+			}
+			if o.F.Refused && o.F.Pause > 0 && !o.F.HasRemaining {
+				// Three refusals that say when to come back may learn a
+				// hidden budget: a window, spent until the pause's end,
+				// then probes (schedule_budget.go).
+				if refusals++; refusals >= 3 {
+					windows = true
+				}
 			}
 			if o.F.HasRemaining {
 				end = max(end, c.call(k)+ns(o.F.Reset))
