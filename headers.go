@@ -206,7 +206,9 @@ func (t *Transport) observe(ctx context.Context, o *Outcome, w Waiter, key strin
 	case Adapter:
 		var err error
 		if b, ok := w.(*bucket); ok {
-			timing = b.adapt(ctx, f) // a Limiter's key tells a refusal of timing
+			// A Limiter's key tells a refusal of timing, and a pause
+			// it ended early (a learned budget's refused probe).
+			timing, f.Pause = b.adapt(ctx, f)
 		} else {
 			err = w.Adapt(ctx, f)
 		}

@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"net/http"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -18,13 +19,23 @@ import (
 // key at its q units until its end: three refusals to learn it. Its
 // window, read from the refusals' cycles, is 1.11 s (the configured pace
 // spreads each burst over 0.11 s: 21.3 s for the 400, 1.12× the budget's
-// 19 s); probes below it find it within hiddenTight, at the cost of a
-// refusal or two, none of a pause.
+// 19 s); probes below it find it to the step where one is refused, which
+// costs its refusal but no pause: its pause event says so (a few ms, not
+// the Retry-After's second).
 func TestTransportHiddenBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := throttletest.NewSlidingLog(20, time.Second)
+		var mu sync.Mutex
+		var short []time.Duration // pauses shorter than the Retry-After
 		tr := &Transport{Waiter: &Limiter{Limit: 100, Burst: 10},
-			Base: &throttletest.Direct{Handler: s, Latency: time.Millisecond, Jitter: time.Millisecond, Seed: 1}}
+			Base: &throttletest.Direct{Handler: s, Latency: time.Millisecond, Jitter: time.Millisecond, Seed: 1},
+			OnEvent: func(e Event) {
+				if e.Kind == EventPause && e.Delay < time.Second {
+					mu.Lock()
+					short = append(short, e.Delay)
+					mu.Unlock()
+				}
+			}}
 		start := time.Now()
 		closedLoopN(t, &http.Client{Transport: tr}, 8, 400)
 		wall := time.Since(start)
@@ -40,7 +51,10 @@ func TestTransportHiddenBudget(t *testing.T) {
 		if wall > 19950*time.Millisecond {
 			t.Errorf("400 admitted in %v; want ≤ 19.95s", wall)
 		}
-		t.Logf("admitted %d, refused %d, in %v", st.Admitted, st.Rejected, wall)
+		if len(short) != 1 || short[0] > 50*time.Millisecond {
+			t.Errorf("pauses shorter than the Retry-After: %v; want one of a few ms (the refused probe's)", short)
+		}
+		t.Logf("admitted %d, refused %d, in %v; pauses ended early %v", st.Admitted, st.Rejected, wall, short)
 	})
 }
 

@@ -340,8 +340,11 @@ func (b *bucket) Adapt(ctx context.Context, f Feedback) error {
 }
 
 // adapt is Adapt; it reports whether f was a bare refusal of the strict
-// server's timing, which left the pace as it was (anchor.go: jitter).
-func (b *bucket) adapt(ctx context.Context, f Feedback) (timing bool) {
+// server's timing, which left the pace as it was (anchor.go: jitter), and
+// the pause it set when that is shorter than f's (a learned budget's
+// refused probe: schedule_budget.go), else f.Pause.
+func (b *bucket) adapt(ctx context.Context, f Feedback) (timing bool, pause time.Duration) {
+	pause = f.Pause
 	b.mu.Lock()
 	if b.dead {
 		b.mu.Unlock()
@@ -368,6 +371,7 @@ func (b *bucket) adapt(ctx context.Context, f Feedback) (timing bool) {
 			var m bool
 			until, m = s.budgetRefused(now, sent, units, float64(f.Pause), b.pacing)
 			moved = m
+			pause = min(pause, time.Duration(math.Ceil(until-now)))
 		}
 		if s.pause(until) {
 			moved = true
@@ -432,7 +436,7 @@ func (b *bucket) adapt(ctx context.Context, f Feedback) (timing bool) {
 	}
 	b.mu.Unlock()
 	ev.emit(b.l.OnEvent, sink)
-	return timing
+	return timing, pause
 }
 
 // Pause holds off every caller of the Limiter's own quota (key "").

@@ -27,24 +27,35 @@ import "math"
 //
 // The learned window is the key's window (schedule_window.go) with
 // rolls set: q units until its reset, then a probe (the window's
-// probes), whose acceptance starts the next window at once (the units
-// queued behind it move up). A probe accepted after a window that spent
-// the budget shows its first unit had left: W ≤ the probe's answer − the
-// window's first send (hi); refused, that it had not: W > the probe's
-// send − the window's first answer (lo). A cycle's refusal gives a lo too:
-// a Retry-After a, rounded to a whole second, puts the server's reset
-// after r + a − 1 s. While hi − lo is wider than hiddenTight of hi, each
-// window is told shorter than hi: a step of hiddenStep of hi down, or the
-// middle of the interval, whichever is later. A refused probe costs its
-// 429 but no time: its Retry-After says the reset is within a whole
-// second, hi that it is by the window's first answer + hi, earlier, so
-// the key's pause ends there (the refused request's own retry still
-// waits its Retry-After). A refusal of any other unit (sent before the
+// probes), whose acceptance starts the next window at once, its reset
+// counted from the probe's send (the units queued behind it move up). A
+// probe accepted after a window that spent the budget shows its first
+// unit had left: W ≤ the probe's answer − the window's first send (hi);
+// refused, that it had not: W > the probe's send − the window's first
+// answer (lo). A cycle's refusal gives a lo too: a Retry-After a,
+// rounded to a whole second, puts the server's reset after r + a − 1 s.
+// While hi − lo is wider than hiddenTight of hi and no probe was refused,
+// each window is told shorter than hi: a step of hiddenStep of hi down,
+// or the middle of the interval, whichever is later. A refused probe
+// costs its 429 but no time: its Retry-After says the reset is within a
+// whole second, hi that it is by the window's first answer + hi, earlier,
+// so the key's pause ends there (the refused request's own retry still
+// waits its Retry-After); and the windows are told hi from then on: a
+// probe proves its own arrival late enough, not the burst that follows
+// it, and on the real clock probes within a percent of the budget's
+// window let bursts through that the server then refused (a fleet of
+// four, 1.10–1.38× the budget's time where stopping at the first refused
+// probe took 1.04–1.05×). A refusal of any other unit (sent before the
 // window's reset, or at or after first + hi), or one whose Retry-After
 // puts the reset after first + hi even rounded (a − 1 s from it),
 // contradicts the bounds: it ends a cycle as any refusal does, and the
-// two last cycles decide again. The rolling budget above: 400 units in
-// 19.7 s, 1.04× the budget's 19 s, one probe refused.
+// two last cycles decide again. The rolling budget above, one process:
+// 400 units in 19.9 s, 1.05× the budget's 19 s, one probe refused.
+//
+// A fleet learns it once for all: its processes' refusals and units go
+// through the one state, and a process tells the state the acceptance of
+// a unit it sent past a learned window's reset (the waits' replies carry
+// the reset; see the distributed package).
 //
 // The window, not a pace: a budget counted over a rolling window admits
 // its q units at once every w, which a pace of q/w with a bucket deep

@@ -93,10 +93,18 @@ func TestBudgetRules(t *testing.T) {
 	// (before the refusal's second), and the window is told hi from now
 	// on.
 	first := s.win.first
-	s.win.spend(20, probe+3*ms)
+	burst(probe+3*ms, 19)
+	s.win.spend(19, probe+3*ms)
 	probe2 := s.win.reset
 	s.count(probe2, 1, c.sec)
 	s.win.spend(1, probe2)
+	// The same probe refused with a Retry-After of 3 s, which puts the
+	// reset past first + hi even rounded down, is no probe: the server's
+	// pause stands, and it ends a cycle.
+	long := s
+	if got, _ := long.budgetRefused(probe2+2*ms, probe2, 1, 3000*ms, c); got != probe2+3002*ms || long.win.tight || long.hb.cycles[1].q != 21-1 {
+		t.Errorf("a probe refused with Retry-After 3s: pause until %v, tight %v, cycle %+v; want the server's %v, not tight, a cycle of 20", got, long.win.tight, long.hb.cycles[1], probe2+3002*ms)
+	}
 	if got := refuse(probe2+2*ms, probe2); !near(got, first+hi) {
 		t.Fatalf("a refused probe pauses until %v; want %v", got, first+hi)
 	}

@@ -48,6 +48,19 @@
 //     schedule by two intervals; a second within 10 s cuts. Rejections of
 //     requests sent before the last cut are ignored. The cut is a fraction
 //     of the limit, never of a rate read from state that Redis could lose.
+//   - A hidden budget (a server that refuses with Retry-After alone, below
+//     the configured limit: a limit told too high, or a budget other
+//     clients spend too): the script counts the fleet's units between
+//     refusals, and two cycles that agree make a window of the units the
+//     budget took per the time it took them back, which every worker's
+//     waits spend, then a probe at its end whose acceptance starts the
+//     next (throttle's schedule_budget.go, rule for rule). A wait's reply
+//     on such a key carries the window's reset, and the response to a
+//     unit sent past it costs one more script call, to start the next
+//     window: about one a window, none on a key that was never refused.
+//     A rolling budget of 20 a second, met by 4 processes told 100/s:
+//     0.010 429s per success (0.048 before), 1.05× the budget's time
+//     (1.13×).
 //
 // A server's declared limit (Feedback.HasDeclared) is not used: a Quota
 // always has a configured limit, and a declared one applies only where

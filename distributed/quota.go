@@ -415,8 +415,9 @@ func (q *Quota) Adapt(ctx context.Context, f throttle.Feedback) error {
 //
 // The result's Adapt(ctx, f) implements [throttle.Adapter] for the whole
 // fleet (see "Fleet-wide pacing" in the package doc). A Feedback with no
-// pause, no window and no rejection costs nothing; otherwise one script
-// call, bounded by Timeout, writes it. f.HasDeclared is ignored: the Quota
+// pause, no window and no rejection costs nothing (but for the acceptance
+// of a unit sent past a learned budget's window's reset: see there);
+// otherwise one script call, bounded by Timeout, writes it. f.HasDeclared is ignored: the Quota
 // has a configured limit. Adapt never blocks beyond Timeout. If Redis
 // cannot answer, the feedback is dropped: Adapt returns nil, except that a
 // pause that could not be written returns an error matching
