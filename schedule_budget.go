@@ -45,8 +45,13 @@ import "math"
 // it, and on the real clock probes within a percent of the budget's
 // window let bursts through that the server then refused (a fleet of
 // four, 1.10–1.38× the budget's time where stopping at the first refused
-// probe took 1.04–1.05×). A refusal of any other unit (sent before the
-// window's reset, or at or after first + hi), or one whose Retry-After
+// probe took 1.04–1.05×). A refusal of a unit of a window's burst is the
+// server's arrival jitter, not the budget, the first time in two windows
+// (a miss): the windows grow a step of hiddenTight, and the pause ends a
+// window after the unit it follows (four processes: nine runs of 9 at
+// 1.04–1.05×, where a miss ended a cycle and cost 1.11–1.16×). A refusal
+// of any other unit (sent before the window's reset, or at or after
+// first + hi), or one whose Retry-After
 // puts the reset after first + hi even rounded (a − 1 s from it),
 // contradicts the bounds: it ends a cycle as any refusal does, and the
 // two last cycles decide again. The rolling budget above, one process:
@@ -170,6 +175,25 @@ func (s *schedule) budgetRefused(now, sentAt, cost, pause float64, c pacing) (un
 		w.reset, w.probeAt, w.probed, w.past = w.first+w.hi, w.first+w.hi, 0, 0
 		return w.reset, true
 	}
+	if w.rolls && w.started && sentAt >= w.sent0 && sentAt < w.reset {
+		switch {
+		case w.miss > 0 && sentAt < w.miss:
+			return until, false // in flight at the last miss: the same one
+		case w.miss == 0 || now-w.miss > 2*w.length:
+			// A unit of the window's burst refused, the first in two
+			// windows: the server's arrival jitter made its gap from
+			// the unit it follows a window later short (a probe proves
+			// its own arrival, not the burst's). The budget stands; the
+			// windows are a step of hiddenTight longer from now on, and
+			// the pause ends when the unit it follows, sent a window's
+			// length before it, has surely left (by hi after it, within
+			// the refusal's whole-second Retry-After). A second within
+			// two windows is a budget that changed: it ends a cycle as
+			// any refusal does, and the server's pause stands.
+			w.miss, w.hi, w.tight = now, w.hi+hiddenTight*w.hi, true
+			return min(until, max(now, sentAt-w.length+w.hi)), false
+		}
+	}
 	if b.n > 0 {
 		b.cycles[0], b.cycles[1] = b.cycles[1], cycle{q: max(b.n-cost, 0), w: until - b.first, lo: max(sentAt+pause-c.sec-b.first, 0)}
 		b.ended = min(b.ended+1, 2)
@@ -243,6 +267,6 @@ func (s *schedule) budgetAccepted(now, sentAt float64, c pacing) bool {
 	left := max(w.size-w.past, 0)
 	b.n, b.first = w.past, sentAt
 	*w = window{valid: true, rolls: true, left: left, reset: sentAt + length, probeAt: sentAt + length, size: w.size, told: left,
-		length: length, lo: w.lo, hi: w.hi, sent0: sentAt, first: now, started: true, tight: w.tight}
+		length: length, lo: w.lo, hi: w.hi, sent0: sentAt, first: now, started: true, tight: w.tight, miss: w.miss}
 	return true
 }

@@ -117,6 +117,31 @@ func TestBudgetRules(t *testing.T) {
 	if w = s.win; !near(w.reset, first+hi+w.hi) {
 		t.Fatalf("after a refused probe, the window is told %v; want hi %v", w.reset-first-hi, w.hi)
 	}
+	// A unit of the window's burst refused: the server's arrival jitter,
+	// not the budget. The window stays, hi a percent longer; a refusal of
+	// a unit in flight then is the same miss; a second miss within two
+	// windows ends a cycle.
+	start, hi0, ended := s.win.sent0, s.win.hi, s.hb.cycles
+	burst(start+3*ms, 19)
+	s.win.spend(19, start+3*ms)
+	miss := start + 10*ms
+	until, moved := s.budgetRefused(miss, start+5*ms, 1, 1000*ms, c)
+	if moved || !near(s.win.hi, hi0*(1+hiddenTight)) || s.hb.cycles != ended || s.win.miss != miss {
+		t.Fatalf("a burst's refusal: moved %v, hi %v (was %v), cycles %+v; want the window kept, hi %v", moved, s.win.hi, hi0, s.hb.cycles, hi0*(1+hiddenTight))
+	}
+	// Its pause ends when the unit a window before it has left: its send
+	// less the window's length, plus hi.
+	if want := start + 5*ms - s.win.length + s.win.hi; !near(until, want) || until >= miss+1000*ms {
+		t.Errorf("a burst's refusal pauses until %v; want %v, before the Retry-After's %v", until, want, miss+1000*ms)
+	}
+	s.budgetRefused(miss+1*ms, start+6*ms, 1, 1000*ms, c)
+	if s.hb.cycles != ended || !near(s.win.hi, hi0*(1+hiddenTight)) {
+		t.Errorf("a refusal in flight at the miss: cycles %+v, hi %v; want the same miss", s.hb.cycles, s.win.hi)
+	}
+	s.budgetRefused(miss+20*ms, miss+15*ms, 1, 1000*ms, c)
+	if s.hb.cycles == ended {
+		t.Errorf("a second miss within two windows ended no cycle")
+	}
 	// A window the server states forgets the budget.
 	s.window(first+hi+3*ms, 5, 1000*ms, 10, 0, c)
 	if s.hb.on || s.win.rolls {

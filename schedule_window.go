@@ -30,7 +30,8 @@ type window struct {
 	// past the units spent at or after the reset. A window a probe's
 	// acceptance started (started) went first at sent0, answered at first.
 	rolls, started     bool
-	tight              bool // a probe was refused: hi is the length
+	tight              bool    // a probe was refused: hi is the length
+	miss               float64 // when a unit of a window's burst was last refused (0: never)
 	length, lo, hi     float64
 	past, sent0, first float64
 }

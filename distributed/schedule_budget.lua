@@ -47,7 +47,7 @@ function B.emptyWindow()
 	local win = s.win
 	win.valid, win.left, win.reset, win.size, win.probed, win.spreadAt, win.spreadLeft, win.probeAt, win.told = false, 0, 0, 0, 0, 0, 0, 0, 0
 	win.rolls, win.started, win.length, win.lo, win.hi, win.past, win.sent0, win.first = false, false, 0, 0, 0, 0, 0, 0
-	win.tight = false
+	win.tight, win.miss = false, 0
 end
 function B.forget()
 	if not s.win.rolls then
@@ -110,6 +110,15 @@ function B.refused(sentAt, cost, pause)
 		win.reset, win.probeAt, win.probed, win.past = win.first + win.hi, win.first + win.hi, 0, 0
 		return win.reset, true
 	end
+	if win.rolls and win.started and sentAt >= win.sent0 and sentAt < win.reset then
+		if win.miss > 0 and sentAt < win.miss then
+			return until_, false
+		end
+		if win.miss == 0 or now - win.miss > 2 * win.length then
+			win.miss, win.hi, win.tight = now, win.hi + HIDDEN_TIGHT * win.hi, true
+			return math.min(until_, math.max(now, sentAt - win.length + win.hi)), false
+		end
+	end
 	if b.n > 0 then
 		b.c[1] = b.c[2]
 		b.c[2] = {q = math.max(b.n - cost, 0), w = until_ - b.first, lo = math.max(sentAt + pause - SEC - b.first, 0)}
@@ -139,9 +148,9 @@ function B.accepted(sentAt)
 		length = win.hi
 	end
 	local left = math.max(win.size - win.past, 0)
-	local tight = win.tight
+	local tight, miss = win.tight, win.miss
 	b.n, b.first = win.past, sentAt
 	B.learnedWindow(left, sentAt + length, win.size, length, win.lo, win.hi, sentAt, now, true)
-	win.tight = tight
+	win.tight, win.miss = tight, miss
 	return true
 end

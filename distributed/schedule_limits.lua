@@ -134,7 +134,7 @@ local function extOf()
 	f[28] = w.told
 	f[29], f[30] = 0, 0
 	if w.rolls then
-		f[29] = {1, bit(w.started), w.length, w.lo, w.hi, w.past, w.sent0, w.first, bit(w.tight)}
+		f[29] = {1, bit(w.started), w.length, w.lo, w.hi, w.past, w.sent0, w.first, bit(w.tight), w.miss}
 	end
 	if s.hb.on then
 		local b = s.hb

@@ -290,12 +290,19 @@ elseif op == 'lease' then
 		if spent > 0 and queued() == 0 and now >= s.hold then
 			settle(spent, 0)
 		end
+		if spent > 0 and s.hb.on then
+			-- Never sent: not units of a hidden budget's cycle.
+			s.hb.n = math.max(s.hb.n - spent, 0)
+		end
 	end
 	local waits, last, due = {}, 0, false
 	-- With nothing but the bucket and the hold (no window, no cut), the
 	-- turns past the first are turnAt's closed form at consecutive
 	-- positions (enqueue changes no more than the queue's end then).
-	local simple = not w.valid and c.r0 == 0
+	-- A key counting a hidden budget's cycles leases only for the waits
+	-- queued, as under a window: a turn leased ahead and left unused
+	-- would count as sent.
+	local simple = not w.valid and c.r0 == 0 and not s.hb.on
 	local iv, tau = pace(now)
 	local p1, from = 0, 0
 	for j = 1, k do

@@ -75,7 +75,7 @@ do
 	win.rolls, win.started = lw[1] == 1, lw[2] == 1
 	win.length, win.lo, win.hi = lw[3] or 0, lw[4] or 0, lw[5] or 0
 	win.past, win.sent0, win.first = lw[6] or 0, lw[7] or 0, lw[8] or 0
-	win.tight = lw[9] == 1
+	win.tight, win.miss = lw[9] == 1, lw[10] or 0
 end
 
 local xe = n0[14] -- when the TTL last set runs out
