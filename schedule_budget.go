@@ -47,7 +47,8 @@ import "math"
 // four, 1.10–1.38× the budget's time where stopping at the first refused
 // probe took 1.04–1.05×). A refusal of a unit of a window's burst is the
 // server's arrival jitter, not the budget, the first time in two windows
-// (a miss): the windows grow a step of hiddenTight, and the pause ends a
+// (a miss): the windows grow a step of hiddenTight (no longer than the
+// cycles read them), and the pause ends a
 // window after the unit it follows (four processes: nine runs of 9 at
 // 1.04–1.05×, where a miss ended a cycle and cost 1.11–1.16×). A refusal
 // of any other unit (sent before the window's reset, or at or after
@@ -191,6 +192,9 @@ func (s *schedule) budgetRefused(now, sentAt, cost, pause float64, c pacing) (un
 			// two windows is a budget that changed: it ends a cycle as
 			// any refusal does, and the server's pause stands.
 			w.miss, w.hi, w.tight = now, w.hi+hiddenTight*w.hi, true
+			if _, wmax, _, ok := b.learned(); ok {
+				w.hi = min(w.hi, wmax) // no longer than the cycles read it
+			}
 			return min(until, max(now, sentAt-w.length+w.hi)), false
 		}
 	}

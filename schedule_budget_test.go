@@ -125,6 +125,14 @@ func TestBudgetRules(t *testing.T) {
 	burst(start+3*ms, 19)
 	s.win.spend(19, start+3*ms)
 	miss := start + 10*ms
+	// At the cycles' bound already, a miss leaves the window there.
+	capped := s
+	_, wmax, _, _ := capped.hb.learned()
+	capped.win.hi = wmax
+	capped.budgetRefused(miss, start+5*ms, 1, 1000*ms, c)
+	if capped.win.hi != wmax {
+		t.Errorf("a miss at the cycles' bound %v: hi %v; want it kept there", wmax, capped.win.hi)
+	}
 	until, moved := s.budgetRefused(miss, start+5*ms, 1, 1000*ms, c)
 	if moved || !near(s.win.hi, hi0*(1+hiddenTight)) || s.hb.cycles != ended || s.win.miss != miss {
 		t.Fatalf("a burst's refusal: moved %v, hi %v (was %v), cycles %+v; want the window kept, hi %v", moved, s.win.hi, hi0, s.hb.cycles, hi0*(1+hiddenTight))

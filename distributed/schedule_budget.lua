@@ -116,6 +116,10 @@ function B.refused(sentAt, cost, pause)
 		end
 		if win.miss == 0 or now - win.miss > 2 * win.length then
 			win.miss, win.hi, win.tight = now, win.hi + HIDDEN_TIGHT * win.hi, true
+			local q, wmax = B.learned()
+			if q ~= nil then
+				win.hi = math.min(win.hi, wmax)
+			end
 			return math.min(until_, math.max(now, sentAt - win.length + win.hi)), false
 		end
 	end
