@@ -59,7 +59,7 @@
 //     unit sent past it costs one more script call, to start the next
 //     window: about one a window, none on a key that was never refused.
 //     A rolling budget of 20 a second, met by 4 processes told 100/s:
-//     0.010 429s per success (0.048 before), 1.05× the budget's time
+//     0.010 429s per success (0.048 before), 1.04× the budget's time
 //     (1.13×).
 //
 // A server's declared limit (Feedback.HasDeclared) is not used: a Quota
