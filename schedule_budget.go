@@ -147,8 +147,8 @@ func (b *budget) counted(now, k, sec float64) {
 // budgetRefused applies, after advance, a refusal at now of cost units
 // sent at sentAt that said to come back after pause (a 429 with
 // Retry-After), and returns when the key's pause is to end: now + pause,
-// or earlier for a learned window's refused probe (see above). It reports
-// whether the window changed.
+// or earlier for a learned window's refused probe or miss (see above). It
+// reports whether the window changed.
 func (s *schedule) budgetRefused(now, sentAt, cost, pause float64, c pacing) (until float64, moved bool) {
 	until = now + pause
 	b, w := &s.hb, &s.win
