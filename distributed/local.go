@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/throttle-go/throttle"
@@ -127,6 +128,10 @@ type memo struct {
 type memos struct {
 	mu sync.Mutex      // protects m
 	m  map[string]memo // by Redis key
+	// anyLearned: some key's memo has had a learned budget's window, so
+	// that a process with none (the common case) asks nothing of m for
+	// it on every wait and every response.
+	anyLearned atomic.Bool
 }
 
 func (ms *memos) get(rkey string) memo {
@@ -187,10 +192,20 @@ const learnedSlack = 10 * time.Millisecond
 // learn records the reset of the key's learned budget's window (zero:
 // none). A key without one, the common case, writes nothing.
 func (ms *memos) learn(rkey string, t time.Time) {
-	if t.IsZero() && ms.get(rkey).learned.IsZero() {
+	if t.IsZero() && (!ms.anyLearned.Load() || ms.get(rkey).learned.IsZero()) {
 		return
 	}
+	ms.anyLearned.Store(true)
 	ms.set(rkey, func(m *memo) { m.learned = t })
+}
+
+// learnedReset returns the reset of the key's learned budget's window as
+// the last reply put it (zero: none).
+func (ms *memos) learnedReset(rkey string) time.Time {
+	if !ms.anyLearned.Load() {
+		return time.Time{}
+	}
+	return ms.get(rkey).learned
 }
 
 // notBefore returns when a local turn may come at the earliest.

@@ -450,14 +450,13 @@ func (w *keyWaiter) Pause(ctx context.Context, d time.Duration) error {
 // Adapt implements [throttle.Adapter]; see Quota.For. A Feedback that
 // says nothing (no pause, no window, no rejection) costs nothing.
 func (w *keyWaiter) Adapt(ctx context.Context, f throttle.Feedback) error {
-	sent := time.Now().Add(-f.Age)
 	accepted := ""
 	if f.Accepted {
 		// Told only for a unit sent past a learned budget's window's
 		// reset, which may start its next window (a probe's): the reset
 		// as this process heard it, less learnedSlack (the script
 		// decides by its own clock).
-		if l := w.q.memo.get(w.rkey).learned; !l.IsZero() && !sent.Before(l.Add(-learnedSlack)) {
+		if l := w.q.memo.learnedReset(w.rkey); !l.IsZero() && !time.Now().Add(-f.Age).Before(l.Add(-learnedSlack)) {
 			accepted = "1"
 		}
 	} else if f.HasRemaining || f.HasDeclared || f.HasAvailable {
