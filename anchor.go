@@ -134,10 +134,38 @@ func (s *schedule) anchor(now float64, c pacing, sentAt, quick, lag float64, b *
 // sentAt, after okSince units were answered since the key's last refusal,
 // is one of the strict server's timing on an anchored key (see above),
 // which leaves the pace as it is; last is when the last such refusal
-// came (0 for none).
+// came, or the key was anchored by one (anchorStart; 0 for none).
 func (s *schedule) jitter(now float64, c pacing, okSince, sentAt, last float64) bool {
 	return s.anchored(now, c) && s.cut.rate(now, c.sec) == 0 &&
-		(okSince >= (1-trimTarget)/trimTarget || (last > s.cut.last && sentAt < last))
+		(okSince >= (1-trimTarget)/trimTarget || (last > 0 && last >= s.cut.last && sentAt < last))
+}
+
+// The first bare refusal of a key one unit deep under a configured limit
+// is what anchors it: it shows the server strict, and the anchor is the
+// remedy for the timing that refused it (the request before arrived late,
+// which its round trip now tells). So it too leaves the pace as it is,
+// and its retry takes the key's next paced turn, where a bare refusal's
+// shift and trim (see reject) cost an interval and a hundred units'
+// hundredth of one each (a leaky bucket of 50/s on the real clock, 300
+// requests: 40 ms of the run's 6.2 s, two thirds of the 0.03 of its
+// capacity the goal leaves). So do the refusals of requests that were in
+// flight when it came (jitter). A server whose budget is below the limit
+// told refuses again before 1/trimTarget − 1 units are answered, and that
+// refusal shifts and trims, then cuts, as on any key: such a key pays one
+// refusal more. A key refused lately, or cut or trimmed, is not anchored
+// this way: its refusals are reject's.
+
+// anchorStart applies, on a key that is not anchored, a bare refusal at
+// now: it reports whether the refusal anchored the key (see above), which
+// leaves the pace as it is.
+func (s *schedule) anchorStart(now float64, c pacing) bool {
+	interval, tau := s.pace(now, c)
+	if c.interval <= 0 || interval <= 0 || tau > interval*(1+1e-9) || s.cut.rate(now, c.sec) > 0 || s.trim > 0 ||
+		(s.cut.moved && now-s.cut.last <= trimKeep*c.sec) {
+		return false
+	}
+	s.cut.last, s.cut.moved = now, true
+	return true
 }
 
 // anchored reports whether the key is anchored at now: a configured

@@ -175,7 +175,10 @@ type Event struct {
 	// reached", "MaxElapsed reached", "context deadline before the retry",
 	// "retry budget spent", "server asked to wait longer than
 	// MaxRetryAfter". Before any attempt: "wait for quota failed"; before
-	// a retry: "request body rewind failed".
+	// a retry: "request body rewind failed". For an EventRetry of a bare
+	// refusal that a [Limiter]'s key took for a strict server's timing,
+	// not its budget (its pace kept, the retry at its next turn: see
+	// [RetryPolicy]): "strict server's timing: the key's pace stays".
 	Reason string
 }
 

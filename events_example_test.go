@@ -36,11 +36,16 @@ func ExampleLimiter_onEvent() {
 	ctx := context.Background()
 
 	key := lim.For("api.example.com")
-	if err := key.WaitN(ctx, 1); err != nil {
-		return
+	for range 2 {
+		if err := key.WaitN(ctx, 1); err != nil {
+			return
+		}
+		// The job's API said 429, and nothing more. The first such
+		// refusal of a key one unit deep is taken for the timing of a
+		// strict server (the key's pace stays: no event); the second
+		// slows the key down.
+		key.(throttle.Adapter).Adapt(ctx, throttle.Feedback{Throttled: true})
 	}
-	// The job's API said 429, and nothing more.
-	key.(throttle.Adapter).Adapt(ctx, throttle.Feedback{Throttled: true})
 	// The next said: 50 requests left in the 30 s until the window resets.
 	key.(throttle.Adapter).Adapt(ctx, throttle.Feedback{HasRemaining: true, Remaining: 50, Reset: 30 * time.Second})
 	// Output:

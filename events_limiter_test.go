@@ -65,7 +65,9 @@ func adapt(l *Limiter, key string, f Feedback) {
 }
 
 // TestEventSlowDownRecovered checks the slow-down of a key with a limit:
-// a lone rejection shifts its schedule by two intervals (EventShift), a
+// the first bare rejection of a key one unit deep anchors it and leaves
+// its pace as it is (anchorStart: no event); the next shifts its schedule
+// by an interval (EventShift) and trims its pace (EventSlowDown), a
 // second within the strike window cuts the pace to 0.7 of the limit
 // (EventSlowDown), which regrows to the limit over 2 s (EventRecovered at
 // exactly 2 s, from no call at all). Each once; nothing for responses
@@ -77,8 +79,11 @@ func TestEventSlowDownRecovered(t *testing.T) {
 		adapt(l, "k", Feedback{}) // a success: nothing decided
 		tl.expect(t, "a success", "")
 		adapt(l, "k", Feedback{Throttled: true})
-		tl.expect(t, "a lone rejection", "0s slow-down k rate=9.9\n0s shift k delay=101.010102ms")
-		time.Sleep(time.Second)
+		tl.expect(t, "a first rejection", "")
+		time.Sleep(100 * time.Millisecond)
+		adapt(l, "k", Feedback{Throttled: true})
+		tl.expect(t, "a second rejection", "100ms slow-down k rate=9.9\n100ms shift k delay=101.010102ms")
+		time.Sleep(900 * time.Millisecond)
 		// Each rejection trims the pace by trimStep of the limit, to
 		// trimMax; the one past it cuts to cutBeta of the limit.
 		for range 9 {
@@ -212,24 +217,37 @@ func TestTransportWaiterEvents(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
 		waiter Waiter
+		bare   int    // bare 429s: all but the last trim or anchor, the last cuts
+		shift  string // the first attempt's shift ("": none told)
+		timing int    // retries whose reason is the strict server's timing
 	}{
-		{"user's Limiter", &Limiter{Limit: 10, Burst: 1}},
-		{"Transport's own", nil},
+		// Its first 429 anchors the key, one unit deep (anchorStart): no
+		// slow-down, the retry at the next turn, which the second's
+		// shift moves.
+		{"user's Limiter", &Limiter{Limit: 10, Burst: 1}, 12, "100ms shift api.example delay=102.020203ms attempt=2", 1},
+		{"Transport's own", nil, 11, "", 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				tl := newTimeline()
-				// Eleven bare 429s: ten trim the pace (see trimStep), the
-				// last cuts it; then a window.
-				answers := make([]func(*http.Request) *http.Response, 0, 12)
-				for range 11 {
+				timing := 0
+				// Bare 429s: ten trim the pace (see trimStep), the last
+				// cuts it; then a window.
+				answers := make([]func(*http.Request) *http.Response, 0, tt.bare+1)
+				for range tt.bare {
 					answers = append(answers, status(429))
 				}
 				answers = append(answers, status(200, "RateLimit-Policy", `"d";q=100;w=10`, "RateLimit", `"d";r=60;t=5`))
 				s := newScript(answers...)
-				tr := &Transport{Base: s, Waiter: tt.waiter, Retry: RetryPolicy{MaxAttempts: 12}, OnEvent: func(e Event) {
+				tr := &Transport{Base: s, Waiter: tt.waiter, Retry: RetryPolicy{MaxAttempts: tt.bare + 1, Budget: -1}, OnEvent: func(e Event) {
 					switch e.Kind {
-					case EventWait, EventRetry:
+					case EventRetry:
+						if e.Reason == reasonTiming && e.Attempt == 1 {
+							timing++
+						} else if e.Reason != "" {
+							t.Errorf("retry of attempt %d: reason %q", e.Attempt, e.Reason)
+						}
+					case EventWait:
 					default:
 						tl.add(e)
 					}
@@ -241,13 +259,17 @@ func TestTransportWaiterEvents(t *testing.T) {
 				resp.Body.Close()
 				time.Sleep(10 * time.Second)
 				got := tl.take()
-				for _, want := range []string{"slow-down api.example rate=", "window api.example remaining=60 delay=5s attempt=12", "recovered api.example rate="} {
+				window := fmt.Sprintf("window api.example remaining=60 delay=5s attempt=%d", tt.bare+1)
+				for _, want := range []string{"slow-down api.example rate=", window, "recovered api.example rate="} {
 					if !strings.Contains(got, want) {
 						t.Errorf("events\n%s\nhave no %q", got, want)
 					}
 				}
-				if tt.waiter != nil && !strings.Contains(got, "0s shift api.example delay=102.020203ms attempt=1") {
-					t.Errorf("events\n%s\nhave no shift of the first attempt", got)
+				if timing != tt.timing {
+					t.Errorf("%d retries of the first attempt for the strict server's timing; want %d", timing, tt.timing)
+				}
+				if tt.shift != "" && !strings.Contains(got, tt.shift) {
+					t.Errorf("events\n%s\nhave no %q", got, tt.shift)
 				}
 				if strings.Contains(got, "recovered") && strings.Contains(got[strings.Index(got, "recovered"):], "attempt=") {
 					t.Errorf("events\n%s\nhave a recovery tied to a request", got)
@@ -281,7 +303,8 @@ func TestWithEvents(t *testing.T) {
 // TestEventShiftTruthful checks that a shift's Delay is what the last
 // queued wait then takes longer, for each cause that lengthens a queue:
 // a spent window, a declared pace slower than the queue's, a lone
-// rejection; and at least that for a slow-down.
+// rejection; at least that for a slow-down; and none for the first
+// rejection of a key one unit deep, which moves nothing.
 func TestEventShiftTruthful(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
@@ -292,7 +315,10 @@ func TestEventShiftTruthful(t *testing.T) {
 	}{
 		{"spent window", 10, nil, Feedback{HasRemaining: true, Remaining: 0, Reset: 5 * time.Second}, "window shift"},
 		{"declared", 0, &Feedback{HasDeclared: true, DeclaredRate: 10, DeclaredBurst: 1}, Feedback{HasDeclared: true, DeclaredRate: 2, DeclaredBurst: 1}, "declared shift"},
-		{"lone rejection", 10, nil, Feedback{Throttled: true}, "slow-down shift"},
+		// The first anchors the key, one unit deep (anchorStart): the
+		// pace and the turns stay.
+		{"first rejection", 10, nil, Feedback{Throttled: true}, ""},
+		{"lone rejection", 10, &Feedback{Throttled: true}, Feedback{Throttled: true}, "slow-down shift"},
 		{"slow-down", 10, &Feedback{Throttled: true}, Feedback{Throttled: true}, "slow-down shift"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -411,6 +411,11 @@ func (b *bucket) adapt(ctx context.Context, f Feedback) (timing bool, pause time
 		// covers more, the pace stays (anchor.go).
 		b.okSince = 0
 		timing = true
+	case f.Throttled && s.anchorStart(now, b.pacing):
+		// The first refusal of a strict server: the anchor starts, the
+		// pace stays (see anchorStart).
+		b.okSince, b.jitterAt = 0, now
+		timing = true
 	case f.Throttled && s.jitter(now, b.pacing, b.okSince, sent, b.jitterAt):
 		// A refusal of the strict server's timing, not of its budget:
 		// the pace stays (see jitter).

@@ -281,6 +281,9 @@ const (
 	reasonWaitFailed     = "wait for quota failed"
 	reasonRewindFailed   = "request body rewind failed"
 	reasonNoResponse     = "Base returned neither a response nor an error"
+	// An EventRetry's reason, for a refusal a Limiter's key took for a
+	// strict server's timing (see [RetryPolicy]).
+	reasonTiming = "strict server's timing: the key's pace stays"
 )
 
 // DefaultClassify is the decision of the zero [RetryPolicy]: see there.

@@ -378,8 +378,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return resp, err
 		}
 		ev.Kind, ev.Delay = EventRetry, delay
+		if timing {
+			ev.Reason = reasonTiming
+		}
 		t.emit(ev)
-		ev.Delay = 0
+		ev.Delay, ev.Reason = 0, ""
 		if resp != nil {
 			last, lastRec = keep(ctx, resp), rec
 		}
