@@ -65,7 +65,7 @@
 //
 //	throttle.key               the quota's key; opt-in, see Recorder.Keys
 //	throttle.outcome           "ok", "gave_up" or "error" (throttle.requests)
-//	throttle.reason            the event's Reason when it has one (why the Transport gave up)
+//	throttle.reason            the event's Reason when it has one (why the Transport gave up; on a retry, that a refusal was taken for a strict server's timing)
 //	throttle.event             the event's Kind.String() (throttle.events, throttle.event.delay)
 //	throttle.quota.unit        what the quota counts: "requests", "tokens", … (throttle.quota.remaining)
 //	http.response.status_code the attempt's or the final response's status

@@ -16,8 +16,10 @@ import (
 
 // A Transport paced at 10 requests a second, whose server rejects the
 // first request with a 429 and "Retry-After: 0": the Recorder counts the
-// requests, the retry and the waits, and the shift of the key's schedule
-// the Limiter took for a rejection within its limit (two intervals). A program would pass its own
+// requests, the retry and the waits, and the slow-down and shift of the
+// key's schedule the Limiter took for a rejection within its limit (a
+// key two units deep: one a unit deep takes its first for a strict
+// server's timing, and keeps its pace). A program would pass its own
 // MeterProvider (with an OTLP or Prometheus exporter), or none for the
 // global one; the example reads the metrics back with a ManualReader.
 func Example() {
@@ -39,7 +41,7 @@ func Example() {
 	rec := &otelthrottle.Recorder{MeterProvider: mp}
 	t := &throttle.Transport{
 		Base:    srv.Client().Transport,
-		Waiter:  &throttle.Limiter{Limit: 10, Burst: 1},
+		Waiter:  &throttle.Limiter{Limit: 10, Burst: 2},
 		OnEvent: rec.OnEvent,
 	}
 	client := &http.Client{Transport: rec.Wrap(t)}

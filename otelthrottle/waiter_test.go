@@ -31,7 +31,9 @@ func TestWaiterDecisions(t *testing.T) {
 			resp := &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("ok")), Request: r}
 			switch r.URL.Path {
 			case "/bare":
-				if bare++; bare <= 11 {
+				// Twelve: the first anchors the key, one unit deep (its
+				// pace kept), ten trim, the last cuts.
+				if bare++; bare <= 12 {
 					resp.StatusCode = 429 // nothing said of when to come back
 				}
 			case "/declared":
@@ -44,7 +46,7 @@ func TestWaiterDecisions(t *testing.T) {
 			Base:    base,
 			Waiter:  &throttle.Limiter{Overrides: map[string]throttle.Rate{"/bare": {Limit: 10, Burst: 1}}},
 			Key:     func(r *http.Request) string { return r.URL.Path },
-			Retry:   throttle.RetryPolicy{InitialInterval: time.Millisecond, MaxInterval: time.Millisecond, MaxAttempts: 12},
+			Retry:   throttle.RetryPolicy{InitialInterval: time.Millisecond, MaxInterval: time.Millisecond, MaxAttempts: 13, Budget: -1},
 			OnEvent: rec.OnEvent,
 		}
 		client := &http.Client{Transport: rec.Wrap(tr)}
@@ -106,9 +108,9 @@ func TestWaiterDecisions(t *testing.T) {
 			}
 		}
 		for _, w := range []string{
-			"/bare throttle.shift attempt=1 delay=0.1 key=/bare",
-			"/bare throttle.slow-down attempt=1 delay=0.0 key=/bare rate=9.9",
-			"/bare throttle.slow-down attempt=11 delay=0.0 key=/bare rate=7",
+			"/bare throttle.shift attempt=2 delay=0.1 key=/bare",
+			"/bare throttle.slow-down attempt=2 delay=0.0 key=/bare rate=9.9",
+			"/bare throttle.slow-down attempt=12 delay=0.0 key=/bare rate=7",
 			"/declared throttle.declared attempt=1 burst=100 delay=0.0 key=/declared rate=10",
 			"/declared throttle.window attempt=1 delay=5.0 key=/declared remaining=60",
 		} {
