@@ -79,3 +79,26 @@ type Feedback struct {
 type Adapter interface {
 	Adapt(ctx context.Context, f Feedback) error
 }
+
+// Adapted is what an [AdaptReporter] did with a [Feedback].
+type Adapted struct {
+	// Pause is the pause it set for the Feedback's Pause: that, or less
+	// where it knows the quota frees sooner (a budget it learned from
+	// refusals ends a refused probe's pause at its window's end, not at
+	// the whole-second Retry-After); 0 when the Feedback had none.
+	Pause time.Duration
+	// Timing: it took a bare refusal for a strict server's timing, not
+	// its budget, and left its pace as it was (a [Limiter]'s key one unit
+	// deep): the request may go again at its next turn, without a backoff.
+	Timing bool
+}
+
+// An AdaptReporter is an [Adapter] that tells what it did with each
+// Feedback. [Transport] prefers it: its EventPause then reports the pause
+// the waiter set, and a refusal taken for timing is retried at the next
+// turn. [Limiter]'s per-key waiters and distributed.Quota's implement it.
+type AdaptReporter interface {
+	Adapter
+	// AdaptReport is Adapt, and returns what it did.
+	AdaptReport(ctx context.Context, f Feedback) (Adapted, error)
+}

@@ -203,19 +203,20 @@ func (t *Transport) observe(ctx context.Context, o *Outcome, w Waiter, key strin
 		f.Throttled = false // a permanent rejection: a slower pace cannot help
 	}
 	switch w := w.(type) {
-	case Adapter:
-		var err error
-		if b, ok := w.(*bucket); ok {
-			// A Limiter's key tells a refusal of timing, and a pause
-			// it ended early (a learned budget's refused probe).
-			timing, f.Pause = b.adapt(ctx, f)
-		} else {
-			err = w.Adapt(ctx, f)
-		}
-		if err != nil {
+	case AdaptReporter:
+		// The waiter tells a refusal of timing, and a pause it ended
+		// early (a learned budget's refused probe).
+		if a, err := w.AdaptReport(ctx, f); err != nil {
 			f.Pause = 0
 		} else {
+			f.Pause, timing = a.Pause, a.Timing
 			slowed = f.Throttled && !timing
+		}
+	case Adapter:
+		if w.Adapt(ctx, f) != nil {
+			f.Pause = 0
+		} else {
+			slowed = f.Throttled
 		}
 	case Pauser:
 		if f.Pause > 0 && w.Pause(ctx, f.Pause) != nil {

@@ -339,6 +339,12 @@ func (b *bucket) Adapt(ctx context.Context, f Feedback) error {
 	return nil
 }
 
+// AdaptReport is Adapt, and reports what it did: see [AdaptReporter].
+func (b *bucket) AdaptReport(ctx context.Context, f Feedback) (Adapted, error) {
+	timing, pause := b.adapt(ctx, f)
+	return Adapted{Pause: pause, Timing: timing}, nil
+}
+
 // adapt is Adapt; it reports whether f was a bare refusal of the strict
 // server's timing, which left the pace as it was (anchor.go: jitter), and
 // the pause it set when that is shorter than f's (a learned budget's

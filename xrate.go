@@ -90,6 +90,11 @@ func (k *Key) Pause(ctx context.Context, d time.Duration) error { return k.bucke
 // Adapt paces the key by what a server said: see [Adapter].
 func (k *Key) Adapt(ctx context.Context, f Feedback) error { return k.bucket().Adapt(ctx, f) }
 
+// AdaptReport implements [AdaptReporter].
+func (k *Key) AdaptReport(ctx context.Context, f Feedback) (Adapted, error) {
+	return k.bucket().AdaptReport(ctx, f)
+}
+
 // State returns the key's state now: see [Inspector]. It never fails.
 func (k *Key) State(ctx context.Context) (State, error) { return k.l.State(k.key), nil }
 

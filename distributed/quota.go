@@ -348,6 +348,12 @@ func (q *Quota) Adapt(ctx context.Context, f throttle.Feedback) error {
 	return q.defaultWaiter().Adapt(ctx, f)
 }
 
+// AdaptReport is Adapt, and reports what it did: see
+// [throttle.AdaptReporter].
+func (q *Quota) AdaptReport(ctx context.Context, f throttle.Feedback) (throttle.Adapted, error) {
+	return q.defaultWaiter().AdaptReport(ctx, f)
+}
+
 // For returns the waiter of key's bucket: the same limit and burst as q,
 // its own state, shared by every process that uses q's name and the same
 // key. Any string is a safe key (see "Redis keys" in the package doc): it

@@ -139,13 +139,16 @@ elseif op == 'adapt' then
 	-- ARGV[12] "1" if the response was a refusal (see refused), ARGV[13]
 	-- the request's age µs ("" or missing: unknown, taken as 0), ARGV[14]
 	-- "1" if the server took it, "2" if it also stated a limit of its own
-	-- (schedule_budget.lua).
+	-- (schedule_budget.lua). Returns the pause it set for ARGV[6], in µs
+	-- rounded up: ARGV[6], or less for a learned budget's refused probe
+	-- (0 for no pause).
 	advance()
 	local cost = tonumber(ARGV[5])
 	s.pending = math.max(s.pending - math.max(cost, 1), 0)
 	local p = tonumber(ARGV[6])
 	local remaining = tonumber(ARGV[7])
 	local sentAt = now - (tonumber(ARGV[13] or '') or 0)
+	local set = 0
 	if p > 0 then
 		local until_ = now + p
 		if ARGV[12] == '1' and remaining == nil and ARGV[14] ~= '2' then
@@ -153,6 +156,7 @@ elseif op == 'adapt' then
 			until_, m = B.refused(sentAt, math.max(cost, 1), p)
 			moved = moved or m
 		end
+		set = math.max(math.ceil(until_ - now), 0)
 		if until_ > s.hold then
 			s.hold, moved = until_, true
 		end
@@ -174,7 +178,7 @@ elseif op == 'adapt' then
 	if age ~= nil and reject(now - age, cost) then
 		moved = true
 	end
-	reply = 1
+	reply = set
 elseif op == 'settle' then
 	-- ARGV[5] spent, ARGV[6] actual (both ≥ 0, spent within the burst:
 	-- checked by the caller). Returns 1. A give-back to a key without

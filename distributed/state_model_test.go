@@ -110,7 +110,10 @@ func TestStateMatchesLimiter(t *testing.T) {
 // 500ms around two cycles of 4 units (two refused) learn 2 units per
 // 500ms and more, spent until the last pause ends; the probe past it,
 // accepted, starts the next window, 1 unit left, which a refusal of a unit
-// of its burst (a miss) keeps. Each key's State is read as its ops end (a Limiter's and a Quota's, one after the other).
+// of its burst (a miss) keeps. Each key's State is read as its ops end (a Limiter's and a Quota's, one after the other),
+// and the pause each reported for the first refusal (its Retry-After) and
+// for the miss (ended a window after the unit before it: what a
+// Transport's EventPause shows).
 func TestHiddenBudgetMatchesLimiter(t *testing.T) {
 	_, c := startRedis(t)
 	ctx := context.Background()
@@ -118,12 +121,18 @@ func TestHiddenBudgetMatchesLimiter(t *testing.T) {
 		throttle.Waiter
 		throttle.Adapter
 		throttle.Inspector
+		throttle.AdaptReporter
 	}
-	run := func(k key) (learned, probed, missed throttle.State) {
+	type pauses struct{ first, miss time.Duration }
+	run := func(k key) (learned, probed, missed throttle.State, told pauses) {
 		refuse := func() {
 			_ = k.Adapt(ctx, throttle.Feedback{Cost: 1, Pause: 500 * time.Millisecond, Refused: true, Age: time.Millisecond})
 		}
-		refuse()
+		a, err := k.AdaptReport(ctx, throttle.Feedback{Cost: 1, Pause: 500 * time.Millisecond, Refused: true, Age: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		told.first = a.Pause
 		for range 2 {
 			_ = k.WaitN(ctx, 4) // after the pause
 			refuse()
@@ -137,15 +146,23 @@ func TestHiddenBudgetMatchesLimiter(t *testing.T) {
 		probed, _ = k.State(ctx)
 		// A unit of the window's burst refused: a miss, not a cycle; the
 		// window stays, its unit left.
-		_ = k.Adapt(ctx, throttle.Feedback{Cost: 1, Pause: 500 * time.Millisecond, Refused: true})
+		a, err = k.AdaptReport(ctx, throttle.Feedback{Cost: 1, Pause: 500 * time.Millisecond, Refused: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		told.miss = a.Pause
 		missed, _ = k.State(ctx)
-		return learned, probed, missed
+		return learned, probed, missed, told
 	}
 	l := &throttle.Limiter{Limit: 10, Burst: 10}
 	q := New(c, "hiddenmodel", 10, 10)
 	defer q.Close()
-	wl, wp, wm := run(l.For("k").(key))
-	gl, gp, gm := run(q.For("k").(key))
+	wl, wp, wm, wt := run(l.For("k").(key))
+	gl, gp, gm, gt := run(q.For("k").(key))
+	if wt.first != 500*time.Millisecond || gt.first != 500*time.Millisecond ||
+		wt.miss <= 0 || wt.miss > 100*time.Millisecond || (gt.miss-wt.miss).Abs() > 20*time.Millisecond {
+		t.Errorf("pauses reported: Quota's %+v, Limiter's %+v; want the first refusal's 500ms in both, the miss's under 100ms and within 20ms of each other", gt, wt)
+	}
 	for _, p := range []struct {
 		name      string
 		got, want throttle.State

@@ -450,6 +450,15 @@ func (w *keyWaiter) Pause(ctx context.Context, d time.Duration) error {
 // Adapt implements [throttle.Adapter]; see Quota.For. A Feedback that
 // says nothing (no pause, no window, no rejection) costs nothing.
 func (w *keyWaiter) Adapt(ctx context.Context, f throttle.Feedback) error {
+	_, err := w.AdaptReport(ctx, f)
+	return err
+}
+
+// AdaptReport implements [throttle.AdaptReporter]: the pause it reports
+// is the one the script set, f.Pause or, for a learned budget's refused
+// probe, the rest of its window (schedule_budget.lua). A bare refusal is
+// never taken for timing: a shared key has no anchor.
+func (w *keyWaiter) AdaptReport(ctx context.Context, f throttle.Feedback) (throttle.Adapted, error) {
 	accepted := ""
 	if f.Accepted {
 		// Told only for a unit sent past a learned budget's window's
@@ -463,10 +472,7 @@ func (w *keyWaiter) Adapt(ctx context.Context, f throttle.Feedback) error {
 		accepted = "2" // a refusal that states a limit: no hidden budget
 	}
 	if f.Pause <= 0 && !f.HasRemaining && !f.Throttled && accepted != "1" {
-		return nil
-	}
-	if f.Pause > 0 {
-		w.q.memo.pause(w.rkey, time.Now().Add(min(f.Pause, maxPause)))
+		return throttle.Adapted{}, nil
 	}
 	remaining, reset, size, length := "", "0", "0", "0"
 	if f.HasRemaining && !math.IsNaN(f.Remaining) && !math.IsNaN(f.Size) {
@@ -482,13 +488,23 @@ func (w *keyWaiter) Adapt(ctx context.Context, f throttle.Feedback) error {
 	if f.Refused {
 		refused = "1"
 	}
-	_, err := w.run(context.WithoutCancel(ctx), "adapt", max(f.Cost, 1), us(f.Pause), remaining, reset, size, length, age, refused, us(max(f.Age, 0)), accepted)
+	pause := min(max(f.Pause, 0), maxPause)
+	reply, err := w.run(context.WithoutCancel(ctx), "adapt", max(f.Cost, 1), us(f.Pause), remaining, reset, size, length, age, refused, us(max(f.Age, 0)), accepted)
+	if err == nil && len(reply) == 1 && pause > 0 {
+		// The script replies the pause it set, in µs.
+		pause = min(pause, time.Duration(max(reply[0], 0))*time.Microsecond)
+	}
+	if pause > 0 {
+		// This process knows the pause even if Redis does not: FailLocal
+		// honours it, and a state Redis lost gets it back.
+		w.q.memo.pause(w.rkey, time.Now().Add(pause))
+	}
 	if err != nil {
 		if f.Pause <= 0 {
 			// What was lost is advice; the next response says it again.
-			return nil
+			return throttle.Adapted{}, nil
 		}
-		return fmt.Errorf("pausing %q: %w", w.key, unavailable(err))
+		return throttle.Adapted{}, fmt.Errorf("pausing %q: %w", w.key, unavailable(err))
 	}
-	return nil
+	return throttle.Adapted{Pause: pause}, nil
 }
