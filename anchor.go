@@ -145,10 +145,10 @@ func (s *schedule) jitter(now float64, c pacing, okSince, sentAt, last float64) 
 // remedy for the timing that refused it (the request before arrived late,
 // which its round trip now tells). So it too leaves the pace as it is,
 // and its retry takes the key's next paced turn, where a bare refusal's
-// shift and trim (see reject) cost an interval and a hundred units'
-// hundredth of one each (a leaky bucket of 50/s on the real clock, 300
-// requests: 40 ms of the run's 6.2 s, two thirds of the 0.03 of its
-// capacity the goal leaves). So do the refusals of requests that were in
+// shift and trim (see reject) cost about an interval each: the shift
+// once, the 1% trim over the hundred units that give it back (a leaky
+// bucket of 50/s on the real clock, 300 requests: 40 ms of the run's
+// 6.2 s, two thirds of the 0.03 of its capacity the goal leaves). So do the refusals of requests that were in
 // flight when it came (jitter). A server whose budget is below the limit
 // told refuses again before 1/trimTarget − 1 units are answered, and that
 // refusal shifts and trims, then cuts, as on any key: such a key pays one

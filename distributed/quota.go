@@ -359,7 +359,9 @@ func (q *Quota) AdaptReport(ctx context.Context, f throttle.Feedback) (throttle.
 // key. Any string is a safe key (see "Redis keys" in the package doc): it
 // cannot reach another key's state. For is cheap; the
 // result is safe for concurrent use and also implements [throttle.Pauser],
-// [throttle.Adapter], [throttle.RetryWaiter], [throttle.Trier] (TryN: one
+// [throttle.Adapter] and [throttle.AdaptReporter] (the pause the script
+// set: a learned budget's refused probe ends it before the Retry-After),
+// [throttle.RetryWaiter], [throttle.Trier] (TryN: one
 // script call, spends now or nothing), [throttle.Reserver] (ReserveN:
 // one script call takes a ticket as a wait does; the Reservation's Delay
 // is the turn as learned then, its Wait sleeps and asks again as a wait
