@@ -160,8 +160,7 @@ func (s *schedule) jitter(now float64, c pacing, okSince, sentAt, last float64) 
 // leaves the pace as it is.
 func (s *schedule) anchorStart(now float64, c pacing) bool {
 	interval, tau := s.pace(now, c)
-	if c.interval <= 0 || interval <= 0 || tau > interval*(1+1e-9) || s.cut.rate(now, c.sec) > 0 || s.trim > 0 ||
-		(s.cut.moved && now-s.cut.last <= trimKeep*c.sec) {
+	if c.interval <= 0 || interval <= 0 || tau > interval*(1+1e-9) || s.anchored(now, c) || s.cut.rate(now, c.sec) > 0 || s.trim > 0 {
 		return false
 	}
 	s.cut.last, s.cut.moved = now, true
