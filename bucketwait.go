@@ -6,6 +6,8 @@ import (
 	"math"
 	"runtime"
 	"time"
+
+	"github.com/throttle-go/throttle/internal/schedule"
 )
 
 // A key's wait (bucket): it takes a ticket in the key's queue once, sleeps
@@ -15,13 +17,13 @@ import (
 
 // WaitN waits for n units of the bucket's quota.
 func (b *bucket) WaitN(ctx context.Context, n int) error {
-	return b.wait(ctx, n, queueFirst)
+	return b.wait(ctx, n, schedule.First)
 }
 
 // WaitRetryN waits for n units of the bucket's quota ahead of first
 // attempts: see [RetryWaiter].
 func (b *bucket) WaitRetryN(ctx context.Context, n int) error {
-	return b.wait(ctx, n, queueRetry)
+	return b.wait(ctx, n, schedule.Retry)
 }
 
 // check validates a cost of n against the key's rate. It requires b.mu.
@@ -31,7 +33,7 @@ func (b *bucket) check(n int) error {
 		return fmt.Errorf("throttle: wait for %d units of %q: %w", n, b.key, ErrInvalidLimit)
 	case b.limit < 0 || b.burst < 0 || math.IsNaN(float64(b.limit)):
 		return fmt.Errorf("throttle: %q has limit %v, burst %d: %w", b.key, b.limit, b.burst, ErrInvalidLimit)
-	case b.pacing.interval > 0 && n > b.burst:
+	case b.pacing.Interval > 0 && n > b.burst:
 		return fmt.Errorf("throttle: wait for %d units of %q, burst %d: %w", n, b.key, b.burst, ErrCostExceedsBurst)
 	case b.xerr != nil:
 		return b.xerr
@@ -67,27 +69,27 @@ func (b *bucket) waitUnits(ctx context.Context, n int, units []UnitCost, qi int)
 	now := b.l.now()
 	s := &b.s
 	b.advanceLocked(now)
-	if s.goNowX(now, b.pacing, qi, int64(n), cost) {
+	if _, ok := s.GoNow(now, b.pacing, qi, int64(n), cost); ok {
 		b.mu.Unlock()
 		return nil
 	}
-	e, moved := s.enqueueX(now, b.pacing, qi, int64(n), cost)
+	e, moved := s.Enqueue(now, b.pacing, qi, int64(n), cost)
 	if moved {
 		b.notifyLocked()
 	}
-	turn := s.turn(now, b.pacing, qi, e)
+	turn := s.Turn(now, b.pacing, qi, e)
 	if turn <= now {
 		b.advanceLocked(now) // lets the ticket go
-		if e <= s.q[qi].rel {
+		if s.Gone(qi, e) {
 			b.mu.Unlock()
 			return nil
 		}
 		// Never returns for units that did not go (the turn and advance
 		// agree; this keeps a disagreement from over-sending): sleep.
-		turn = max(s.turn(now, b.pacing, qi, e), now)
+		turn = max(s.Turn(now, b.pacing, qi, e), now)
 	}
 	if err := b.overDeadline(ctx, turn-now); err != nil {
-		s.cancel(now, qi, e, int64(n))
+		s.Cancel(now, qi, e, int64(n))
 		b.mu.Unlock()
 		return err
 	}
@@ -127,12 +129,12 @@ func (b *bucket) sleep(ctx context.Context, qi int, e, n int64, turn float64, do
 	for {
 		now := b.l.now()
 		changed := b.changedLocked()
-		wake := min(turn, b.s.recheck(now, b.pacing))
+		wake := min(turn, b.s.Recheck(now, b.pacing))
 		lead := 0.0
 		if wake == turn {
 			// A wait's own turn, not a cut's step, which wakes every
 			// sleeper of the key at once (see spinLead).
-			lead = b.spinLead(now)
+			lead = b.strict.SpinLead(&b.s, now, b.pacing)
 		}
 		b.mu.Unlock()
 		at := wake - lead
@@ -150,28 +152,28 @@ func (b *bucket) sleep(ctx context.Context, qi int, e, n int64, turn float64, do
 		}
 		b.mu.Lock()
 		if fired >= 0 {
-			b.late.observe(fired - at)
+			b.strict.Fired(fired - at)
 		}
 		now = b.l.now()
 		if done != nil && *done {
 			return context.Canceled
 		}
 		b.advanceLocked(now)
-		if e <= b.s.q[qi].rel {
-			iv, _ := b.s.pace(now, b.pacing)
-			b.wake.observe(now-turn, iv, b.pacing.sec)
+		if b.s.Gone(qi, e) {
+			iv, _ := b.s.Pace(now, b.pacing)
+			b.strict.Woke(now-turn, iv, b.pacing.Sec)
 			return nil
 		}
 		if err := ctx.Err(); err != nil {
 			b.giveBack(qi, e, n, done)
 			return err
 		}
-		turn = b.s.turn(now, b.pacing, qi, e)
+		turn = b.s.Turn(now, b.pacing, qi, e)
 		if turn <= now {
 			// advance let go every unit whose turn has come; a ticket it
 			// kept has its turn later (rounding aside). Never spin: look
 			// again a unit's time later.
-			iv, _ := b.s.pace(now, b.pacing)
+			iv, _ := b.s.Pace(now, b.pacing)
 			turn = now + max(iv, 1e6)
 		}
 		if err := b.overDeadline(ctx, turn-now); err != nil {
@@ -185,15 +187,14 @@ func (b *bucket) sleep(ctx context.Context, qi int, e, n int64, turn float64, do
 // if that moved their turns earlier (the trim gave a step back: see
 // schedule.sped). It requires b.mu.
 func (b *bucket) advanceLocked(now float64) {
-	b.s.advance(now, b.pacing)
+	b.s.Advance(now, b.pacing)
 	b.wakeIfSped()
 }
 
 // wakeIfSped wakes the key's sleepers if the schedule moved turns earlier
 // since it was last asked. It requires b.mu.
 func (b *bucket) wakeIfSped() {
-	if b.s.sped {
-		b.s.sped = false
+	if b.s.Sped() {
 		b.notifyLocked()
 	}
 }
@@ -207,7 +208,7 @@ func (b *bucket) giveBack(qi int, e, n int64, done *bool) {
 	}
 	// A ticket that has gone stays gone (rel only grows): only one whose
 	// units came back could be cancelled twice, its numbers given out again.
-	if b.s.cancel(b.l.now(), qi, e, n) {
+	if b.s.Cancel(b.l.now(), qi, e, n) {
 		if done != nil {
 			*done = true
 		}

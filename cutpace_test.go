@@ -6,6 +6,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/throttle-go/throttle/internal/schedule"
 )
 
 // TestCutPaceIsTheCutRate: a cut to r a second spaces units by 1/r, not
@@ -17,10 +19,10 @@ func TestCutPaceIsTheCutRate(t *testing.T) {
 		l := &Limiter{Limit: 10, Burst: 1}
 		ctx := context.Background()
 		// Bare rejections trim the pace to trimMax (see trimStep); the one
-		// past it cuts to cutBeta·10/s.
+		// past it cuts to schedule.CutBeta·10/s.
 		adapt(l, "k", Feedback{Throttled: true})
 		time.Sleep(time.Second)
-		for l.For("k").(*bucket).s.cut.r0 == 0 {
+		for b := l.bucket("k"); b.s.CutRate(l.now(), b.pacing) == 0; {
 			adapt(l, "k", Feedback{Throttled: true})
 		}
 		cutAt := time.Now()
@@ -32,15 +34,15 @@ func TestCutPaceIsTheCutRate(t *testing.T) {
 			}
 			got[i] = time.Since(cutAt)
 		}
-		// The cut's pace at d after it: cutBeta·10 regrowing to 10 in
-		// steps of cutStep over cutRecover.
+		// The cut's pace at d after it: schedule.CutBeta·10 regrowing to 10 in
+		// steps of schedule.CutStep over schedule.CutRecover.
 		rateAt := func(d time.Duration) float64 {
-			steps := math.Floor(d.Seconds() / cutStep)
-			if steps*cutStep >= cutRecover {
+			steps := math.Floor(d.Seconds() / schedule.CutStep)
+			if steps*schedule.CutStep >= schedule.CutRecover {
 				return 10
 			}
-			r0 := cutBeta * 10
-			return r0 + (10-r0)*steps*cutStep/cutRecover
+			r0 := schedule.CutBeta * 10
+			return r0 + (10-r0)*steps*schedule.CutStep/schedule.CutRecover
 		}
 		for i := 1; i < n; i++ {
 			gap := got[i] - got[i-1]

@@ -50,7 +50,7 @@ func (b *bucket) forgetIf(now float64, pass int) bool {
 	defer b.mu.Unlock()
 	b.advanceLocked(now) // forgets a window long past its reset
 	switch {
-	case pass == 0 && (!b.s.idle(now, b.pacing) || b.inflight.busy()):
+	case pass == 0 && (!b.s.Idle(now, b.pacing) || b.inflight.busy()):
 		// A key with units in flight, or waited for, is not idle: a
 		// fresh key would forget them and let more than its cap in.
 		return false

@@ -165,7 +165,7 @@ func followsDeclared(w Waiter) bool {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.pacing.interval == 0
+	return b.pacing.Interval == 0
 }
 
 // unit returns the unit Cost counts: CostUnit, "requests" when unset.

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/throttle-go/throttle/internal/schedule"
 )
 
 // acquirer returns the Acquirer of l's key.
@@ -382,7 +384,7 @@ func TestTransportSlotPerAttempt(t *testing.T) {
 		// The pause, then the unit at the pace the 429 trimmed (see
 		// refused in schedule_ops.go): 1 s at 0.99/s.
 		second := float64(time.Second)
-		if d, want := time.Since(start), time.Duration(second/(1-trimStep)); d < want-time.Microsecond || d > want+time.Microsecond {
+		if d, want := time.Since(start), time.Duration(second/(1-schedule.TrimStep)); d < want-time.Microsecond || d > want+time.Microsecond {
 			t.Errorf("retried after %v; want %v (Retry-After 1, a unit at the trimmed pace)", d, want)
 		}
 		resp.Body.Close()

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/throttle-go/throttle/internal/schedule"
+	"github.com/throttle-go/throttle/internal/strict"
 	"golang.org/x/time/rate"
 )
 
@@ -151,7 +153,7 @@ type Limiter struct {
 	insertMu sync.Mutex         // serializes insertions and sweeps, so count never passes MaxKeys
 	next     int64              // count at which the next sweep runs; insertMu
 	def      *bucket            // the bucket of WaitN on the Limiter itself
-	xlim     []xlimit           // Limits as the schedule keeps them; each key a copy
+	xlim     []schedule.Limit   // Limits as the schedule keeps them; each key a copy
 	xunits   []string           // their units
 	xerr     error              // Limits invalid: every wait fails with it
 	xkeys    map[string]xconfig // LimitsOverrides as the schedule keeps them
@@ -159,7 +161,7 @@ type Limiter struct {
 
 // xconfig is a key's further limits as the schedule keeps them.
 type xconfig struct {
-	lim   []xlimit
+	lim   []schedule.Limit
 	units []string
 	err   error
 }
@@ -172,22 +174,16 @@ type bucket struct {
 	mu       sync.Mutex // protects the fields below
 	limit    rate.Limit // rate.Inf: no limit
 	burst    int
-	pacing   pacing
-	s        schedule      // the key's state
-	changed  chan struct{} // closed when turns may have moved; nil if no one sleeps
-	sleepers int           // waits sleeping on s
-	dead     bool          // forgotten by l: new waits re-resolve through l
-	inflight slots         // the in-flight cap (inflight.go)
-	quick    float64       // the quickest round trip of the key's responses (anchor.go); 0: none
-	burst1   burstSpread   // the round trips of the busy period's first burst (anchor.go)
-	okSince  float64       // units answered without a refusal since the key's last one (anchor.go: jitter)
-	jitterAt float64       // when a refusal last left the pace as it was (anchor.go: jitter); 0: never
-	bound    anchorBound   // the most delay a response adds (anchor.go)
-	wake     wakeLag       // how late the key's waits wake after their turns (anchor.go)
-	late     timerLate     // how late the key's timers fire (anchor.go: spinLead)
-	xunits   []string      // the units of s.x's limits (l.xunits)
-	xcost    []float64     // a wait's cost in them, converted under mu
-	xerr     error         // l.xerr
+	pacing   schedule.Config
+	s        schedule.State // the key's state
+	changed  chan struct{}  // closed when turns may have moved; nil if no one sleeps
+	sleepers int            // waits sleeping on s
+	dead     bool           // forgotten by l: new waits re-resolve through l
+	inflight slots          // the in-flight cap (inflight.go)
+	strict   strict.Key     // the strict-server rules' state (internal/strict)
+	xunits   []string       // the units of s.x's limits (l.xunits)
+	xcost    []float64      // a wait's cost in them, converted under mu
+	xerr     error          // l.xerr
 
 	// The slow-down in force, for EventRecovered (see events_limiter.go).
 	recovery  *time.Timer // reports the cut's end; nil if none armed
@@ -234,14 +230,13 @@ func (l *Limiter) newBucket(key string) *bucket {
 	if o, ok := l.xkeys[key]; ok {
 		x = o
 	}
+	var lim []schedule.Limit
 	if x.lim != nil {
-		b.s.x = newExtras(append([]xlimit(nil), x.lim...))
+		lim = append([]schedule.Limit(nil), x.lim...)
 		b.xunits, b.xcost = x.units, make([]float64, len(x.lim))
 	}
+	b.s.Init(lim)
 	b.xerr = x.err
-	// A new key's bucket is full: any time before now will do.
-	b.s.tat = math.Inf(-1)
-	b.s.lastGo = math.Inf(-1)
 	return b
 }
 
@@ -315,13 +310,13 @@ func (b *bucket) Pause(ctx context.Context, d time.Duration) error {
 	now := b.l.now()
 	b.advanceLocked(now)
 	sink := sinkFrom(ctx)
-	var w watch
+	var w schedule.Watch
 	listen := b.listening(sink)
 	if listen {
 		w = b.watchLocked(now, false)
 	}
 	var ev decided
-	if b.s.pause(now + float64(d)) {
+	if b.s.Pause(now + float64(d)) {
 		if listen {
 			ev = b.decideLocked(now, w, sink)
 		}
@@ -360,13 +355,13 @@ func (b *bucket) adapt(ctx context.Context, f Feedback) (timing bool, pause time
 	s := &b.s
 	b.advanceLocked(now)
 	sink := sinkFrom(ctx)
-	var w watch
+	var w schedule.Watch
 	listen := b.listening(sink)
 	if listen {
 		w = b.watchLocked(now, f.Throttled)
 	}
 	units := float64(max(f.Cost, 1))
-	s.answered(units)
+	s.Answered(units)
 	moved := false
 	sent := now - float64(max(f.Age, 0))
 	if f.Pause > 0 {
@@ -375,68 +370,50 @@ func (b *bucket) adapt(ctx context.Context, f Feedback) (timing bool, pause time
 			// A refusal that says only when to come back: a hidden
 			// budget's cycle (schedule_budget.go).
 			var m bool
-			until, m = s.budgetRefused(now, sent, units, float64(f.Pause), b.pacing)
+			until, m = s.BudgetRefused(now, sent, units, float64(f.Pause), b.pacing)
 			moved = m
 			pause = min(pause, time.Duration(math.Ceil(until-now)))
 		}
-		if s.pause(until) {
+		if s.Pause(until) {
 			moved = true
 		}
-		if f.Refused && s.refused(now, b.pacing) {
+		if f.Refused && s.Refused(now, b.pacing) {
 			moved = true
 		}
 	}
-	if f.Accepted && s.budgetAccepted(now, sent, b.pacing) {
+	if f.Accepted && s.BudgetAccepted(now, sent, b.pacing) {
 		moved = true
 	}
-	if f.HasDeclared && b.pacing.interval == 0 && f.DeclaredRate > 0 && f.DeclaredRate != rate.Inf && !math.IsNaN(float64(f.DeclaredRate)) {
-		s.declare(now, b.pacing, 1e9/float64(f.DeclaredRate), float64(max(f.DeclaredBurst, 1)))
+	if f.HasDeclared && b.pacing.Interval == 0 && f.DeclaredRate > 0 && f.DeclaredRate != rate.Inf && !math.IsNaN(float64(f.DeclaredRate)) {
+		s.Declare(now, b.pacing, 1e9/float64(f.DeclaredRate), float64(max(f.DeclaredBurst, 1)))
 		moved = true
 	}
 	if f.HasRemaining && !math.IsNaN(f.Remaining) && !math.IsNaN(f.Size) {
-		s.window(now, max(f.Remaining, 0), float64(max(f.Reset, 0)), max(f.Size, 0), float64(max(f.Window, 0)), b.pacing)
+		s.Window(now, max(f.Remaining, 0), float64(max(f.Reset, 0)), max(f.Size, 0), float64(max(f.Window, 0)), b.pacing)
 		moved = true
 	}
-	if f.HasAvailable && !math.IsNaN(f.Available) && s.level(now, b.pacing, f.Available) {
+	if f.HasAvailable && !math.IsNaN(f.Available) && s.Level(now, b.pacing, f.Available) {
 		moved = true
 	}
-	if age := float64(f.Age); age > 0 {
-		if b.quick == 0 || age < b.quick {
-			b.quick = age
-		}
-		if !f.Refused && !f.Throttled && f.Pause == 0 && s.anchor(now, b.pacing, now-age, b.quick, float64(b.wake), &b.bound) {
-			moved = true
-		}
-		if !f.Refused && !f.Throttled && f.Pause == 0 && s.spread(now, b.pacing, &b.burst1, now-age, age) {
-			moved = true
-		}
+	k := &b.strict
+	k.RoundTrip(float64(f.Age))
+	if !f.Refused && !f.Throttled && f.Pause == 0 && k.Took(s, now, b.pacing, float64(f.Age)) {
+		moved = true
 	}
 	switch {
-	case f.Throttled && s.anchored(now, b.pacing) && b.bound.widen(sent, s.interval(now, b.pacing)):
-		// The request before it was late on the way in: the anchor
-		// covers more, the pace stays (anchor.go).
-		b.okSince = 0
-		timing = true
-	case f.Throttled && s.anchorStart(now, b.pacing):
-		// The first refusal of a strict server: the anchor starts, the
-		// pace stays (see anchorStart).
-		b.okSince, b.jitterAt = 0, now
-		timing = true
-	case f.Throttled && s.jitter(now, b.pacing, b.okSince, sent, b.jitterAt):
-		// A refusal of the strict server's timing, not of its budget:
-		// the pace stays (see jitter).
-		b.okSince, b.jitterAt = 0, now
+	case f.Throttled && k.Timing(s, now, b.pacing, sent):
+		// A refusal of the strict server's timing: the pace stays
+		// (internal/strict).
 		timing = true
 	case f.Throttled:
-		b.okSince = 0
-		if s.reject(now, sent, units, b.pacing) {
+		k.Refused()
+		if s.Reject(now, sent, units, b.pacing) {
 			moved = true
 		}
 	case f.Refused:
-		b.okSince = 0
+		k.Refused()
 	default:
-		b.okSince += units
-		b.bound.answered(units)
+		k.Answered(units)
 	}
 	var ev decided
 	if moved {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/throttle-go/throttle/internal/schedule"
 	"golang.org/x/time/rate"
 )
 
@@ -111,9 +112,9 @@ func (c Cost) First() int {
 // turn returns c's units of the first limit and the queue its wait takes.
 func (c Cost) turn() (n, qi int) {
 	if c.Retry {
-		return c.First(), queueRetry
+		return c.First(), schedule.Retry
 	}
-	return c.First(), queueFirst
+	return c.First(), schedule.First
 }
 
 // UnitCost is a cost of N units in Unit: see [Cost].
@@ -189,7 +190,7 @@ func (b *bucket) TryCost(ctx context.Context, c Cost) (bool, time.Duration, erro
 	}
 	now := b.l.now()
 	b.advanceLocked(now)
-	ok, turn := b.s.try(now, b.pacing, queueFirst, int64(n), cost)
+	ok, turn := b.s.Try(now, b.pacing, schedule.First, int64(n), cost)
 	b.wakeIfSped()
 	b.mu.Unlock()
 	if ok {
@@ -200,8 +201,8 @@ func (b *bucket) TryCost(ctx context.Context, c Cost) (bool, time.Duration, erro
 
 // xlimits converts l.Limits to the schedule's further limits and their
 // units; an error for a configuration no wait can use.
-func (l *Limiter) xlimits(limits []UnitLimit) ([]xlimit, []string, error) {
-	var lim []xlimit
+func (l *Limiter) xlimits(limits []UnitLimit) ([]schedule.Limit, []string, error) {
+	var lim []schedule.Limit
 	var units []string
 	for i, u := range limits {
 		r, w := u.Rate, u.Window
@@ -220,24 +221,22 @@ func (l *Limiter) xlimits(limits []UnitLimit) ([]xlimit, []string, error) {
 			return nil, nil, fmt.Errorf("throttle: Limits[%d] (%q) has a sliding log of %d per %v, more than MaxLogCount (%d) times a key keeps: use Sliding (the sliding window counter) for counts this large: %w", i, u.Unit, w.Count, w.Per, MaxLogCount, ErrInvalidLimit)
 		}
 		if r.Limit != rate.Inf && (r.Limit != 0 || r.Burst != 0) {
-			b := xlimit{kind: xBucket, burst: float64(max(r.Burst, 1))}
-			b.interval = min(1e9/float64(r.Limit), neverInterval)
-			b.tau = b.burst * b.interval
+			b := schedule.BucketLimit(min(1e9/float64(r.Limit), neverInterval), float64(max(r.Burst, 1)))
 			lim, units = append(lim, b), append(units, u.Unit)
 		}
 		if w.Per > 0 {
-			x := xlimit{kind: xFixed, w: float64(w.Per), q: float64(w.Count)}
+			kind := schedule.KindFixed
 			switch {
 			case w.Sliding:
-				x.kind = xSliding
+				kind = schedule.KindSliding
 			case w.Log:
-				x.kind = xLog
+				kind = schedule.KindLog
 			case w.FirstUse:
-				x.kind, x.start = xFirst, math.Inf(-1)
+				kind = schedule.KindFirst
 			}
 			// Aligned to the Unix epoch: schedule times count from l.epoch.
-			x.off = float64(l.epoch.UnixNano() % int64(w.Per))
-			lim, units = append(lim, x), append(units, u.Unit)
+			off := float64(l.epoch.UnixNano() % int64(w.Per))
+			lim, units = append(lim, schedule.WindowLimit(kind, float64(w.Per), float64(w.Count), off)), append(units, u.Unit)
 		}
 	}
 	if len(lim) == 0 {
@@ -261,7 +260,7 @@ func (b *bucket) costOf(units []UnitCost) ([]float64, error) {
 			}
 			found = true
 			b.xcost[i] += float64(u.N)
-			if l := &b.s.x.lim[i]; l.kind == xBucket && l.interval > 0 && b.xcost[i] > l.burst || l.kind != xBucket && b.xcost[i] > l.q {
+			if l := &b.s.Limits()[i]; b.xcost[i] > l.Most() {
 				return nil, fmt.Errorf("throttle: wait for %v %s of %q, more than one of its limits allows at once: %w", b.xcost[i], u.Unit, b.key, ErrCostExceedsBurst)
 			}
 		}

@@ -374,7 +374,7 @@ func TestLimitsLogBounded(t *testing.T) {
 				t.Fatal(err)
 			}
 			b.mu.Lock()
-			n := len(b.s.x.lim[0].log)
+			n := b.s.Limits()[0].Entries()
 			b.mu.Unlock()
 			if want := min(i+1, 5); n != want {
 				t.Fatalf("after wait %d the log holds %d entries; want %d", i, n, want)

@@ -8,13 +8,14 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/throttle-go/throttle/internal/schedule"
 	"github.com/throttle-go/throttle/throttletest"
 )
 
 // TestRefusedTrims checks a refusal that said when to come back, under a
 // known limit: the pause holds the key, and then it goes a step slower
-// (trimStep) than its limit, without a shift; a bare response after it
-// changes nothing, and no refusal trims past trimMax.
+// (schedule.TrimStep) than its limit, without a shift; a bare response after it
+// changes nothing, and no refusal trims past schedule.TrimMax.
 func TestRefusedTrims(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := &Limiter{Limit: 10, Burst: 1}
@@ -34,7 +35,7 @@ func TestRefusedTrims(t *testing.T) {
 		}
 		// 10/s trimmed by 1%: 9.9/s, one every 101.0101… ms after the
 		// pause, which the first takes (a full bucket at its end).
-		second, trimmed := float64(time.Second), 10*(1-trimStep)
+		second, trimmed := float64(time.Second), 10*(1-schedule.TrimStep)
 		step := time.Duration(second / trimmed)
 		want := []time.Duration{time.Second, time.Second + step, time.Second + 2*step}
 		for i := range want {
@@ -53,14 +54,14 @@ func TestRefusedTrims(t *testing.T) {
 		if d := time.Since(start); d != time.Second+100*time.Millisecond {
 			t.Errorf("after a pause that was no refusal the second unit went at %v; want 1.1s", d)
 		}
-		// Refusals trim to trimMax and no further.
+		// Refusals trim to schedule.TrimMax and no further.
 		w3 := l.For("k3")
 		for range 20 {
 			w3.(Adapter).Adapt(ctx, Feedback{Cost: 1, Pause: time.Millisecond, Refused: true})
 		}
 		st := l.State("k3")
-		if want := 10 * (1 - trimMax); fmt.Sprintf("%.6f", float64(st.Limit)) != fmt.Sprintf("%.6f", want) {
-			t.Errorf("after 20 refusals the pace is %v/s; want %v/s (trimMax)", st.Limit, want)
+		if want := 10 * (1 - schedule.TrimMax); fmt.Sprintf("%.6f", float64(st.Limit)) != fmt.Sprintf("%.6f", want) {
+			t.Errorf("after 20 refusals the pace is %v/s; want %v/s (schedule.TrimMax)", st.Limit, want)
 		}
 	})
 }

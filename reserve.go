@@ -3,6 +3,8 @@ package throttle
 import (
 	"context"
 	"time"
+
+	"github.com/throttle-go/throttle/internal/schedule"
 )
 
 // Reserver is a Waiter that hands out turns without sleeping: ReserveN
@@ -53,7 +55,7 @@ type reservation struct {
 // ReserveN takes a turn for n units of the key's quota and returns it
 // without waiting: see [Reserver].
 func (b *bucket) ReserveN(ctx context.Context, n int) (Reservation, error) {
-	return b.reserveUnits(ctx, n, nil, queueFirst)
+	return b.reserveUnits(ctx, n, nil, schedule.First)
 }
 
 // reserveUnits takes a turn in queue qi for n units of the first limit
@@ -84,21 +86,21 @@ func (b *bucket) reserveUnits(ctx context.Context, n int, units []UnitCost, qi i
 	now := b.l.now()
 	s := &b.s
 	b.advanceLocked(now)
-	if s.goNowX(now, b.pacing, qi, int64(n), cost) {
-		r.e = s.q[qi].rel
+	if e, ok := s.GoNow(now, b.pacing, qi, int64(n), cost); ok {
+		r.e = e
 		b.mu.Unlock()
 		return r, nil
 	}
-	e, moved := s.enqueueX(now, b.pacing, qi, int64(n), cost)
+	e, moved := s.Enqueue(now, b.pacing, qi, int64(n), cost)
 	if moved {
 		b.notifyLocked()
 	}
 	r.e = e
-	turn := s.turn(now, b.pacing, qi, e)
+	turn := s.Turn(now, b.pacing, qi, e)
 	if turn <= now {
 		b.advanceLocked(now)
 	} else if err := b.overDeadline(ctx, turn-now); err != nil {
-		s.cancel(now, qi, e, int64(n))
+		s.Cancel(now, qi, e, int64(n))
 		b.mu.Unlock()
 		return nil, err
 	}
@@ -123,10 +125,10 @@ func (r *reservation) Delay() time.Duration {
 	}
 	now := b.l.now()
 	b.advanceLocked(now)
-	if r.e <= b.s.q[r.qi].rel {
+	if b.s.Gone(r.qi, r.e) {
 		return 0
 	}
-	return duration(b.s.turn(now, b.pacing, r.qi, r.e) - now)
+	return duration(b.s.Turn(now, b.pacing, r.qi, r.e) - now)
 }
 
 // Cancel implements [Reservation].
@@ -159,7 +161,7 @@ func (r *reservation) Wait(ctx context.Context) error {
 	}
 	now := b.l.now()
 	b.advanceLocked(now)
-	if r.e <= b.s.q[r.qi].rel {
+	if b.s.Gone(r.qi, r.e) {
 		b.mu.Unlock()
 		return nil
 	}
@@ -168,7 +170,7 @@ func (r *reservation) Wait(ctx context.Context) error {
 		b.mu.Unlock()
 		return err
 	}
-	turn := b.s.turn(now, b.pacing, r.qi, r.e)
+	turn := b.s.Turn(now, b.pacing, r.qi, r.e)
 	if err := b.overDeadline(ctx, turn-now); err != nil {
 		r.giveBackLocked()
 		b.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/throttle-go/throttle/internal/schedule"
 	"golang.org/x/time/rate"
 )
 
@@ -43,14 +44,7 @@ func (l *Limiter) SetRate(key string, r Rate) error {
 		if !b.dead {
 			now := l.now()
 			b.advanceLocked(now) // what went at the old pace
-			// The units the bucket holds now, at most its burst (GCRA),
-			// however long it was idle: those are what rescale keeps.
-			b.s.floorTat(now, b.pacing)
-			if iv, _ := b.s.pace(now, b.pacing); iv == 0 {
-				// No pace was in force: no debt either (a tat left from
-				// an earlier pace is not one).
-				b.s.tat = min(b.s.tat, now)
-			}
+			b.s.Repace(now, b.pacing)
 			b.setRate(r)
 			b.advanceLocked(now) // rescale: the units kept at the new
 			b.notifyLocked()
@@ -69,11 +63,11 @@ func (b *bucket) setRate(r Rate) {
 	if b.burst == 0 {
 		b.burst = 1
 	}
-	b.pacing = pacing{burst: float64(b.burst), sec: 1e9}
+	b.pacing = schedule.Config{Burst: float64(b.burst), Sec: 1e9}
 	if b.limit != rate.Inf && b.limit >= 0 {
 		// Limit 0 (x/time/rate's: the bucket never refills) and rates
 		// too slow for a float's interval are paced at neverInterval.
-		b.pacing.interval = min(1e9/float64(b.limit), neverInterval)
+		b.pacing.Interval = min(1e9/float64(b.limit), neverInterval)
 	}
 }
 

@@ -47,7 +47,7 @@ func (b *bucket) Settle(ctx context.Context, spent, actual int) error {
 	}
 	now := b.l.now()
 	b.advanceLocked(now)
-	if b.s.settle(now, b.pacing, float64(spent), float64(actual)) {
+	if b.s.Settle(now, b.pacing, float64(spent), float64(actual)) {
 		b.notifyLocked()
 	}
 	b.mu.Unlock()

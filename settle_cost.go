@@ -55,8 +55,8 @@ func (b *bucket) SettleCost(ctx context.Context, spent, actual Cost) error {
 	}
 	now := b.l.now()
 	b.advanceLocked(now)
-	moved := b.s.settle(now, b.pacing, float64(sn), float64(an))
-	if b.s.x.settle(now, d) {
+	moved := b.s.Settle(now, b.pacing, float64(sn), float64(an))
+	if b.s.SettleLimits(now, d) {
 		moved = true
 	}
 	if moved {

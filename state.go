@@ -73,35 +73,37 @@ func (b *bucket) State(ctx context.Context) (State, error) {
 	// advance only lets go what has gone already (it is how the state is
 	// read lazily): the view is that of any call at now.
 	b.advanceLocked(now)
-	st := b.s.state(now, b.pacing, at)
-	b.s.xview(now, b.pacing, &st, b.xunits, nil)
-	return st, nil
+	return b.state(now, at), nil
 }
 
-// state converts the schedule's view at now to a State taken at at.
-func (s *schedule) state(now float64, c pacing, at time.Time) State {
-	v := s.view(now, c)
+// state converts the schedule's view at now to a State taken at at. It
+// requires b.mu, after advance.
+func (b *bucket) state(now float64, at time.Time) State {
+	v := b.s.View(now, b.pacing)
+	// A wait of one unit goes after every queued wait, whichever limit
+	// holds them (FIFO).
+	next := max(v.Next, b.s.LimitsView(now, b.pacing, nil))
 	st := State{
 		At:        at,
-		Tokens:    v.tokens,
-		Remaining: v.remaining,
-		Next:      duration(v.next - now),
-		Paused:    duration(s.hold - now),
-		Queued:    int64(v.queued),
+		Tokens:    v.Tokens,
+		Remaining: v.Remaining,
+		Next:      duration(next - now),
+		Paused:    duration(v.Hold - now),
+		Queued:    int64(v.Queued),
 		Limit:     rate.Inf,
-		Burst:     v.burst,
-		Cut:       v.cut,
-		Declared:  v.declared,
+		Burst:     v.Burst,
+		Cut:       v.Cut,
+		Declared:  v.Declared,
 	}
 	switch {
-	case v.interval >= neverInterval:
+	case v.Interval >= neverInterval:
 		st.Limit = 0 // a bucket that does not refill (Limit 0)
-	case v.interval > 0:
-		st.Limit = rate.Limit(c.sec / v.interval)
+	case v.Interval > 0:
+		st.Limit = rate.Limit(b.pacing.Sec / v.Interval)
 	}
-	if s.win.valid {
-		st.Window, st.WindowLeft = true, s.win.left
-		st.WindowReset = duration(s.win.reset - now)
+	if v.Window {
+		st.Window, st.WindowLeft = true, v.WindowLeft
+		st.WindowReset = duration(v.WindowReset - now)
 	}
 	return st
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/throttle-go/throttle/internal/schedule"
 )
 
 // roundTripFunc is a fake Base for timing tests inside synctest bubbles,
@@ -187,7 +189,7 @@ func TestTransportPauseConcurrent(t *testing.T) {
 		// the 429 (9.9/s: see refused in schedule_ops.go; they do not all go
 		// at 1 s): 1.1-1.4 s.
 		interval := float64(100 * time.Millisecond)
-		step := time.Duration(interval / (1 - trimStep))
+		step := time.Duration(interval / (1 - schedule.TrimStep))
 		if got, want := time.Since(start), time.Second+4*step; got < want-time.Microsecond || got > want+time.Microsecond {
 			t.Errorf("5 requests took %v; want %v", got, want)
 		}

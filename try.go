@@ -3,6 +3,8 @@ package throttle
 import (
 	"context"
 	"time"
+
+	"github.com/throttle-go/throttle/internal/schedule"
 )
 
 // Trier is a Waiter that can spend now or not at all, never blocking: for
@@ -40,7 +42,7 @@ func (b *bucket) TryN(ctx context.Context, n int) (bool, time.Duration, error) {
 	}
 	now := b.l.now()
 	b.advanceLocked(now)
-	ok, turn := b.s.try(now, b.pacing, queueFirst, int64(n), b.xcost0())
+	ok, turn := b.s.Try(now, b.pacing, schedule.First, int64(n), b.xcost0())
 	b.wakeIfSped()
 	b.mu.Unlock()
 	if ok {

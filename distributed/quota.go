@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/throttle-go/throttle"
+	"github.com/throttle-go/throttle/internal/schedule"
 	"golang.org/x/time/rate"
 )
 
@@ -46,7 +47,7 @@ var (
 )
 
 // scheduleScript is the key's schedule in Lua: throttle's schedule.go rule
-// for rule, with its constants prepended from throttle.ScheduleConstants,
+// for rule, with its constants prepended from schedule.Constants,
 // so that each exists once. Scripts are immutable values (source and
 // SHA1): sharing one is safe. Run sends EVALSHA and, on NOSCRIPT (a new
 // server, a failover, SCRIPT FLUSH), EVAL once, which loads it again.
@@ -55,14 +56,14 @@ var scheduleScript = redis.NewScript(luaConstants() + scheduleSrc)
 // luaConstants returns the schedule's constants as Lua locals, sorted so
 // that the script's SHA1 is stable.
 func luaConstants() string {
-	c := throttle.ScheduleConstants()
+	c := schedule.Constants()
 	names := make([]string, 0, len(c))
 	for k := range c {
 		names = append(names, k)
 	}
 	slices.Sort(names)
 	var b strings.Builder
-	b.WriteString("-- constants from throttle.ScheduleConstants\n")
+	b.WriteString("-- constants from schedule.Constants\n")
 	for _, k := range names {
 		fmt.Fprintf(&b, "local %s = %s\n", k, strconv.FormatFloat(c[k], 'g', -1, 64))
 	}

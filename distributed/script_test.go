@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/throttle-go/throttle"
+	"github.com/throttle-go/throttle/internal/schedule"
 )
 
 // TestScriptConstants checks that every constant the schedule script uses
@@ -17,7 +18,7 @@ import (
 // source. A name missing there is a runtime error in Redis that a
 // best-effort call (Adapt) would only drop.
 func TestScriptConstants(t *testing.T) {
-	c := throttle.ScheduleConstants()
+	c := schedule.Constants()
 	src := regexp.MustCompile(`--[^\n]*`).ReplaceAllString(scheduleSrc, "") // code only
 	src = regexp.MustCompile(`'[^'\n]*'`).ReplaceAllString(src, "''")       // no string's text
 	defined := map[string]bool{"SEC": true, "INF": true}

@@ -3,13 +3,13 @@ package throttle
 import (
 	"context"
 	"io"
-	"math"
 	"net/http"
 	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/throttle-go/throttle/internal/strict"
 	"github.com/throttle-go/throttle/throttletest"
 )
 
@@ -43,7 +43,7 @@ func TestTransportStrictAnchored(t *testing.T) {
 // TestAnchor checks the rule on one key: no anchor before a refusal, nor
 // for a key deeper than a unit; after one, which leaves the pace as it is
 // (anchorStart), the next turn is an interval past the request's send
-// plus its lateness (its round trip less the quickest), at most anchorMax
+// plus its lateness (its round trip less the quickest), at most strict.AnchorMax
 // of an interval; and it never moves a turn earlier.
 func TestAnchor(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -84,8 +84,8 @@ func TestAnchor(t *testing.T) {
 			t.Errorf("0.7 ms late: next unit %v after; want %v", got, interval+700*time.Microsecond)
 		}
 		time.Sleep(time.Second)
-		if got, want := turnAfter(k, 20*ms), interval+time.Duration(anchorMax*float64(interval)); !near(got, want) {
-			t.Errorf("18 ms late: next unit %v after; want %v (anchorMax of an interval)", got, want)
+		if got, want := turnAfter(k, 20*ms), interval+time.Duration(strict.AnchorMax*float64(interval)); !near(got, want) {
+			t.Errorf("18 ms late: next unit %v after; want %v (strict.AnchorMax of an interval)", got, want)
 		}
 		// A key two units deep is not anchored.
 		l2 := &Limiter{Limit: 50, Burst: 2}
@@ -129,52 +129,6 @@ func TestTransportBurstSpread(t *testing.T) {
 		}
 		t.Logf("admitted %d, refused %d, in %v: %.4f of capacity", st.Admitted, st.Rejected, wall, got)
 	})
-}
-
-// TestBurstSpread checks the rule on one key: the responses to the busy
-// period's first burst move its turns by the spread of their round trips
-// (as it grows, by what it grew), at most anchorMax of an interval; a
-// later unit's response moves nothing, nor does a key without a
-// configured limit.
-func TestBurstSpread(t *testing.T) {
-	const ms = 1e6
-	c := pacing{interval: 10 * ms, burst: 10, sec: 1e9}
-	var s schedule
-	var b burstSpread
-	s.busySince, s.tat = 0, 100*ms // a burst of 10 went at 0
-	steps := []struct {
-		now, sentAt, rtt float64
-		moved            bool
-		tat              float64
-	}{
-		{2 * ms, 0, 2 * ms, false, 100 * ms},
-		{2.3 * ms, 0, 2.3 * ms, true, 100.3 * ms},
-		{2.2 * ms, 0, 2.2 * ms, false, 100.3 * ms},
-		{2.9 * ms, 0, 2.9 * ms, true, 100.9 * ms},
-		{5 * ms, 0, 5 * ms, true, 101 * ms},            // capped: 0.1 of 10 ms
-		{14 * ms, 10 * ms, 2 * ms, false, 101 * ms},    // not of the burst
-		{14 * ms, 9.9 * ms, 4.1 * ms, false, 101 * ms}, // of the burst's interval; the cap holds
-	}
-	for i, st := range steps {
-		moved := s.spread(st.now, c, &b, st.sentAt, st.rtt)
-		if moved != st.moved || math.Abs(s.tat-st.tat) > 1e-6 {
-			t.Errorf("step %d: moved %v, tat %.3f ms; want %v, %.3f ms", i, moved, s.tat/ms, st.moved, st.tat/ms)
-		}
-	}
-	// A new busy period starts over.
-	s.busySince, s.tat = 2000*ms, 2100*ms
-	s.spread(2002*ms, c, &b, 2000*ms, 2*ms)
-	if !s.spread(2003*ms, c, &b, 2000*ms, 2.5*ms) || math.Abs(s.tat-2100.5*ms) > 1e-6 {
-		t.Errorf("new busy period: tat %.3f ms; want 2100.5 ms", s.tat/ms)
-	}
-	// No configured limit (a declared pace): nothing.
-	var d schedule
-	d.dInt, d.dBurst, d.tat = 10*ms, 10, 100*ms
-	var db burstSpread
-	d.spread(2*ms, pacing{sec: 1e9}, &db, 0, 2*ms)
-	if d.spread(3*ms, pacing{sec: 1e9}, &db, 0, 3*ms) {
-		t.Errorf("a declared pace moved")
-	}
 }
 
 // strictKey returns a key of a Limiter of 50/s one unit deep (a strict
@@ -268,7 +222,7 @@ func TestJitterRefusal(t *testing.T) {
 // one answered 6 ms past the quickest leaves the pace as it is and
 // doubles the bound, so that a response 3 ms past the quickest moves the
 // next turn by 3 ms, not 2; a refusal two requests after such a
-// response, or with none before it, trims the pace as before; anchorKeep
+// response, or with none before it, trims the pace as before; strict.AnchorKeep
 // units answered later, the bound is halved back.
 func TestAnchorWidens(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -306,9 +260,9 @@ func TestAnchorWidens(t *testing.T) {
 		}
 		// near: the schedule's pace is a float (a ns of rounding).
 		near := func(a, b time.Duration) bool { return (a - b).Abs() <= time.Nanosecond }
-		bounded := func(iv time.Duration) time.Duration { return time.Duration(anchorMax * float64(iv)) }
+		bounded := func(iv time.Duration) time.Duration { return time.Duration(strict.AnchorMax * float64(iv)) }
 		if got, iv := moved(3 * ms); !near(got, bounded(iv)) {
-			t.Errorf("3 ms past the quickest, before widening: the next turn moved %v; want %v (anchorMax of the interval %v)", got, bounded(iv), iv)
+			t.Errorf("3 ms past the quickest, before widening: the next turn moved %v; want %v (strict.AnchorMax of the interval %v)", got, bounded(iv), iv)
 		}
 		send(8*ms, false) // 6 ms past the quickest: past the bound
 		send(2*ms, true)  // the next request refused: it was late on the way in
@@ -328,41 +282,13 @@ func TestAnchorWidens(t *testing.T) {
 		if *slowDowns != 2 {
 			t.Errorf("a refusal with no response past the bound before it: %d slow-downs; want 2", *slowDowns)
 		}
-		for range anchorKeep {
+		for range strict.AnchorKeep {
 			send(2*ms, false)
 		}
 		if got, iv := moved(3 * ms); !near(got, bounded(iv)) {
-			t.Errorf("3 ms past the quickest, %d units later: the next turn moved %v; want %v (halved back to anchorMax of the interval %v)", anchorKeep, got, bounded(iv), iv)
+			t.Errorf("3 ms past the quickest, %d units later: the next turn moved %v; want %v (halved back to strict.AnchorMax of the interval %v)", strict.AnchorKeep, got, bounded(iv), iv)
 		}
 	})
-}
-
-// TestWakeLag checks the estimate of the wake-up lateness a key's waits
-// exceed but wakeShare of the time: fed wake-ups spread evenly over 0 to
-// 1.98 ms (its quantile at wakeShare 0.1 ms), it rests within a step
-// (wakeStep of the 20 ms interval, 0.1 ms) of it; fed wake-ups all on
-// time, it stays at 0.
-func TestWakeLag(t *testing.T) {
-	const interval = 20e6 // ns
-	var w wakeLag
-	sum, n := 0.0, 0
-	for i := range 4000 {
-		w.observe(float64((i*37)%100)*20e3, interval, 1e9)
-		if i >= 2000 {
-			sum += float64(w)
-			n++
-		}
-	}
-	if mean, want, step := sum/float64(n), 0.1e6, wakeStep*interval; math.Abs(mean-want) > step {
-		t.Errorf("resting at %.3f ms on average; want %.3f ms ± %.3f ms", mean/1e6, want/1e6, step/1e6)
-	}
-	var on wakeLag
-	for range 1000 {
-		on.observe(0, interval, 1e9)
-	}
-	if on != 0 {
-		t.Errorf("wake-ups on time: %v; want 0", float64(on))
-	}
 }
 
 // TestAnchorWakeLag checks that the anchor's next turn comes sooner by
@@ -378,7 +304,7 @@ func TestAnchorWakeLag(t *testing.T) {
 		a := k.(Adapter)
 		a.Adapt(ctx, Feedback{Cost: 1, Throttled: true, Refused: true, Age: 2 * ms}) // shows the server strict
 		time.Sleep(time.Second)
-		k.(*bucket).wake = wakeLag(500 * time.Microsecond)
+		k.(*bucket).strict.Assume(0, float64(500*time.Microsecond))
 		if err := k.WaitN(ctx, 1); err != nil {
 			t.Fatal(err)
 		}
@@ -474,8 +400,8 @@ func TestJitterRetryNextTurn(t *testing.T) {
 }
 
 // TestSpinLead checks when a wait spins to its turn (spinLead): only on
-// an anchored key whose timers fire late by more than spinShare of an
-// interval, from twice that lateness before the turn, at most anchorMax
+// an anchored key whose timers fire late by more than strict.SpinShare of an
+// interval, from twice that lateness before the turn, at most strict.AnchorMax
 // of an interval.
 func TestSpinLead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -486,56 +412,37 @@ func TestSpinLead(t *testing.T) {
 		lead := func() float64 {
 			b.mu.Lock()
 			defer b.mu.Unlock()
-			return b.spinLead(l.now())
+			return b.strict.SpinLead(&b.s, l.now(), b.pacing)
 		}
-		b.late = timerLate(0.5 * ms)
+		b.strict.Assume(0.5*ms, 0)
 		if got := lead(); got != 0 {
 			t.Errorf("not anchored, timers 0.5 ms late: lead %v; want 0", got)
 		}
 		b.Adapt(ctx, Feedback{Cost: 1, Throttled: true, Refused: true, Age: 2 * time.Millisecond}) // anchors it
-		interval, _ := b.s.pace(l.now(), b.pacing)
+		interval, _ := b.s.Pace(l.now(), b.pacing)
 		if got := lead(); got != 1*ms {
 			t.Errorf("anchored, timers 0.5 ms late: lead %.3f ms; want 1 ms (twice the lateness)", got/ms)
 		}
-		b.late = timerLate(1.5 * ms)
-		if got, want := lead(), anchorMax*interval; got != want {
-			t.Errorf("anchored, timers 1.5 ms late: lead %.3f ms; want %.3f ms (anchorMax of an interval)", got/ms, want/ms)
+		b.strict.Assume(1.5*ms, 0)
+		if got, want := lead(), strict.AnchorMax*interval; got != want {
+			t.Errorf("anchored, timers 1.5 ms late: lead %.3f ms; want %.3f ms (strict.AnchorMax of an interval)", got/ms, want/ms)
 		}
-		b.late = timerLate(spinShare * interval)
+		b.strict.Assume(strict.SpinShare*interval, 0)
 		if got := lead(); got != 0 {
-			t.Errorf("anchored, timers late by spinShare of an interval: lead %v; want 0", got)
+			t.Errorf("anchored, timers late by strict.SpinShare of an interval: lead %v; want 0", got)
 		}
 		// A bubble's timers fire on time: waits never spin there.
-		b.late = 0
+		b.strict.Assume(0, 0)
 		for range 5 {
 			if err := b.WaitN(ctx, 1); err != nil {
 				t.Fatal(err)
 			}
 		}
 		// (A timer's duration is its time rounded up to the ns.)
-		if b.late > 1 || lead() != 0 {
-			t.Errorf("timers in a bubble: %v ns late, lead %v; want at most 1 ns late, lead 0", float64(b.late), lead())
+		if b.strict.Late() > 1 || lead() != 0 {
+			t.Errorf("timers in a bubble: %v ns late, lead %v; want at most 1 ns late, lead 0", b.strict.Late(), lead())
 		}
 	})
-}
-
-// TestTimerLate checks the mean of timer lateness: it follows a constant
-// lateness to within 1% in 100 firings (a step of 1/16) and takes early
-// firings as on time.
-func TestTimerLate(t *testing.T) {
-	var l timerLate
-	for range 100 {
-		l.observe(800e3)
-	}
-	if math.Abs(float64(l)-800e3) > 8e3 {
-		t.Errorf("after 100 firings 0.8 ms late: %.1f µs; want 800 ± 8", float64(l)/1e3)
-	}
-	for range 100 {
-		l.observe(-1e6)
-	}
-	if float64(l) > 8e3 {
-		t.Errorf("after 100 firings early: %.1f µs; want ≤ 8 (on time)", float64(l)/1e3)
-	}
 }
 
 // TestSpinOnTime checks, on the real clock, that a wait on an anchored
@@ -556,9 +463,8 @@ func TestSpinOnTime(t *testing.T) {
 	var lates []float64
 	for range 20 {
 		b.mu.Lock()
-		b.late = timerLate(0.8e6) // as observed on this machine
-		b.wake = 0
-		turn := b.s.tat // the next unit's turn: burst 1, nothing queued
+		b.strict.Assume(0.8e6, 0) // timers as Go's fire on Linux
+		turn := b.s.Tat()         // the next unit's turn: burst 1, nothing queued
 		b.mu.Unlock()
 		if err := b.WaitN(ctx, 1); err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package throttle
+package schedule
 
 import (
 	"math"
@@ -10,17 +10,17 @@ import (
 // (ms): counted cycles, the learned window, its probes and its bounds.
 func TestBudgetRules(t *testing.T) {
 	const ms = 1e6
-	c := pacing{sec: 1e9} // no configured limit: the units go when they are asked
-	var s schedule
+	c := Config{Sec: 1e9} // no configured limit: the units go when they are asked
+	var s State
 	// burst lets n units go at at, one ms apart, as advance counts them.
 	burst := func(at float64, n int) float64 {
 		for i := range n {
-			s.count(at+float64(i)*ms, 1, c.sec)
+			s.count(at+float64(i)*ms, 1, c.Sec)
 		}
 		return at + float64(n-1)*ms
 	}
 	refuse := func(now, sentAt float64) float64 {
-		until, _ := s.budgetRefused(now, sentAt, 1, 1000*ms, c)
+		until, _ := s.BudgetRefused(now, sentAt, 1, 1000*ms, c)
 		return until
 	}
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-3*ms }
@@ -63,9 +63,9 @@ func TestBudgetRules(t *testing.T) {
 	// Its probe at the reset, accepted 2 ms later, starts the next
 	// window at once: 19 units left (the probe is one), a step below hi
 	// (the cycles put W above 1 ms: far below).
-	s.count(until, 1, c.sec)
+	s.count(until, 1, c.Sec)
 	s.win.spend(1, until)
-	if !s.budgetAccepted(until+2*ms, until, c) {
+	if !s.BudgetAccepted(until+2*ms, until, c) {
 		t.Fatal("an accepted probe moved nothing")
 	}
 	step := w.hi - w.hi/32
@@ -73,7 +73,7 @@ func TestBudgetRules(t *testing.T) {
 		t.Fatalf("after the probe: %+v; want 19 left until %v", w, until+step)
 	}
 	// A unit sent before the reset is no probe.
-	if s.budgetAccepted(until+10*ms, until+5*ms, c) {
+	if s.BudgetAccepted(until+10*ms, until+5*ms, c) {
 		t.Error("a unit sent before the reset restarted the window")
 	}
 	// The window spends its 19; its probe at the reset, accepted: hi is
@@ -81,9 +81,9 @@ func TestBudgetRules(t *testing.T) {
 	burst(until+3*ms, 19)
 	s.win.spend(19, until+3*ms)
 	probe := s.win.reset
-	s.count(probe, 1, c.sec)
+	s.count(probe, 1, c.Sec)
 	s.win.spend(1, probe)
-	s.budgetAccepted(probe+2*ms, probe, c)
+	s.BudgetAccepted(probe+2*ms, probe, c)
 	hi := probe + 2*ms - until
 	if w = s.win; !near(w.hi, hi) || !near(w.reset, probe+(hi-hi/32)) {
 		t.Fatalf("after the second probe: hi %v, reset %v; want %v, %v", w.hi, w.reset, hi, probe+(hi-hi/32))
@@ -96,13 +96,13 @@ func TestBudgetRules(t *testing.T) {
 	burst(probe+3*ms, 19)
 	s.win.spend(19, probe+3*ms)
 	probe2 := s.win.reset
-	s.count(probe2, 1, c.sec)
+	s.count(probe2, 1, c.Sec)
 	s.win.spend(1, probe2)
 	// The same probe refused with a Retry-After of 3 s, which puts the
 	// reset past first + hi even rounded down, is no probe: the server's
 	// pause stands, and it ends a cycle.
 	long := s
-	if got, _ := long.budgetRefused(probe2+2*ms, probe2, 1, 3000*ms, c); got != probe2+3002*ms || long.win.tight || long.hb.cycles[1].q != 21-1 {
+	if got, _ := long.BudgetRefused(probe2+2*ms, probe2, 1, 3000*ms, c); got != probe2+3002*ms || long.win.tight || long.hb.cycles[1].q != 21-1 {
 		t.Errorf("a probe refused with Retry-After 3s: pause until %v, tight %v, cycle %+v; want the server's %v, not tight, a cycle of 20", got, long.win.tight, long.hb.cycles[1], probe2+3002*ms)
 	}
 	if got := refuse(probe2+2*ms, probe2); !near(got, first+hi) {
@@ -111,9 +111,9 @@ func TestBudgetRules(t *testing.T) {
 	if w = s.win; !w.tight || !near(w.lo, probe2-first) || !near(w.reset, first+hi) {
 		t.Fatalf("after the refused probe: %+v; want tight, lo %v", w, probe2-first)
 	}
-	s.count(first+hi, 1, c.sec)
+	s.count(first+hi, 1, c.Sec)
 	s.win.spend(1, first+hi)
-	s.budgetAccepted(first+hi+2*ms, first+hi, c)
+	s.BudgetAccepted(first+hi+2*ms, first+hi, c)
 	if w = s.win; !near(w.reset, first+hi+w.hi) {
 		t.Fatalf("after a refused probe, the window is told %v; want hi %v", w.reset-first-hi, w.hi)
 	}
@@ -129,11 +129,11 @@ func TestBudgetRules(t *testing.T) {
 	capped := s
 	_, wmax, _, _ := capped.hb.learned()
 	capped.win.hi = wmax
-	capped.budgetRefused(miss, start+5*ms, 1, 1000*ms, c)
+	capped.BudgetRefused(miss, start+5*ms, 1, 1000*ms, c)
 	if capped.win.hi != wmax {
 		t.Errorf("a miss at the cycles' bound %v: hi %v; want it kept there", wmax, capped.win.hi)
 	}
-	until, moved := s.budgetRefused(miss, start+5*ms, 1, 1000*ms, c)
+	until, moved := s.BudgetRefused(miss, start+5*ms, 1, 1000*ms, c)
 	if moved || !near(s.win.hi, hi0*(1+hiddenTight)) || s.hb.cycles != ended || s.win.miss != miss {
 		t.Fatalf("a burst's refusal: moved %v, hi %v (was %v), cycles %+v; want the window kept, hi %v", moved, s.win.hi, hi0, s.hb.cycles, hi0*(1+hiddenTight))
 	}
@@ -142,23 +142,23 @@ func TestBudgetRules(t *testing.T) {
 	if want := start + 5*ms - s.win.length + s.win.hi; !near(until, want) || until >= miss+1000*ms {
 		t.Errorf("a burst's refusal pauses until %v; want %v, before the Retry-After's %v", until, want, miss+1000*ms)
 	}
-	s.budgetRefused(miss+1*ms, start+6*ms, 1, 1000*ms, c)
+	s.BudgetRefused(miss+1*ms, start+6*ms, 1, 1000*ms, c)
 	if s.hb.cycles != ended || !near(s.win.hi, hi0*(1+hiddenTight)) {
 		t.Errorf("a refusal in flight at the miss: cycles %+v, hi %v; want the same miss", s.hb.cycles, s.win.hi)
 	}
-	s.budgetRefused(miss+20*ms, miss+15*ms, 1, 1000*ms, c)
+	s.BudgetRefused(miss+20*ms, miss+15*ms, 1, 1000*ms, c)
 	if s.hb.cycles == ended {
 		t.Errorf("a second miss within two windows ended no cycle")
 	}
 	// A window the server states forgets the budget.
-	s.window(first+hi+3*ms, 5, 1000*ms, 10, 0, c)
+	s.Window(first+hi+3*ms, 5, 1000*ms, 10, 0, c)
 	if s.hb.on || s.win.rolls {
 		t.Errorf("a stated window: budget %+v, learned %v; want none", s.hb, s.win.rolls)
 	}
 	// A budget is forgotten hiddenKeep after the last refusal.
-	var k schedule
+	var k State
 	k.hb = budget{on: true, at: 0}
-	k.hb.counted(hiddenKeep*c.sec+1, 1, c.sec)
+	k.hb.counted(hiddenKeep*c.Sec+1, 1, c.Sec)
 	if k.hb.on {
 		t.Errorf("a budget counted %vs after its last refusal", hiddenKeep)
 	}

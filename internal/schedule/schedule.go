@@ -1,4 +1,6 @@
-package throttle
+package schedule
+
+import "math"
 
 // A key's schedule: the one model of turns that [Limiter] keeps in memory
 // and the distributed package keeps in Redis (its script mirrors the
@@ -110,17 +112,17 @@ const (
 	// half the window's length): resets come in whole seconds in most
 	// dialects, and so does the Date they are measured against.
 	sameWindow = 2.5
-	// cutBeta: a cut multiplies the pace by this (AWS SDKs' and CUBIC's β).
-	cutBeta = 0.7
+	// CutBeta: a cut multiplies the pace by this (AWS SDKs' and CUBIC's β).
+	CutBeta = 0.7
 	// cutFloor: no cut goes below this fraction of its reference rate.
 	cutFloor = 0.25
 	// cutMinRequests: nor below this many requests a second (in units: times
 	// the rejected request's cost), so that a floor is in requests.
 	cutMinRequests = 1.0
-	// cutRecover: a cut regrows to its reference rate over this long, in
+	// CutRecover: a cut regrows to its reference rate over this long, in
 	// steps of cutStep, and is over then.
-	cutRecover = 2.0
-	cutStep    = 0.25
+	CutRecover = 2.0
+	CutStep    = 0.25
 	// strikeWindow: a lone rejection under a known limit only shifts the
 	// schedule (timer jitter against a strict server); a second one within
 	// strikeWindow cuts.
@@ -128,17 +130,17 @@ const (
 	// shiftSlots: intervals a lone rejection shifts the schedule by.
 	shiftSlots = 1.0
 	// A rejection under a known limit with no cut in force trims the
-	// pace by trimStep of it, up to trimMax, instead of cutting it: a
+	// pace by TrimStep of it, up to trimMax, instead of cutting it: a
 	// strict server (no burst, a limit told exactly) rejects what timer
 	// jitter brings early, and the margin it needs is learned. Units that
 	// go give it back, a step per 1/trimTarget − 1 units (so that it
 	// rests where about trimTarget of the requests are rejected); a key
 	// that has had no rejection for trimKeep forgets it. A rejection past trimMax (an outage, a budget below the
 	// limit) cuts, and the cut, which regrows, replaces the trim.
-	trimStep   = 0.01
-	trimMax    = 0.1
-	trimTarget = 0.01
-	trimKeep   = 60.0
+	TrimStep   = 0.01
+	TrimMax    = 0.1
+	TrimTarget = 0.01
+	TrimKeep   = 60.0
 	// maxSteps bounds the cut's steps a turn walks.
 	maxSteps = 64
 	// pendingIdle: a key idle this long forgets the units it counted as in
@@ -150,27 +152,27 @@ const (
 	lowUnits = 10.0
 )
 
-// ScheduleConstants returns the schedule's constants by the names the
+// Constants returns the schedule's constants by the names the
 // distributed package's Lua script uses, times in seconds. It exists so
 // that the script's rules share this file's numbers; it is not meant for
 // other callers.
-func ScheduleConstants() map[string]float64 {
+func Constants() map[string]float64 {
 	return map[string]float64{
 		"PROBE_WAIT":    probeWait,
 		"WINDOW_KEEP":   windowKeep,
 		"SAME_WINDOW":   sameWindow,
-		"CUT_BETA":      cutBeta,
+		"CUT_BETA":      CutBeta,
 		"CUT_FLOOR":     cutFloor,
 		"CUT_MIN_REQ":   cutMinRequests,
-		"CUT_RECOVER":   cutRecover,
-		"CUT_STEP":      cutStep,
+		"CUT_RECOVER":   CutRecover,
+		"CUT_STEP":      CutStep,
 		"CUT_PROBE":     cutProbe,
 		"STRIKE_WINDOW": strikeWindow,
 		"SHIFT_SLOTS":   shiftSlots,
-		"TRIM_STEP":     trimStep,
-		"TRIM_MAX":      trimMax,
-		"TRIM_TARGET":   trimTarget,
-		"TRIM_KEEP":     trimKeep,
+		"TRIM_STEP":     TrimStep,
+		"TRIM_MAX":      TrimMax,
+		"TRIM_TARGET":   TrimTarget,
+		"TRIM_KEEP":     TrimKeep,
 		"PENDING_IDLE":  pendingIdle,
 		"MAX_STEPS":     maxSteps,
 		"LOW_SHARE":     lowShare,
@@ -183,9 +185,9 @@ func ScheduleConstants() map[string]float64 {
 	}
 }
 
-// schedule is one key's state. Its methods take the time now, the
+// State is one key's state. Its methods take the time now, the
 // configured pace (interval per unit, 0 for none, and burst) and sec.
-type schedule struct {
+type State struct {
 	tat  float64 // the bucket is full again at tat, counting units gone
 	hold float64 // nothing goes before hold
 	q    [2]line // queueRetry, queueFirst
@@ -220,18 +222,81 @@ type schedule struct {
 	x *extras
 }
 
-// pacing is a key's fixed configuration in schedule units.
-type pacing struct {
-	interval float64 // per unit; 0 for no configured limit
-	burst    float64
-	sec      float64 // schedule units in a second
+// Init makes s the state of a new key: a full bucket, nothing queued,
+// with the further limits lim (nil: none), which it keeps.
+func (s *State) Init(lim []Limit) {
+	*s = State{tat: math.Inf(-1), lastGo: math.Inf(-1)}
+	if lim != nil {
+		s.x = newExtras(lim)
+	}
 }
 
-// base returns the configured pace, or the declared one where none is
+// Gone reports whether the ticket (qi, e) has gone.
+func (s *State) Gone(qi int, e int64) bool { return e <= s.q[qi].rel }
+
+// Sped reports whether advance moved queued turns earlier since it was
+// last asked (the trim gave a step back), which no sleeping wait is told
+// of otherwise, and clears it.
+func (s *State) Sped() bool {
+	sped := s.sped
+	s.sped = false
+	return sped
+}
+
+// Limits returns the key's further limits, nil if none; the caller must
+// not change them.
+func (s *State) Limits() []Limit {
+	if s.x == nil {
+		return nil
+	}
+	return s.x.lim
+}
+
+// Tat returns when the bucket is full again, counting the units gone.
+func (s *State) Tat() float64 { return s.tat }
+
+// Delay moves the bucket's next unit no sooner than t: tat to t if later.
+// It reports whether tat moved. It only moves turns later, so every bound
+// of the bucket holds.
+func (s *State) Delay(t float64) bool {
+	if t <= s.tat {
+		return false
+	}
+	s.tat = t
+	return true
+}
+
+// Rejected returns when the key's last rejection came (a bare one, or a
+// refusal that trimmed), and whether one came.
+func (s *State) Rejected() (at float64, ok bool) { return s.cut.last, s.cut.moved }
+
+// MarkRejected records a bare rejection at now that changes no pace (a
+// strict server's timing): the time of the last rejection moves, as a
+// lone rejection's does, and nothing else.
+func (s *State) MarkRejected(now float64) { s.cut.last, s.cut.moved = now, true }
+
+// CutRate returns the pace of the cut in force at now, units a second; 0
+// for none.
+func (s *State) CutRate(now float64, c Config) float64 { return s.cut.rate(now, c.Sec) }
+
+// Trim returns the share of a known limit the pace is trimmed by.
+func (s *State) Trim() float64 { return s.trim }
+
+// BusySince returns when units started going after a second without.
+func (s *State) BusySince() float64 { return s.busySince }
+
+// Config is a key's fixed configuration in schedule units.
+type Config struct {
+	Interval float64 // per unit; 0 for no configured limit
+	Burst    float64
+	Sec      float64 // schedule units in a second
+}
+
+// Base returns the configured pace, or the declared one where none is
 // configured: interval (0 for none) and burst.
-func (s *schedule) base(c pacing) (float64, float64) {
-	interval, burst := c.interval, c.burst
-	if c.interval == 0 && s.dInt > 0 {
+func (s *State) Base(c Config) (float64, float64) {
+	interval, burst := c.Interval, c.Burst
+	if c.Interval == 0 && s.dInt > 0 {
 		interval, burst = s.dInt, max(s.dBurst, 1)
 	}
 	if interval > 0 && s.trim > 0 {
@@ -240,13 +305,13 @@ func (s *schedule) base(c pacing) (float64, float64) {
 	return interval, burst
 }
 
-// pace returns the interval in force at now and the bucket's depth in
+// Pace returns the interval in force at now and the bucket's depth in
 // time, τ.
-func (s *schedule) pace(now float64, c pacing) (interval, tau float64) {
-	interval, burst := s.base(c)
+func (s *State) Pace(now float64, c Config) (interval, tau float64) {
+	interval, burst := s.Base(c)
 	tau = burst * interval
-	if r := s.cut.rate(now, c.sec); r > 0 && c.sec/r > interval {
-		ci := c.sec / r
+	if r := s.cut.rate(now, c.Sec); r > 0 && c.Sec/r > interval {
+		ci := c.Sec / r
 		// At least a request at once (the largest cost of a wait on the
 		// key): a bucket shallower than one would space requests by more
 		// than their units' intervals (a unit deep: 2·ci − τ for units,
@@ -257,13 +322,13 @@ func (s *schedule) pace(now float64, c pacing) (interval, tau float64) {
 	return interval, tau
 }
 
-// queued returns the units queued in both queues.
-func (s *schedule) queued() int64 {
-	return s.q[queueRetry].live() + s.q[queueFirst].live()
+// Queued returns the units Queued in both queues.
+func (s *State) Queued() int64 {
+	return s.q[Retry].live() + s.q[First].live()
 }
 
 // probe returns the units a window probe may carry: the largest cost of a
 // wait on the key, so that any wait fits in one probe.
-func (s *schedule) probe(c pacing) float64 {
+func (s *State) probe(c Config) float64 {
 	return max(s.maxCost, 1)
 }

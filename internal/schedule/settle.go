@@ -1,10 +1,10 @@
-package throttle
+package schedule
 
 // Costs settled after the response: see "Settled costs" in schedule.go's
 // doc, which states the rule; this is its Go side (the script's op
 // settle is the other).
 
-// settle amends, at now and after advance, the cost of units that have
+// Settle amends, at now and after advance, the cost of units that have
 // gone: a wait that spent spent units really cost actual (both ≥ 0). It
 // reports whether queued turns moved (either way), so that their
 // sleepers ask again.
@@ -21,8 +21,8 @@ package throttle
 //     what is left.
 //   - The units in flight (pending), the units counted as sent, the cut
 //     and the trim are about the requests that went and their responses:
-//     a settle, which comes after the response, leaves them as they are.
-func (s *schedule) settle(now float64, c pacing, spent, actual float64) bool {
+//     a Settle, which comes after the response, leaves them as they are.
+func (s *State) Settle(now float64, c Config, spent, actual float64) bool {
 	d := actual - spent
 	if d == 0 {
 		return false
@@ -31,14 +31,14 @@ func (s *schedule) settle(now float64, c pacing, spent, actual float64) bool {
 	if d > 0 {
 		s.win.spend(d, now)
 	}
-	interval, _ := s.pace(now, c)
+	interval, _ := s.Pace(now, c)
 	if interval > 0 {
 		// GCRA's max(tat, now) first: a bucket idle since tat has
 		// refilled to its burst, no further, and the units are amended
 		// from there (advance leaves tat as it is with nothing queued).
-		s.floorTat(now, c)
+		s.FloorTat(now, c)
 		s.tat += d * interval
-		s.floorTat(now, c)
+		s.FloorTat(now, c)
 	}
-	return s.queued() > 0
+	return s.Queued() > 0
 }

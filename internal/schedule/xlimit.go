@@ -1,4 +1,4 @@
-package throttle
+package schedule
 
 import "math"
 
@@ -31,7 +31,7 @@ import "math"
 // Each rule is monotone: units a limit lets go at t it lets go at any
 // later t, so that a ticket's turn, the latest among the limits, is the
 // least fixed point of moving it to each limit's earliest time.
-type xlimit struct {
+type Limit struct {
 	kind int // xBucket, xFixed or xSliding
 
 	interval, tau, burst float64 // a bucket: its pace; burst·interval
@@ -56,19 +56,19 @@ type xlimit struct {
 type logEntry struct{ t, c float64 }
 
 const (
-	xBucket = iota
-	xFixed
-	xSliding
-	xLog
-	xFirst
+	KindBucket = iota
+	KindFixed
+	KindSliding
+	KindLog
+	KindFirst
 )
 
 // limits reports whether the limit counts anything (a bucket without a
 // pace does not).
-func (l *xlimit) limits() bool { return l.kind != xBucket || l.interval > 0 }
+func (l *Limit) limits() bool { return l.kind != KindBucket || l.interval > 0 }
 
 // counts returns the units gone in window i and in the one before it.
-func (l *xlimit) counts(i float64) (prev, cur float64) {
+func (l *Limit) counts(i float64) (prev, cur float64) {
 	switch i {
 	case l.idx:
 		return l.prev, l.cur
@@ -80,17 +80,17 @@ func (l *xlimit) counts(i float64) (prev, cur float64) {
 
 // earliest returns the earliest time from t at which the limit lets c > 0
 // units go.
-func (l *xlimit) earliest(t, c float64) float64 {
-	if l.kind == xBucket {
+func (l *Limit) earliest(t, c float64) float64 {
+	if l.kind == KindBucket {
 		if l.interval > 0 {
 			t = max(t, l.tat+c*l.interval-l.tau)
 		}
 		return t
 	}
 	switch l.kind {
-	case xLog:
+	case KindLog:
 		return l.logEarliest(t, c)
-	case xFirst:
+	case KindFirst:
 		// FIFO: no unit goes before the window's start.
 		if t = max(t, l.start); t < l.start+l.w && l.cur+c > l.q {
 			return l.start + l.w
@@ -107,7 +107,7 @@ func (l *xlimit) earliest(t, c float64) float64 {
 		i, t = i+1, start(i+1)
 		prev, cur = cur, 0
 	}
-	if l.kind == xSliding && prev > 0 {
+	if l.kind == KindSliding && prev > 0 {
 		f := (t+l.off)/l.w - i
 		if prev*(1-f)+cur+c > l.q+1e-9 {
 			t = max(t, start(i)+(1-(l.q-cur-c)/prev)*l.w)
@@ -117,18 +117,18 @@ func (l *xlimit) earliest(t, c float64) float64 {
 }
 
 // take records c units gone at t.
-func (l *xlimit) take(t, c float64) {
-	if l.kind == xBucket {
+func (l *Limit) take(t, c float64) {
+	if l.kind == KindBucket {
 		if l.interval > 0 {
 			l.tat = max(l.tat, t) + c*l.interval
 		}
 		return
 	}
 	switch l.kind {
-	case xLog:
+	case KindLog:
 		l.logTake(t, c)
 		return
-	case xFirst:
+	case KindFirst:
 		if t = max(t, l.start); t >= l.start+l.w { // the first use since
 			l.start, l.cur = t, 0
 		}
@@ -144,14 +144,14 @@ func (l *xlimit) take(t, c float64) {
 
 // full reports whether the limit at now is as a new key's: its bucket
 // full, or its windows' counts past.
-func (l *xlimit) full(now float64) bool {
-	if l.kind == xBucket {
+func (l *Limit) full(now float64) bool {
+	if l.kind == KindBucket {
 		return l.tat <= now
 	}
 	switch l.kind {
-	case xLog:
+	case KindLog:
 		return len(l.log) == 0 || l.log[len(l.log)-1].t+l.w <= now
-	case xFirst:
+	case KindFirst:
 		return now >= l.start+l.w || l.cur == 0
 	}
 	return math.Floor((now+l.off)/l.w) > l.idx+1 || l.cur+l.prev == 0
@@ -160,7 +160,7 @@ func (l *xlimit) full(now float64) bool {
 // logEarliest is earliest for a sliding log: from the newest entry back,
 // the first at which the units counted pass q − c must leave the window
 // (at its time + w); FIFO: no unit goes before the newest entry's.
-func (l *xlimit) logEarliest(t, c float64) float64 {
+func (l *Limit) logEarliest(t, c float64) float64 {
 	n := len(l.log)
 	if n == 0 {
 		return t
@@ -182,7 +182,7 @@ func (l *xlimit) logEarliest(t, c float64) float64 {
 // logTake is take for a sliding log: the entries out of the window at t
 // leave, c units join at t (no earlier than the newest entry), in a new
 // slice.
-func (l *xlimit) logTake(t, c float64) {
+func (l *Limit) logTake(t, c float64) {
 	i := 0
 	for i < len(l.log) && l.log[i].t+l.w <= t {
 		i++
@@ -203,7 +203,7 @@ func (l *xlimit) logTake(t, c float64) {
 }
 
 // logUnits returns the units a sliding log counts in (now − w, now].
-func (l *xlimit) logUnits(now float64) float64 {
+func (l *Limit) logUnits(now float64) float64 {
 	sum := 0.0
 	for _, e := range l.log {
 		if e.t+l.w > now {
@@ -212,3 +212,36 @@ func (l *xlimit) logUnits(now float64) float64 {
 	}
 	return sum
 }
+
+// BucketLimit returns a further limit that is a token bucket of the
+// given interval per unit and burst (units at once).
+func BucketLimit(interval, burst float64) Limit {
+	return Limit{kind: KindBucket, interval: interval, burst: burst, tau: burst * interval}
+}
+
+// WindowLimit returns a further limit that is a window of kind (KindFixed,
+// KindSliding, KindLog or KindFirst) of q units per w; off aligns fixed
+// and sliding windows to the Unix epoch (t's window is ⌊(t+off)/w⌋).
+func WindowLimit(kind int, w, q, off float64) Limit {
+	l := Limit{kind: kind, w: w, q: q, off: off}
+	if kind == KindFirst {
+		l.start = math.Inf(-1)
+	}
+	return l
+}
+
+// Most returns the most units the limit lets go at once: its burst, its
+// window's count; +Inf for a bucket without a pace.
+func (l *Limit) Most() float64 {
+	switch {
+	case l.kind != KindBucket:
+		return l.q
+	case l.interval > 0:
+		return l.burst
+	}
+	return math.Inf(1)
+}
+
+// Entries returns how many entries a sliding log keeps (0 for any other
+// kind): at most its count, but for settled charges.
+func (l *Limit) Entries() int { return len(l.log) }

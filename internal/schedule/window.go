@@ -1,4 +1,4 @@
-package throttle
+package schedule
 
 import "math"
 
@@ -173,14 +173,14 @@ func (c *cut) rate(now, sec float64) float64 {
 	if c.r0 == 0 || now < c.at {
 		return 0
 	}
-	d := math.Floor((now-c.at)/(cutStep*sec)) * cutStep // seconds, in steps
-	if d < cutRecover {
-		return max(c.r0+(c.wMax-c.r0)*d/cutRecover, c.floor)
+	d := math.Floor((now-c.at)/(CutStep*sec)) * CutStep // seconds, in steps
+	if d < CutRecover {
+		return max(c.r0+(c.wMax-c.r0)*d/CutRecover, c.floor)
 	}
 	if !c.open {
 		return 0
 	}
-	r := c.wMax * math.Pow(1+cutProbe, d-cutRecover)
+	r := c.wMax * math.Pow(1+cutProbe, d-CutRecover)
 	if r >= 10*c.wMax {
 		return 0
 	}
@@ -193,5 +193,5 @@ func (c *cut) nextStep(now, sec float64) float64 {
 	if c.rate(now, sec) == 0 {
 		return math.Inf(1)
 	}
-	return c.at + (math.Floor((now-c.at)/(cutStep*sec))+1)*cutStep*sec
+	return c.at + (math.Floor((now-c.at)/(CutStep*sec))+1)*CutStep*sec
 }

@@ -1,4 +1,4 @@
-package throttle
+package schedule
 
 import "math"
 
@@ -144,18 +144,18 @@ func (b *budget) counted(now, k, sec float64) {
 	b.n += k
 }
 
-// budgetRefused applies, after advance, a refusal at now of cost units
+// BudgetRefused applies, after advance, a refusal at now of cost units
 // sent at sentAt that said to come back after pause (a 429 with
 // Retry-After), and returns when the key's pause is to end: now + pause,
 // or earlier for a learned window's refused probe or miss (see above). It
 // reports whether the window changed.
-func (s *schedule) budgetRefused(now, sentAt, cost, pause float64, c pacing) (until float64, moved bool) {
+func (s *State) BudgetRefused(now, sentAt, cost, pause float64, c Config) (until float64, moved bool) {
 	until = now + pause
 	b, w := &s.hb, &s.win
 	if s.x != nil || (w.valid && !w.rolls) {
 		return until, false // further limits, or a window the server states
 	}
-	if !b.on || now-b.at > hiddenKeep*c.sec {
+	if !b.on || now-b.at > hiddenKeep*c.Sec {
 		// The first cycle is the one after the first refusal.
 		*b = budget{on: true, at: now, end: now}
 		return until, s.forget()
@@ -169,7 +169,7 @@ func (s *schedule) budgetRefused(now, sentAt, cost, pause float64, c pacing) (un
 		b.cycles[1].q -= cost
 		return until, s.install(until, false)
 	}
-	if w.rolls && w.started && w.probed > 0 && w.length < w.hi && sentAt >= w.probeAt && sentAt < w.first+w.hi && until-c.sec < w.first+w.hi {
+	if w.rolls && w.started && w.probed > 0 && w.length < w.hi && sentAt >= w.probeAt && sentAt < w.first+w.hi && until-c.Sec < w.first+w.hi {
 		// A probe refused: the window's first unit had not left.
 		w.lo = max(w.lo, sentAt-w.first)
 		w.length, w.tight = w.hi, true
@@ -199,7 +199,7 @@ func (s *schedule) budgetRefused(now, sentAt, cost, pause float64, c pacing) (un
 		}
 	}
 	if b.n > 0 {
-		b.cycles[0], b.cycles[1] = b.cycles[1], cycle{q: max(b.n-cost, 0), w: until - b.first, lo: max(sentAt+pause-c.sec-b.first, 0)}
+		b.cycles[0], b.cycles[1] = b.cycles[1], cycle{q: max(b.n-cost, 0), w: until - b.first, lo: max(sentAt+pause-c.Sec-b.first, 0)}
 		b.ended = min(b.ended+1, 2)
 	}
 	b.n, b.end = 0, now
@@ -211,7 +211,7 @@ func (s *schedule) budgetRefused(now, sentAt, cost, pause float64, c pacing) (un
 // the learned window in use at most that budget (a refusal of a unit in
 // flight when its cycle ended); it drops a learned window when they do
 // not agree. It reports whether the window changed.
-func (s *schedule) install(until float64, ended bool) bool {
+func (s *State) install(until float64, ended bool) bool {
 	w := &s.win
 	q, hi, lo, ok := s.hb.learned()
 	switch {
@@ -235,7 +235,7 @@ func (s *schedule) install(until float64, ended bool) bool {
 }
 
 // forget drops a learned window; it reports whether there was one.
-func (s *schedule) forget() bool {
+func (s *State) forget() bool {
 	if !s.win.rolls {
 		return false
 	}
@@ -243,16 +243,16 @@ func (s *schedule) forget() bool {
 	return true
 }
 
-// budgetAccepted applies, after advance, the acceptance at now of a unit
+// BudgetAccepted applies, after advance, the acceptance at now of a unit
 // sent at sentAt: a unit of a learned window sent at or past its reset (a
 // probe) starts the next window (see above). It reports whether the
 // window changed (queued turns move earlier).
-func (s *schedule) budgetAccepted(now, sentAt float64, c pacing) bool {
+func (s *State) BudgetAccepted(now, sentAt float64, c Config) bool {
 	w, b := &s.win, &s.hb
 	if !w.valid || !w.rolls || sentAt < w.reset {
 		return false
 	}
-	if now-b.at > hiddenKeep*c.sec {
+	if now-b.at > hiddenKeep*c.Sec {
 		*b = budget{}
 		return s.forget() // the budget is forgotten: the key's own limits
 	}

@@ -1,4 +1,4 @@
-package throttle
+package schedule
 
 import "slices"
 
@@ -7,8 +7,8 @@ import "slices"
 
 // The two queues: retries go ahead of first attempts.
 const (
-	queueRetry = 0
-	queueFirst = 1
+	Retry = 0
+	First = 1
 )
 
 // maxHoles bounds the cancelled tickets a queue remembers; beyond it, the

@@ -1,4 +1,4 @@
-package throttle
+package schedule
 
 import "math"
 
@@ -35,14 +35,14 @@ import "math"
 // claiming credit from before the settle.
 
 // settle amends the limit at now by d units (see above).
-func (l *xlimit) settle(now, d float64) {
-	if l.kind == xBucket {
+func (l *Limit) settle(now, d float64) {
+	if l.kind == KindBucket {
 		if l.interval > 0 {
 			l.tat = max(max(l.tat, now)+d*l.interval, now)
 		}
 		return
 	}
-	if l.kind == xLog {
+	if l.kind == KindLog {
 		if d > 0 {
 			l.logTake(now, d)
 			return
@@ -63,7 +63,7 @@ func (l *xlimit) settle(now, d float64) {
 		l.log = log[:k]
 		return
 	}
-	if l.kind == xFirst {
+	if l.kind == KindFirst {
 		switch {
 		case d > 0:
 			l.take(now, d) // a use: past the window's end, it starts one
@@ -101,4 +101,10 @@ func (x *extras) settle(now float64, d []float64) bool {
 	}
 	x.moved(now)
 	return x.q[0].len()+x.q[1].len() > 0
+}
+
+// SettleLimits amends the further limits at now by d, per limit (actual −
+// spent), after Advance. It reports whether queued turns moved.
+func (s *State) SettleLimits(now float64, d []float64) bool {
+	return s.x.settle(now, d)
 }

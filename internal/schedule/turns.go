@@ -1,23 +1,23 @@
-package throttle
+package schedule
 
 import "math"
 
 // Turns (see schedule.go): a ticket's turn from its position and the
 // key's state, and units going as their turns pass (advance).
 
-// advance lets go, at now, the queued units whose turns have come.
-func (s *schedule) advance(now float64, c pacing) {
-	if s.win.valid && now >= s.win.reset+windowKeep*c.sec && s.queued() == 0 {
+// Advance lets go, at now, the queued units whose turns have come.
+func (s *State) Advance(now float64, c Config) {
+	if s.win.valid && now >= s.win.reset+windowKeep*c.Sec && s.Queued() == 0 {
 		s.win = window{}
 	}
-	if now-s.lastGo > pendingIdle*c.sec {
+	if now-s.lastGo > pendingIdle*c.Sec {
 		s.pending = 0
 	}
-	if s.trim > 0 && now-s.cut.last > trimKeep*c.sec {
+	if s.trim > 0 && now-s.cut.last > TrimKeep*c.Sec {
 		s.trim, s.trimGone = 0, 0
 	}
 	s.rescale(now, c)
-	live := s.queued()
+	live := s.Queued()
 	if live == 0 || now < s.hold {
 		return
 	}
@@ -27,11 +27,11 @@ func (s *schedule) advance(now float64, c pacing) {
 	} else {
 		k = int64(s.dueUnits(now, c, float64(live)))
 	}
-	interval, _ := s.pace(now, c)
+	interval, _ := s.Pace(now, c)
 	if k > 0 {
 		// Release on copies first: tatAfter reads the tickets as they
 		// were (release does not write to the lines' slices).
-		qr, qf := s.q[queueRetry], s.q[queueFirst]
+		qr, qf := s.q[Retry], s.q[First]
 		gone := qr.release(k)
 		if qr.live() == 0 { // retries first
 			gone += qf.release(k - gone)
@@ -42,7 +42,7 @@ func (s *schedule) advance(now float64, c pacing) {
 			if interval > 0 {
 				tat = s.tatAfter(now, c, n)
 			}
-			s.q[queueRetry], s.q[queueFirst] = qr, qf
+			s.q[Retry], s.q[First] = qr, qf
 			s.tat = tat
 			if interval > 0 {
 				if s.cut.r0 != 0 {
@@ -63,23 +63,23 @@ func (s *schedule) advance(now float64, c pacing) {
 				// trimTarget holds it where it is; in steps, so that the
 				// queued turns move earlier seldom, and with a wake-up.
 				s.trimGone += n
-				if per := (1 - trimTarget) / trimTarget; s.trimGone >= per {
+				if per := (1 - TrimTarget) / TrimTarget; s.trimGone >= per {
 					steps := math.Floor(s.trimGone / per)
 					s.trimGone -= steps * per
-					s.trim = max(0, s.trim-steps*trimStep)
+					s.trim = max(0, s.trim-steps*TrimStep)
 					s.rescale(now, c) // at once: turns asked now see the new pace
-					s.sped = s.queued() > 0
+					s.sped = s.Queued() > 0
 				}
 			}
 			s.pending += n
-			if now-s.lastGo > c.sec {
+			if now-s.lastGo > c.Sec {
 				s.busySince = now
 			}
 			s.lastGo = now
-			s.count(now, n, c.sec)
+			s.count(now, n, c.Sec)
 		}
 	}
-	s.floorTat(now, c)
+	s.FloorTat(now, c)
 }
 
 // rescale keeps the units the bucket holds ((now − tat + τ)/interval,
@@ -92,8 +92,8 @@ func (s *schedule) advance(now float64, c pacing) {
 // The window's turns are arrivals too (the chains of tatAfter start at
 // them): the last speed-up is kept (spAt, spK, spRho) so that an arrival
 // before it is priced the same way (see arrival).
-func (s *schedule) rescale(now float64, c pacing) {
-	interval, tau := s.pace(now, c)
+func (s *State) rescale(now float64, c Config) {
+	interval, tau := s.Pace(now, c)
 	if interval > 0 && s.credInt > 0 && (s.credInt != interval || s.credTau != tau) {
 		// An arrival at e < now holds (now − e + τ₀)/interval₀ units;
 		// at the new pace it is the arrival K − (now − e)·ρ.
@@ -104,7 +104,7 @@ func (s *schedule) rescale(now float64, c pacing) {
 		// needs (floorTat). Units a pause that ended held arrived at its
 		// end (GCRA's max(tat, arrival)).
 		s.tat = s.spK - (now-max(s.tat, min(s.hold, now)))*s.spRho
-		s.floorTat(now, c)
+		s.FloorTat(now, c)
 		s.x.moved(now)
 	}
 	s.credInt, s.credTau = interval, tau
@@ -114,7 +114,7 @@ func (s *schedule) rescale(now float64, c pacing) {
 // arrived as the pace in force counts it: later than e if e is before the
 // last change of the pace, so that the time it waited at the old pace is
 // worth the units it was then, not more.
-func (s *schedule) arrival(e float64) float64 {
+func (s *State) arrival(e float64) float64 {
 	if e >= s.spAt {
 		return e
 	}
@@ -125,15 +125,15 @@ func (s *schedule) arrival(e float64) float64 {
 // have come at now (turns grow with the position). A turn within a
 // picosecond of now has come: turns are sums of floats (of nanoseconds
 // here), and a wait sleeps until its turn rounded up.
-func (s *schedule) dueUnits(now float64, c pacing, hi float64) float64 {
-	due := now + 1e-12*c.sec
-	if s.turnAt(now, c, hi) <= due {
+func (s *State) dueUnits(now float64, c Config, hi float64) float64 {
+	due := now + 1e-12*c.Sec
+	if s.TurnAt(now, c, hi) <= due {
 		return hi
 	}
 	lo := 0.0
 	for lo < hi { // turnAt(hi) > now
 		mid := math.Floor((lo + hi + 1) / 2)
-		if s.turnAt(now, c, mid) <= due {
+		if s.TurnAt(now, c, mid) <= due {
 			lo = mid
 		} else {
 			hi = mid - 1
@@ -142,15 +142,15 @@ func (s *schedule) dueUnits(now float64, c pacing, hi float64) float64 {
 	return lo
 }
 
-// floorTat applies GCRA's max(tat, arrival) at now: a bucket fills to its
+// FloorTat applies GCRA's max(tat, arrival) at now: a bucket fills to its
 // burst and no further. The units still queued have their turns after
 // now; a head that waited on something other than the bucket (a pause, a
 // window, a pace yet to start) claims no credit from before now, and one
 // that waits on the bucket keeps what it gathered at the pace in force now
 // (a ticket larger than the bucket's depth gathers it over time), no more.
-func (s *schedule) floorTat(now float64, c pacing) {
+func (s *State) FloorTat(now float64, c Config) {
 	floor := now
-	if interval, tau := s.pace(now, c); interval > 0 && s.queued() > 0 {
+	if interval, tau := s.Pace(now, c); interval > 0 && s.Queued() > 0 {
 		first, last := s.ticketAt(1)
 		floor -= max(0, (last-first+1)*interval-tau)
 	}
@@ -159,7 +159,7 @@ func (s *schedule) floorTat(now float64, c pacing) {
 
 // ticketAt returns the positions past the head of the first and the last
 // unit of the ticket that holds the p-th unit.
-func (s *schedule) ticketAt(p float64) (first, last float64) {
+func (s *State) ticketAt(p float64) (first, last float64) {
 	base := 0.0 // units of the queues before q
 	for qi := range s.q {
 		q := &s.q[qi]
@@ -174,15 +174,15 @@ func (s *schedule) ticketAt(p float64) (first, last float64) {
 	return p, p
 }
 
-// turnAt returns the turn at now of the p-th unit past the head: no
+// TurnAt returns the turn at now of the p-th unit past the head: no
 // earlier than the hold and the window's turn for it, and the bucket's
 // (cut steps included) once the units before it have gone, each no
 // earlier than it could (see tatAfter).
-func (s *schedule) turnAt(now float64, c pacing, p float64) float64 {
-	interval, tau := s.pace(now, c)
+func (s *State) TurnAt(now float64, c Config, p float64) float64 {
+	interval, tau := s.Pace(now, c)
 	t := s.hold
 	if s.win.valid {
-		t = max(t, s.win.turn(p, s.probe(c), c.sec))
+		t = max(t, s.win.turn(p, s.probe(c), c.Sec))
 	}
 	if interval > 0 {
 		t = max(t, s.tatAfterAt(now, c, p, interval, tau)-tau)
@@ -198,13 +198,13 @@ func (s *schedule) turnAt(now float64, c pacing, p float64) float64 {
 // together: a probe period's, the spread's), of the first probe period's,
 // and of p's own arrival; so that units a window held claim no credit from
 // before they could go.
-func (s *schedule) tatAfter(now float64, c pacing, p float64) float64 {
-	interval, tau := s.pace(now, c)
+func (s *State) tatAfter(now float64, c Config, p float64) float64 {
+	interval, tau := s.Pace(now, c)
 	return s.tatAfterAt(now, c, p, interval, tau)
 }
 
 // tatAfterAt is tatAfter with the pace in force at now given.
-func (s *schedule) tatAfterAt(now float64, c pacing, p, interval, tau float64) float64 {
+func (s *State) tatAfterAt(now float64, c Config, p, interval, tau float64) float64 {
 	a := max(s.tat, s.hold)
 	t := s.paced(now, a-tau, p, c) + tau // the chain from the head
 	w := &s.win
@@ -212,14 +212,14 @@ func (s *schedule) tatAfterAt(now float64, c pacing, p, interval, tau float64) f
 		return t
 	}
 	probe := s.probe(c)
-	if e := w.turn(p, probe, c.sec); e > math.Inf(-1) {
+	if e := w.turn(p, probe, c.Sec); e > math.Inf(-1) {
 		t = max(t, s.arrival(e)+interval)
 	}
 	chain := func(first float64) { // the chain from the first unit of a block
 		// A ticket goes whole, at its last unit's turn: a ticket that
 		// starts before the block goes with it, its first units too.
 		first, last := s.ticketAt(max(first, 1))
-		if e := w.turn(last, probe, c.sec); e > math.Inf(-1) {
+		if e := w.turn(last, probe, c.Sec); e > math.Inf(-1) {
 			t = max(t, s.arrival(e)+(p-first+1)*interval)
 		}
 	}
@@ -246,11 +246,11 @@ func (s *schedule) tatAfterAt(now float64, c pacing, p, interval, tau float64) f
 // rules of enqueue, turn and advance for that one case, without their
 // search (the common wait of a key that is not held back). It reports
 // whether the units went; if not, nothing changed.
-func (s *schedule) goNow(now float64, c pacing, qi int, n int64) bool {
-	if s.win.valid || s.cut.r0 != 0 || s.trim > 0 || now < s.hold || s.q[queueRetry].rel != s.q[queueRetry].end || s.queued() != 0 {
+func (s *State) goNow(now float64, c Config, qi int, n int64) bool {
+	if s.win.valid || s.cut.r0 != 0 || s.trim > 0 || now < s.hold || s.q[Retry].rel != s.q[Retry].end || s.Queued() != 0 {
 		return false
 	}
-	interval, burst := s.base(c)
+	interval, burst := s.Base(c)
 	tat := max(s.tat, now)
 	// (tat − now) + (n − burst)·interval, not tat + n·interval − τ: at a
 	// tiny rate (an interval of 1e19 ns) the sum of a time and an
@@ -266,17 +266,17 @@ func (s *schedule) goNow(now float64, c pacing, qi int, n int64) bool {
 		s.tat += float64(n) * interval
 	}
 	s.pending += float64(n)
-	if now-s.lastGo > c.sec {
+	if now-s.lastGo > c.Sec {
 		s.busySince = now
 	}
 	s.lastGo = now
-	s.count(now, float64(n), c.sec)
+	s.count(now, float64(n), c.Sec)
 	return true
 }
 
 // count counts k units gone at now, for the rate a cut without a limit
 // starts from.
-func (s *schedule) count(now, k, sec float64) {
+func (s *State) count(now, k, sec float64) {
 	cur := math.Floor(now / sec)
 	switch cur {
 	case s.sentSec:
@@ -290,7 +290,7 @@ func (s *schedule) count(now, k, sec float64) {
 }
 
 // sent returns the units gone over the last second.
-func (s *schedule) sent(now, sec float64) float64 {
+func (s *State) sent(now, sec float64) float64 {
 	s.count(now, 0, sec)
 	frac := now/sec - s.sentSec
 	return s.sentCur + s.sentPrev*(1-frac)
@@ -298,16 +298,16 @@ func (s *schedule) sent(now, sec float64) float64 {
 
 // position returns the units ahead of the ticket (qi, e), its own
 // included; 0 if it has gone.
-func (s *schedule) position(qi int, e int64) int64 {
+func (s *State) position(qi int, e int64) int64 {
 	p := s.q[qi].ahead(e)
-	if p > 0 && qi == queueFirst {
-		p += s.q[queueRetry].live()
+	if p > 0 && qi == First {
+		p += s.q[Retry].live()
 	}
 	return p
 }
 
-// turn returns the turn at now of the ticket (qi, e): -Inf if it has gone.
-func (s *schedule) turn(now float64, c pacing, qi int, e int64) float64 {
+// Turn returns the Turn at now of the ticket (qi, e): -Inf if it has gone.
+func (s *State) Turn(now float64, c Config, qi int, e int64) float64 {
 	p := float64(s.position(qi, e))
 	if p <= 0 {
 		return math.Inf(-1)
@@ -315,7 +315,7 @@ func (s *schedule) turn(now float64, c pacing, qi int, e int64) float64 {
 	if s.x != nil {
 		return s.x.turn(s, now, c, qi, e)
 	}
-	return s.turnAt(now, c, p)
+	return s.TurnAt(now, c, p)
 }
 
 // paced returns when p units going from t have gone, at the pace in force
@@ -323,24 +323,36 @@ func (s *schedule) turn(now float64, c pacing, qi int, e int64) float64 {
 // back to the queue (the time before now at the pace of now, as advance
 // counts it). It walks at most maxSteps of the cut's steps, then goes on
 // at the last step's pace.
-func (s *schedule) paced(now, t, p float64, c pacing) float64 {
+func (s *State) paced(now, t, p float64, c Config) float64 {
 	if s.cut.r0 == 0 { // no cut: one pace
-		iv, _ := s.pace(now, c)
+		iv, _ := s.Pace(now, c)
 		return t + p*iv
 	}
 	for range maxSteps {
 		at := max(t, now)
-		next := s.cut.nextStep(at, c.sec)
+		next := s.cut.nextStep(at, c.Sec)
 		if math.IsInf(next, 1) {
 			break
 		}
-		iv, _ := s.pace(at, c)
+		iv, _ := s.Pace(at, c)
 		if iv == 0 || t+p*iv <= next {
 			return t + p*iv
 		}
 		p -= (next - t) / iv
 		t = next
 	}
-	iv, _ := s.pace(max(t, now), c)
+	iv, _ := s.Pace(max(t, now), c)
 	return t + p*iv
+}
+
+// Repace prepares the state at now, after Advance, for a change of its
+// configuration: the bucket holds what it holds now, at most its burst
+// (GCRA), however long it was idle, and a tat left from an earlier pace is
+// no debt when no pace is in force. The next Advance under the new
+// configuration keeps those units at the new pace (rescale).
+func (s *State) Repace(now float64, c Config) {
+	s.FloorTat(now, c)
+	if iv, _ := s.Pace(now, c); iv == 0 {
+		s.tat = min(s.tat, now)
+	}
 }

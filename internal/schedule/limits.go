@@ -1,4 +1,4 @@
-package throttle
+package schedule
 
 import "math"
 
@@ -65,16 +65,16 @@ import "math"
 // extras are the further limits of a key and its queued tickets' costs in
 // them.
 type extras struct {
-	lim []xlimit
+	lim []Limit
 	q   [2]xqueue
 	// The state after the tickets due at the last walk (due), for commit.
-	dueLim   []xlimit
+	dueLim   []Limit
 	dueChain float64
 	dueN     [2]int
 	// floor: no queued ticket goes before it (see moved).
 	floor   float64
-	scratch []xlimit // the walk's limits
-	saved   []xlimit // the limits save kept
+	scratch []Limit // the walk's limits
+	saved   []Limit // the limits save kept
 }
 
 // xqueue holds a queue's tickets in order from head: e (the ticket's end
@@ -121,14 +121,14 @@ func (q *xqueue) remove(i, k int) {
 	q.pop(0)
 }
 
-func newExtras(lim []xlimit) *extras {
+func newExtras(lim []Limit) *extras {
 	x := &extras{lim: lim, floor: math.Inf(-1)}
 	for i := range x.lim {
 		x.lim[i].tat, x.lim[i].idx = math.Inf(-1), math.Inf(-1) // full
 	}
-	x.dueLim = make([]xlimit, len(lim))
-	x.scratch = make([]xlimit, len(lim))
-	x.saved = make([]xlimit, len(lim))
+	x.dueLim = make([]Limit, len(lim))
+	x.scratch = make([]Limit, len(lim))
+	x.saved = make([]Limit, len(lim))
 	return x
 }
 
@@ -149,7 +149,7 @@ func (x *extras) fits(now float64, cost []float64) bool {
 		if cost[i] <= 0 || !l.limits() {
 			continue
 		}
-		if l.kind == xBucket {
+		if l.kind == KindBucket {
 			// (tat − now) + (c − burst)·interval: see goNow.
 			if (max(l.tat, now)-now)+(cost[i]-l.burst)*l.interval > 0 {
 				return false
@@ -184,9 +184,9 @@ func (x *extras) idle(now float64) bool {
 // above), calling f with each ticket's queue, index and turn until f
 // returns false. It leaves the limits after the last ticket f accepted
 // in x.scratch and returns the chain then.
-func (x *extras) walk(s *schedule, now float64, c pacing, f func(qi, i int, t float64) bool) float64 {
+func (x *extras) walk(s *State, now float64, c Config, f func(qi, i int, t float64) bool) float64 {
 	k := len(x.lim)
-	iv, tau := s.pace(now, c)
+	iv, tau := s.Pace(now, c)
 	lims := x.scratch
 	copy(lims, x.lim)
 	// A queued ticket goes no earlier than floor (prev): one whose turn
@@ -200,7 +200,7 @@ func (x *extras) walk(s *schedule, now float64, c pacing, f func(qi, i int, t fl
 		for i := q.head; i < len(q.e); i++ {
 			n, cost := float64(q.n[i]), q.cost(i, k)
 			p += n
-			t := max(prev, s.turnAt(now, c, p))
+			t := max(prev, s.TurnAt(now, c, p))
 			if iv > 0 {
 				t = max(t, chain+n*iv-tau)
 			}
@@ -237,7 +237,7 @@ func (x *extras) walk(s *schedule, now float64, c pacing, f func(qi, i int, t fl
 }
 
 // turn returns the turn at now of the ticket (qi, e); -Inf if it has gone.
-func (x *extras) turn(s *schedule, now float64, c pacing, qi int, e int64) float64 {
+func (x *extras) turn(s *State, now float64, c Config, qi int, e int64) float64 {
 	turn := math.Inf(-1)
 	x.walk(s, now, c, func(qj, i int, t float64) bool {
 		if qj == qi && x.q[qi].e[i] == e {
@@ -252,8 +252,8 @@ func (x *extras) turn(s *schedule, now float64, c pacing, qi int, e int64) float
 // due returns the first-limit units of the tickets whose turns have come
 // at now, whole tickets from the head, and keeps what they leave for
 // commit.
-func (x *extras) due(s *schedule, now float64, c pacing) int64 {
-	at := now + 1e-12*c.sec // as dueUnits
+func (x *extras) due(s *State, now float64, c Config) int64 {
+	at := now + 1e-12*c.Sec // as dueUnits
 	var units int64
 	x.dueN = [2]int{}
 	x.dueChain = x.walk(s, now, c, func(qi, i int, t float64) bool {
@@ -270,7 +270,7 @@ func (x *extras) due(s *schedule, now float64, c pacing) int64 {
 
 // commit applies the tickets due went at the last due: their costs on
 // every limit, and the first limit's tat no earlier than their chain.
-func (x *extras) commit(s *schedule) {
+func (x *extras) commit(s *State) {
 	copy(x.lim, x.dueLim)
 	for qi := range x.q {
 		x.q[qi].pop(x.dueN[qi])
@@ -298,23 +298,23 @@ func (x *extras) cancel(now float64, qi int, e int64, kept bool) {
 	q.remove(i, k)
 }
 
-// goNowX is goNow for a key with further limits: the wait goes at once
-// if its queue is empty, the schedule lets its n units go and every
-// further limit holds its cost.
-func (s *schedule) goNowX(now float64, c pacing, qi int, n int64, cost []float64) bool {
-	if s.x == nil {
-		return s.goNow(now, c, qi, n)
+// GoNow lets a wait of n units (cost in the further limits) in queue qi
+// go at once, if its queue is empty, the schedule lets its n units go and
+// every further limit holds its cost (goNow). It returns the end of the
+// ticket that went; ok is false, and nothing changed, if it did not go.
+func (s *State) GoNow(now float64, c Config, qi int, n int64, cost []float64) (e int64, ok bool) {
+	if s.x != nil && !s.x.fits(now, cost) || !s.goNow(now, c, qi, n) {
+		return 0, false
 	}
-	if !s.x.fits(now, cost) || !s.goNow(now, c, qi, n) {
-		return false
+	if s.x != nil {
+		s.x.spend(now, cost)
 	}
-	s.x.spend(now, cost)
-	return true
+	return s.q[qi].rel, true
 }
 
-// enqueueX is enqueue for a key with further limits: the ticket's costs
+// Enqueue is enqueue for a key with further limits: the ticket's costs
 // join the walk.
-func (s *schedule) enqueueX(now float64, c pacing, qi int, n int64, cost []float64) (int64, bool) {
+func (s *State) Enqueue(now float64, c Config, qi int, n int64, cost []float64) (int64, bool) {
 	e, moved := s.enqueue(now, c, qi, n)
 	if s.x != nil {
 		s.x.q[qi].push(e, n, cost)
@@ -356,4 +356,57 @@ func (x *extras) restore(v xsaved) {
 	}
 	copy(x.lim, x.saved)
 	x.floor = v.floor
+}
+
+// LimitView is one further limit as callers see it at an instant.
+type LimitView struct {
+	Window bool // a window (else a bucket)
+	// Remaining is how many of its units a wait could spend at once,
+	// once the waits queued have spent theirs (negative while they owe
+	// more than it holds; +Inf for no limit).
+	Remaining float64
+}
+
+// LimitsView returns, after Advance at now, the turn of a wait of one
+// unit behind every queued wait on the further limits (-Inf: none
+// queued; FIFO: it goes after them, whichever limit holds them), and, if
+// views is not nil, appends each further limit's view to it. It changes
+// nothing.
+func (s *State) LimitsView(now float64, c Config, views *[]LimitView) (last float64) {
+	x := s.x
+	last = math.Inf(-1)
+	if x == nil {
+		return last
+	}
+	x.walk(s, now, c, func(_, _ int, t float64) bool {
+		last = t
+		return true
+	})
+	if views == nil {
+		return last
+	}
+	for i := range x.scratch {
+		l := &x.scratch[i] // the limits after the queued waits
+		v := LimitView{Window: l.kind != KindBucket, Remaining: math.Inf(1)}
+		switch {
+		case l.kind == KindBucket && l.interval > 0:
+			v.Remaining = min(l.burst, (now-l.tat+l.tau)/l.interval)
+		case l.kind == KindFixed:
+			_, cur := l.counts(math.Floor((now + l.off) / l.w))
+			v.Remaining = l.q - cur
+		case l.kind == KindFirst:
+			v.Remaining = l.q
+			if now < l.start+l.w {
+				v.Remaining = l.q - l.cur
+			}
+		case l.kind == KindLog:
+			v.Remaining = l.q - l.logUnits(now)
+		case l.kind == KindSliding:
+			i := math.Floor((now + l.off) / l.w)
+			prev, cur := l.counts(i)
+			v.Remaining = math.Floor(l.q - prev*(1-((now+l.off)/l.w-i)) - cur)
+		}
+		*views = append(*views, v)
+	}
+	return last
 }
