@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"time"
+
+	"github.com/throttle-go/throttle/internal/learn"
 )
 
 // Transport is an [http.RoundTripper] that paces requests with a [Waiter],
@@ -196,7 +198,7 @@ type Transport struct {
 	server  Limiter     // what servers said, for waiters that cannot keep it
 	budget  retryBudget // shared by every request of the Transport
 	rtt     roundTrips  // how long recent round trips took
-	learned learned     // what the keys' responses told, beyond one response
+	learned learn.Keys  // what the keys' responses told, beyond one response
 }
 
 func (t *Transport) base() http.RoundTripper {
