@@ -164,9 +164,7 @@ func followsDeclared(w Waiter) bool {
 	if !ok {
 		return false
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.pacing.Interval == 0
+	return !b.k().Configured()
 }
 
 // unit returns the unit Cost counts: CostUnit, "requests" when unset.

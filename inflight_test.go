@@ -104,7 +104,7 @@ func TestAcquireFIFO(t *testing.T) {
 			t.Errorf("granted %v; want %v", order, want)
 		}
 		rels["D1"]()
-		if h := l.bucket("k").inflight.held; h != 0 {
+		if h := l.bucket("k").k().Held(); h != 0 {
 			t.Errorf("held %d after every release; want 0", h)
 		}
 	})
@@ -144,7 +144,7 @@ func TestAcquireDeadline(t *testing.T) {
 			t.Errorf("the acquisition behind went after %v; want 1s (when the head's deadline passed)", behind)
 		}
 		hold()
-		if h := l.bucket("k").inflight.held; h != 0 {
+		if h := l.bucket("k").k().Held(); h != 0 {
 			t.Errorf("held %d; want 0", h)
 		}
 	})
@@ -211,7 +211,7 @@ func TestReleaseOnce(t *testing.T) {
 		}
 		r2()
 		r3()
-		if h := l.bucket("k").inflight.held; h != 0 {
+		if h := l.bucket("k").k().Held(); h != 0 {
 			t.Errorf("held %d; want 0", h)
 		}
 	})
@@ -349,7 +349,7 @@ func TestTransportHoldsSlot(t *testing.T) {
 					}
 					mu.Unlock()
 				}
-				if h := tr.Waiter.(*Limiter).bucket("api.test").inflight.held; h != 0 {
+				if h := tr.Waiter.(*Limiter).bucket("api.test").k().Held(); h != 0 {
 					t.Errorf("held %d at the end; want 0", h)
 				}
 			})
@@ -396,7 +396,7 @@ func TestTransportSlotPerAttempt(t *testing.T) {
 		if _, err := tr.RoundTrip(req); !errors.Is(err, ErrWouldExceedDeadline) {
 			t.Errorf("RoundTrip with its turn past the deadline = %v; want ErrWouldExceedDeadline", err)
 		}
-		if h := lim.bucket("api.test").inflight.held; h != 0 {
+		if h := lim.bucket("api.test").k().Held(); h != 0 {
 			t.Errorf("held %d after a failed wait; want 0", h)
 		}
 	})
@@ -424,7 +424,7 @@ func TestTransportSlotMaxWait(t *testing.T) {
 			t.Errorf("RoundTrip with the only slot held = %v after %v, %d sent; want ErrWouldExceedDeadline after MaxWait 1s, 1 sent", err, time.Since(start), sent)
 		}
 		first.Body.Close()
-		if h := lim.bucket("api.test").inflight.held; h != 0 {
+		if h := lim.bucket("api.test").k().Held(); h != 0 {
 			t.Errorf("held %d; want 0", h)
 		}
 	})

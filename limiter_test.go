@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/throttle-go/throttle/internal/local"
 	"golang.org/x/time/rate"
 )
 
@@ -269,8 +270,8 @@ func TestLimiterManyKeys(t *testing.T) {
 		}
 		// Buckets refill in 10 ms, so only the last 100 keys hold state;
 		// sweeps run when the count doubles from at least 1024.
-		if peak > 2*minSweep {
-			t.Errorf("%d distinct keys: peak of %d remembered; want at most %d", n, peak, 2*minSweep)
+		if peak > 2*local.MinSweep {
+			t.Errorf("%d distinct keys: peak of %d remembered; want at most %d", n, peak, 2*local.MinSweep)
 		}
 	})
 	synctest.Test(t, func(t *testing.T) {
@@ -293,7 +294,7 @@ func TestLimiterForgottenHandle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := &Limiter{Limit: 1, Burst: 1}
 		old := l.For("k")
-		for i := range 3 * minSweep { // forces sweeps; "k" is full and forgotten
+		for i := range 3 * local.MinSweep { // forces sweeps; "k" is full and forgotten
 			l.For(fmt.Sprint(i))
 		}
 		start := time.Now()

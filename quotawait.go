@@ -114,3 +114,6 @@ func (t *Transport) tooLateToSend(ctx context.Context, now time.Time) bool {
 	est := t.rtt.estimate(now)
 	return est > 0 && !now.Before(dl.Add(-est))
 }
+
+// noRelease is the release of an acquisition that holds nothing.
+func noRelease() {}

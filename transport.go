@@ -240,10 +240,8 @@ func (t *Transport) waiter(key string) (w, fb Waiter, a Acquirer) {
 		w = tw
 	}
 	a, _ = w.(Acquirer)
-	if b, ok := w.(*bucket); ok && b.inflight.limit == 0 {
-		a = nil // a Limiter's key without a cap: no body to wrap
-	} else if u, ok := a.(uncapped); ok && u.NoInFlightCap() {
-		a = nil // likewise another waiter's
+	if u, ok := a.(uncapped); ok && u.NoInFlightCap() {
+		a = nil // a key without a cap: no body to wrap
 	}
 	switch w.(type) {
 	case Adapter, Pauser:
