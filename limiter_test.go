@@ -305,3 +305,38 @@ func TestLimiterForgottenHandle(t *testing.T) {
 		}
 	})
 }
+
+// TestSetRateBoundedByMaxKeys: SetRate on many keys remembers at most
+// MaxKeys of them (a rate set lasts while its key is remembered), and a
+// key forgotten past MaxKeys gets its configured rate back; a key whose
+// rate was set is not forgotten for being idle.
+func TestSetRateBoundedByMaxKeys(t *testing.T) {
+	const maxKeys = 2000
+	l := &Limiter{Limit: 10, Burst: 1, MaxKeys: maxKeys}
+	for i := range 5 * maxKeys {
+		if err := l.SetRate(fmt.Sprint("k", i), Rate{Limit: 1, Burst: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if n := l.Len(); n > maxKeys {
+			t.Fatalf("after %d keys set, %d remembered; want ≤ %d", i+1, n, maxKeys)
+		}
+	}
+	if got := l.State("k0").Limit; got != 10 {
+		t.Errorf("a key set and forgotten past MaxKeys: limit %v; want 10 (its configured rate)", got)
+	}
+	last := fmt.Sprint("k", 5*maxKeys-1)
+	if got := l.State(last).Limit; got != 1 {
+		t.Errorf("the key set last: limit %v; want 1 (the rate set)", got)
+	}
+	// An idle key whose rate was set outlives the sweep of idle keys.
+	m := &Limiter{Limit: 10, Burst: 1, MaxKeys: 1 << 20}
+	if err := m.SetRate("set", Rate{Limit: 1, Burst: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 * local.MinSweep {
+		m.For(fmt.Sprint("idle", i))
+	}
+	if got := m.State("set").Limit; got != 1 {
+		t.Errorf("an idle key whose rate was set, after sweeps: limit %v; want 1", got)
+	}
+}

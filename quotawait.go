@@ -53,6 +53,12 @@ func (t *Transport) wait(ctx context.Context, rs *retries, w Waiter, a Acquirer,
 		if err != nil {
 			release = noRelease
 		}
+		defer func() {
+			if p := recover(); p != nil {
+				release() // a hook panicked: the caller never gets it
+				panic(p)
+			}
+		}()
 	}
 	var units []UnitCost
 	rs.units = nil

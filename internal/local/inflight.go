@@ -129,13 +129,24 @@ func (k *Key) Acquire(ctx context.Context, n int, to Listener) (release func(), 
 	k.mu.Lock()
 	k.sleepers--
 	k.mu.Unlock()
+	if err == nil {
+		release = k.releaser(w.n)
+	}
 	if d := time.Since(start); d >= minShift && to.Emit != nil {
+		defer func() {
+			if p := recover(); p != nil && release != nil {
+				release() // a listener panicked: the caller never gets it
+				panic(p)
+			} else if p != nil {
+				panic(p)
+			}
+		}()
 		to.Emit(Decision{Kind: InFlight, Delay: d, Err: err})
 	}
 	if err != nil {
 		return nil, err
 	}
-	return k.releaser(w.n), nil
+	return release, nil
 }
 
 // releaser returns the release of n units held on k: the first call gives
