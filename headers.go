@@ -52,9 +52,11 @@ func (t *Transport) feedback(resp *http.Response, q ratelimit.Reading, age time.
 	if wait > 0 {
 		f.Pause = min(wait, t.Retry.maxRetryAfter())
 	}
-	f.Refused = rejected && !t.DisableAdaptive
-	if rejected && f.Pause == 0 && !t.DisableAdaptive {
-		f.Throttled = !known || status == http.StatusTooManyRequests
+	if rejected && !t.DisableAdaptive {
+		f.Verdict = Refused
+		if f.Pause == 0 && (!known || status == http.StatusTooManyRequests) {
+			f.Verdict = RefusedBare
+		}
 	}
 
 	unit := t.unit()
@@ -90,25 +92,26 @@ func (t *Transport) feedback(resp *http.Response, q ratelimit.Reading, age time.
 				// The window is spread over the time to its reset,
 				// however long (GitHub's hour): MaxRetryAfter caps one
 				// retry's delay and a pause, not the pacing of a window.
-				f.Remaining, f.Reset, f.HasRemaining = float64(p.Remaining), p.Reset, true
-				f.Size, f.Window = 0, 0
+				w := &ServerWindow{Remaining: float64(p.Remaining), Reset: p.Reset}
 				if p.HasLimit {
-					f.Size = float64(p.Limit)
+					w.Size = float64(p.Limit)
 				}
 				if p.HasWindow {
-					f.Window = p.Window
+					w.Length = p.Window
 				}
+				f.Window = w
 			}
 		}
 		// What remains of a policy not tracked as a window caps the
 		// key's bucket: a refilling bucket's level, a short window's
-		// count (see schedule.level). A tracked window counts its units
-		// in flight itself (window.update), against the window, not the
+		// count (the engine's Level). A tracked window counts its units
+		// in flight itself (the engine's window), against the window, not the
 		// bucket: capped as well, the units its responses were counted
 		// in would be taken off twice (a window of 100 per 10 s at 32
 		// workers: 0.94 of it used).
-		if p.HasRemaining && !tracked && (!f.HasAvailable || float64(p.Remaining) < f.Available) {
-			f.Available, f.HasAvailable = float64(p.Remaining), true
+		if p.HasRemaining && !tracked && (f.Available == nil || float64(p.Remaining) < *f.Available) {
+			a := float64(p.Remaining)
+			f.Available = &a
 		}
 		if !t.DisableDeclaredLimits && p.HasLimit && p.HasWindow && p.Limit > 0 && p.Window > 0 {
 			l := rate.Limit(float64(p.Limit) / p.Window.Seconds())
@@ -117,7 +120,7 @@ func (t *Transport) feedback(resp *http.Response, q ratelimit.Reading, age time.
 			if time.Duration(float64(time.Second)/float64(l)) > t.Retry.maxRetryAfter() {
 				continue
 			}
-			if !f.HasDeclared || l < f.DeclaredRate {
+			if f.Declared == nil || l < f.Declared.Rate {
 				burst := int(min(p.Limit, math.MaxInt32))
 				if p.Window < learn.MinTrackedWindow && !p.Refills {
 					// A window too short to track is a pace: its units
@@ -126,7 +129,7 @@ func (t *Transport) feedback(resp *http.Response, q ratelimit.Reading, age time.
 					// for a reset known to a whole second at best.
 					burst = 1
 				}
-				f.DeclaredRate, f.DeclaredBurst, f.HasDeclared = l, burst, true
+				f.Declared = &Declared{Rate: l, Burst: burst}
 			}
 		}
 	}
@@ -157,14 +160,11 @@ func paceWindows(q ratelimit.Reading, unit string) (wait time.Duration, ok, shor
 	return wait, ok, true
 }
 
-// followsDeclared reports whether w is a Limiter's key with no pace
+// followsDeclared reports whether q is a Limiter's key with no pace
 // configured, which a server's declared limit paces.
-func followsDeclared(w Waiter) bool {
-	b, ok := w.(*bucket)
-	if !ok {
-		return false
-	}
-	return !b.k().Configured()
+func followsDeclared(q Quota) bool {
+	k, ok := q.(*limiterKey)
+	return ok && !k.k().Configured()
 }
 
 // unit returns the unit Cost counts: CostUnit, "requests" when unset.
@@ -182,44 +182,31 @@ func (t *Transport) unit() string {
 // reached a waiter that slows down for it (an [Adapter]), and whether it
 // was one a Limiter's key took for the strict server's timing, which
 // leaves its pace as it was (anchor.go: jitter).
-func (t *Transport) observe(ctx context.Context, o *Outcome, w Waiter, key string, n int, sent, now time.Time) (d Decision, slowed, timing bool) {
+func (t *Transport) observe(ctx context.Context, o *Outcome, q Quota, key string, n int, sent, now time.Time) (d Decision, slowed, timing bool) {
 	resp := o.Response
 	o.Reading = ratelimit.Parse(resp.Header, now)
-	// The limits in other units than Cost's, read in Cost's unit where
-	// the key's responses told what a request costs in them (otherunits.go).
+	// The limits in other units than the cost's, read in its unit where
+	// the key's responses told what a request costs in them.
 	rejected := resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable
-	q := t.learned.Read(key, o.Reading, t.unit(), n, rejected, now)
-	f, wait, said := t.feedback(resp, q, now.Sub(sent), followsDeclared(w))
-	f.Cost = n
-	f.Accepted = !rejected
+	r := t.learned.Read(key, o.Reading, t.unit(), n, rejected, now)
+	f, wait, said := t.feedback(resp, r, now.Sub(sent), followsDeclared(q))
+	f.Spent = n
+	if !rejected {
+		f.Verdict = Accepted
+	}
 	o.Wait, o.HasWait = wait, said
 	d = t.Retry.classify(*o)
 	f.Pause = max(f.Pause, min(d.Pause, t.Retry.maxRetryAfter()))
-	if f.Throttled && o.Reading.Permanent() {
-		f.Throttled = false // a permanent rejection: a slower pace cannot help
+	if f.Verdict == RefusedBare && o.Reading.Permanent() {
+		f.Verdict = Refused // a permanent rejection: a slower pace cannot help
 	}
-	switch w := w.(type) {
-	case AdaptReporter:
-		// The waiter tells a refusal of timing, and a pause it ended
-		// early (a learned budget's refused probe).
-		if a, err := w.AdaptReport(ctx, f); err != nil {
-			f.Pause = 0
-		} else {
-			f.Pause, timing = a.Pause, a.Timing
-			slowed = f.Throttled && !timing
-		}
-	case Adapter:
-		if w.Adapt(ctx, f) != nil {
-			f.Pause = 0
-		} else {
-			slowed = f.Throttled
-		}
-	case Pauser:
-		if f.Pause > 0 && w.Pause(ctx, f.Pause) != nil {
-			f.Pause = 0
-		}
-	default:
+	// The quota tells a refusal of timing, and a pause it ended early (a
+	// learned budget's refused probe).
+	if a, err := q.Observe(ctx, f); err != nil {
 		f.Pause = 0
+	} else {
+		f.Pause, timing = a.Pause, a.Timing
+		slowed = f.Verdict == RefusedBare && !timing
 	}
 	if f.Pause > 0 {
 		t.emit(Event{Kind: EventPause, Request: o.Request, Key: key, Attempt: o.Attempt, Delay: f.Pause, StatusCode: resp.StatusCode})

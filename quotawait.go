@@ -8,8 +8,8 @@ import (
 
 // The wait for quota before each attempt of a Transport's request.
 
-// wait takes n units under a's in-flight cap (if a is not nil), then
-// waits for n units of w's quota before an attempt, from start (now, or
+// wait takes the cost's units under q's in-flight cap (if it has one),
+// then waits for the cost on q before an attempt, from start (now, or
 // as good as: the caller's clock reading), and reports a wait that
 // blocked; end is when it ended, for the attempt's send time. A turn later than the retries' bound (MaxElapsed for a
 // retry, ctx's deadline less a round trip) is refused at once, nothing
@@ -18,14 +18,12 @@ import (
 // in-flight units; if it fails, nothing is held. In a dry run it asks
 // for the units without waiting, and reports what the wait would have
 // been; it takes nothing under the cap.
-func (t *Transport) wait(ctx context.Context, rs *retries, w Waiter, a Acquirer, key string, n, attempt int, start time.Time) (release func(), end time.Time, reason string, err error) {
+func (t *Transport) wait(ctx context.Context, rs *retries, q Quota, key string, attempt int, start time.Time) (release func(), end time.Time, reason string, err error) {
 	release = noRelease
+	cost := rs.cost
+	cost.Retry = attempt > 1 // a retry keeps its place ahead of the requests that arrived since
 	if t.DryRun {
-		var units []UnitCost
-		if t.Units != nil {
-			units = t.Units(rs.req)
-		}
-		d, err := probe(ctx, w, n, units)
+		d, err := probe(ctx, q, cost)
 		if ctx.Err() != nil {
 			return release, end, "", ctx.Err()
 		}
@@ -48,8 +46,8 @@ func (t *Transport) wait(ctx context.Context, rs *retries, w Waiter, a Acquirer,
 	// be spent while the request waits for the slot, sending nothing.
 	// A slot held while its turn comes only delays the requests behind
 	// it, and the cap is never passed.
-	if a != nil {
-		release, err = a.AcquireN(wctx, n)
+	if capped(q) {
+		release, err = q.Acquire(wctx, cost.N)
 		if err != nil {
 			release = noRelease
 		}
@@ -60,24 +58,8 @@ func (t *Transport) wait(ctx context.Context, rs *retries, w Waiter, a Acquirer,
 			}
 		}()
 	}
-	var units []UnitCost
-	rs.units = nil
-	if t.Units != nil {
-		units = t.Units(rs.req)
-	}
-	cw, costs := w.(CostWaiter)
-	if err == nil && costs && len(units) > 0 {
-		// Every limit at once; a retry keeps its place as below.
-		err = cw.WaitCost(wctx, Cost{N: n, Units: units, Retry: attempt > 1})
-		rs.units = units
-	} else if err == nil {
-		if rw, ok := w.(RetryWaiter); ok && attempt > 1 {
-			// A retry keeps its place ahead of the requests that arrived
-			// since its first attempt.
-			err = rw.WaitRetryN(wctx, n)
-		} else {
-			err = w.WaitN(wctx, n)
-		}
+	if err == nil {
+		err = q.Wait(wctx, cost) // every limit at once
 	}
 	end = time.Now()
 	if err == nil && !bound.IsZero() && end.After(bound) {

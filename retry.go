@@ -364,7 +364,7 @@ type retries struct {
 	req   *http.Request
 	start time.Time
 	bo    *backoff.ExponentialBackOff // made at the first backoff
-	units []UnitCost                  // the last attempt's cost in further limits, spent by WaitCost
+	cost  Cost                        // the request's cost, as each attempt spends it
 }
 
 // next decides what follows an attempt whose outcome o was classified d

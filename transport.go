@@ -61,20 +61,12 @@ type Transport struct {
 	// Base sends each attempt. Nil means http.DefaultTransport.
 	Base http.RoundTripper
 
-	// Waiter paces requests. If it is a [KeyedWaiter], each request waits
-	// on For(Key(req)). A *rate.Limiter, a [*Limiter] or the distributed
-	// package's waiter fit. What servers say (pauses, windows, declared
-	// limits, bare rejections) goes to the key's waiter when it is an
-	// [Adapter] or a [Pauser], else to a per-key [Limiter] the Transport
-	// keeps in front of it. A [*Limiter]'s keys, and a distributed
-	// quota's for the whole fleet, also take the hidden budget of a server
-	// that refuses with Retry-After alone, below the key's limit: once two
-	// refusal cycles agree, q units per w, kept as a window in the key's
-	// state; w is then probed down to within 1% of the budget's (a
-	// refused probe pauses the key only until the bound its cycles set,
-	// before its whole-second Retry-After ends; the request's own retry
-	// waits the Retry-After). See [Limiter]. A key with [Limiter.Limits]
-	// does not learn one: its refusals may be for another unit. Nil means no pacing of the
+	// Waiter paces requests: a [Quotas] ([Limiter], or the distributed
+	// package's Limiter for a fleet) waits on For(Key(req)) and is told
+	// what servers say of each key (pauses, windows, declared limits,
+	// refusals: [Quota].Observe); another Waiter (a *rate.Limiter) paces
+	// every request, and what servers say goes to a per-key Limiter the
+	// Transport keeps in front of it. Nil means no pacing of the
 	// Transport's own: only what servers say.
 	Waiter Waiter
 
@@ -84,46 +76,31 @@ type Transport struct {
 	// form Key returns.
 	Key func(*http.Request) string
 
-	// Cost is how many units of quota a request spends (tokens of an LLM
-	// call, a batch's size). Nil means 1 per request.
-	Cost func(*http.Request) int
+	// CostOf is what a request costs: N units of the key's first limit
+	// (an LLM call's tokens when that limit counts them, a batch's size),
+	// and units of its further limits (e.g. {"tokens": estimate} beside
+	// requests). Each attempt waits for all of it at once. Nil means one
+	// unit of the first limit.
+	CostOf func(*http.Request) Cost
 
-	// Units, if not nil, is what a request costs in the key's further
-	// limits (e.g. {{"tokens", estimate}} beside Cost's requests: see
-	// [Limiter.Limits]): each attempt waits for Cost and these on every
-	// limit at once, through [CostWaiter] when the key's waiter is one.
-	// Nil means none.
-	Units func(*http.Request) []UnitCost
-
-	// Settle, if not nil, tells from each attempt's response what the
-	// attempt really cost (an LLM call's tokens, in a header): ok true
-	// and actual ≥ 0 settle the attempt's Cost as actual on the key's
-	// waiter, when it is a [Settler] (the difference is given back or
-	// charged: see Settler), before the response's rate-limit headers
-	// are applied. ok false leaves the estimate as spent. A cost known
-	// only from the body is settled with [SettleResponse] instead. Nil
-	// means no settling from headers. Not called in a dry run.
-	Settle func(*http.Response) (actual int, ok bool)
-
-	// SettleUnits, if not nil, tells from each attempt's response what
-	// the attempt really cost in the units Units named (an LLM call's
-	// tokens, from its usage: see [SettleResponseUnits] for a body read
-	// by the caller): ok true settles the attempt's Units as actual on
-	// the key's waiter, when it is a [CostSettler] (per unit, the
-	// difference is given back or charged), with Settle's N if Settle
-	// tells it too, in one settle. A unit named in neither is left as it
-	// is. Nil means no settling of Units from the response. Not called in
-	// a dry run.
-	SettleUnits func(*http.Response) (actual []UnitCost, ok bool)
+	// Usage, if not nil, tells from each attempt's response what the
+	// attempt really cost (an LLM call's tokens, from a header): ok true
+	// settles the attempt's cost as actual on the key's quota
+	// ([Quota].Settle: the difference is given back or charged; a unit
+	// actual does not name stays as spent), before the response's
+	// rate-limit headers are applied. A cost known only from the body is
+	// settled with [SettleResponse] instead. Nil means no settling from
+	// the response. Not called in a dry run.
+	Usage func(*http.Response) (actual Cost, ok bool)
 
 	// Retry says what is retried and when. The zero value is the default
 	// policy.
 	Retry RetryPolicy
 
-	// CostUnit is what Cost counts, matched against the unit of the
-	// policies a server describes ([ratelimit.Policy].Unit): the quota windows of
-	// that unit pace the key. "" means "requests"; set "tokens" when Cost
-	// returns an LLM call's tokens.
+	// CostUnit is what a cost's N counts, matched against the unit of
+	// the policies a server describes ([ratelimit.Policy].Unit): the quota
+	// windows of that unit pace the key. "" means "requests"; set
+	// "tokens" when CostOf's N is an LLM call's tokens.
 	CostUnit string
 
 	// DisableDeclaredLimits: a key with no configured limit is not paced
@@ -215,61 +192,66 @@ func (t *Transport) key(req *http.Request) string {
 	return t.Key(req)
 }
 
-func (t *Transport) cost(req *http.Request) int {
-	if t.Cost == nil {
-		return 1
+func (t *Transport) cost(req *http.Request) Cost {
+	if t.CostOf == nil {
+		return Cost{N: 1}
 	}
-	return t.Cost(req)
+	c := t.CostOf(req)
+	c.N, c.Retry = c.n(), false
+	return c
 }
 
-// waiter returns the waiter of key's quota, and the waiter that takes the
-// server's feedback about it. A waiter that can neither adapt nor pause
-// (a *rate.Limiter) is chained behind the Transport's own per-key
-// Limiter, which keeps the server's pauses and pacing for it.
-//
-// a is the key's in-flight cap, when the key's waiter has one (an
-// [Acquirer]); nil otherwise.
-func (t *Transport) waiter(key string) (w, fb Waiter, a Acquirer) {
-	switch tw := t.Waiter.(type) {
+// quota returns key's quota. A Waiter that keeps no quota per key (a
+// *rate.Limiter) is chained behind the Transport's own per-key Limiter,
+// which keeps what servers say for it.
+func (t *Transport) quota(key string) Quota {
+	switch w := t.Waiter.(type) {
 	case nil:
-		w = t.server.For(key)
-		return w, w, nil
-	case KeyedWaiter:
-		w = tw.For(key)
+		return chain{Quota: t.server.For(key)}
+	case Quotas:
+		return w.For(key)
 	default:
-		w = tw
+		return chain{Quota: t.server.For(key), w: w}
 	}
-	a, _ = w.(Acquirer)
-	if u, ok := a.(uncapped); ok && u.NoInFlightCap() {
-		a = nil // a key without a cap: no body to wrap
-	}
-	switch w.(type) {
-	case Adapter, Pauser:
-		return w, w, a
-	}
-	fb = t.server.For(key)
-	return chain{fb, w}, fb, a
 }
 
-// chain waits on each waiter in turn.
-type chain [2]Waiter
+// capped reports whether q caps its units in flight, so that an attempt
+// holds its cost until its response is done.
+func capped(q Quota) bool {
+	u, ok := q.(uncapped)
+	return !ok || !u.NoInFlightCap()
+}
+
+// uncapped is a [Quota] that can tell that its key has no in-flight cap,
+// now or later: its Acquire holds nothing, so [Transport] neither calls
+// it nor wraps a response's body to release it. The distributed package's
+// keys implement it.
+type uncapped interface {
+	NoInFlightCap() bool
+}
+
+// chain is the quota of a Waiter that keeps none per key, or of none:
+// what servers say is kept by the Transport's own key (Quota), which
+// counts no unit but the first's, and each wait waits on it, then on w
+// (if any).
+type chain struct {
+	Quota
+	w Waiter
+}
 
 func (c chain) WaitN(ctx context.Context, n int) error {
-	for _, w := range c {
-		if err := w.WaitN(ctx, n); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// WaitRetryN waits on the first waiter ahead of its first attempts, then
-// on the second.
-func (c chain) WaitRetryN(ctx context.Context, n int) error {
-	if err := c[0].(RetryWaiter).WaitRetryN(ctx, n); err != nil {
+	if err := c.Quota.WaitN(ctx, n); err != nil || c.w == nil {
 		return err
 	}
-	return c[1].WaitN(ctx, n)
+	return c.w.WaitN(ctx, n)
+}
+
+func (c chain) Wait(ctx context.Context, cost ...Cost) error {
+	s := sum(cost)
+	if err := c.Quota.Wait(ctx, Cost{N: s.n(), Retry: s.Retry}); err != nil || c.w == nil {
+		return err
+	}
+	return c.w.WaitN(ctx, s.n())
 }
 
 func (t *Transport) emit(e Event) {
@@ -281,9 +263,9 @@ func (t *Transport) emit(e Event) {
 // RoundTrip implements [http.RoundTripper].
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
-	key, n := t.key(req), t.cost(req)
-	w, fb, a := t.waiter(key)
-	rs := &retries{t: t, req: req, start: time.Now()}
+	key, cost := t.key(req), t.cost(req)
+	q := t.quota(key)
+	rs := &retries{t: t, req: req, start: time.Now(), cost: cost}
 	t.budget.request(rs.start)
 	// last is the previous attempt's response, its body read into memory,
 	// while its retry waits: a retry given up before it is sent returns it.
@@ -325,7 +307,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if attempt > 1 {
 			waitStart = time.Now()
 		}
-		release, sent, bound, err := t.wait(ectx, rs, w, a, key, n, attempt, waitStart)
+		release, sent, bound, err := t.wait(ectx, rs, q, key, attempt, waitStart)
 		held = release
 		if err != nil {
 			closeBody(r)
@@ -355,7 +337,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		} else if resp == nil {
 			err = errors.New("throttle: " + reasonNoResponse)
 		}
-		if a != nil && !t.DryRun {
+		if capped(q) && !t.DryRun {
 			if resp == nil {
 				release() // a transport error: nothing is in flight any more
 			} else {
@@ -370,12 +352,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		var rec *settlement
 		if resp != nil {
 			t.rtt.observe(received, received.Sub(sent))
-			rec = t.settleAttempt(ectx, w, resp, n, rs.units)
-			d, slowed, timing = t.observe(ectx, &o, fb, key, n, sent, received)
+			rec = t.settleAttempt(ectx, q, resp, cost)
+			d, slowed, timing = t.observe(ectx, &o, q, key, cost.N, sent, received)
 		} else {
-			if a, ok := fb.(Adapter); ok {
-				a.Adapt(ectx, Feedback{Cost: n, Age: received.Sub(sent)}) // answered, with nothing said
-			}
+			_, _ = q.Observe(ectx, Feedback{Spent: cost.N, Age: received.Sub(sent)}) // answered, with nothing said
 			d = t.Retry.classify(o)
 		}
 		retry, delay, reason := rs.next(o, d, received, slowed, timing)
