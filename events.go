@@ -87,6 +87,10 @@ const (
 	// ended). Before an attempt of a [Transport] this is part of the
 	// attempt's wait, which an EventWait reports as a whole.
 	EventInFlight
+	// EventClamp: a settle ([Quota].Settle) charged more than a limit of
+	// Key holds at once beyond what the wait spent: Units units of Unit
+	// ("" for the first limit's) were dropped, not charged.
+	EventClamp
 )
 
 // Kinds reported in a dry run ([Transport].DryRun) only. Their values
@@ -104,7 +108,8 @@ const (
 // String returns the kind's name as logs show it: "wait", "pause",
 // "retry", "give-up", "would-wait", "would-retry", "slow-down",
 // "recovered", "shift", "window", "declared", "store-error",
-// "breaker-open", "breaker-close", "fallback", "config", "in-flight"; "unknown" for a value that
+// "breaker-open", "breaker-close", "fallback", "config", "in-flight",
+// "clamp"; "unknown" for a value that
 // is no kind.
 func (k EventKind) String() string {
 	switch k {
@@ -142,6 +147,8 @@ func (k EventKind) String() string {
 		return "config"
 	case EventInFlight:
 		return "in-flight"
+	case EventClamp:
+		return "clamp"
 	}
 	return "unknown"
 }
@@ -165,6 +172,10 @@ type Event struct {
 	Rate      float64
 	Burst     int
 	Remaining float64
+
+	// Units and Unit, for EventClamp: the units dropped, and their unit.
+	Units float64
+	Unit  string
 
 	// Reason, for EventGiveUp, says why the request is not retried. The
 	// default policy's reasons ([DefaultClassify]): "method is not
@@ -215,6 +226,9 @@ func (e Event) LogValue() slog.Value {
 	}
 	if e.Kind == EventWindow {
 		attrs = append(attrs, slog.Float64("remaining", e.Remaining))
+	}
+	if e.Kind == EventClamp {
+		attrs = append(attrs, slog.Float64("units", e.Units), slog.String("unit", e.Unit))
 	}
 	if e.StatusCode != 0 {
 		attrs = append(attrs, slog.Int("status", e.StatusCode))

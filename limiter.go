@@ -144,7 +144,7 @@ func (l *Limiter) keyConfig(key string) local.KeyConfig {
 // slow-down's end).
 func (l *Limiter) decided(key string, d local.Decision) {
 	if l.OnEvent != nil {
-		l.OnEvent(eventOf(key, d))
+		l.OnEvent(eventOf(l, key, d))
 	}
 }
 

@@ -136,7 +136,7 @@ func (q *limiterKey) Settle(ctx context.Context, spent, actual Cost) error {
 	if err != nil {
 		return err
 	}
-	return keyErr(k.Name(), k.Settle(spent.n(), actual.n(), d))
+	return keyErr(k.Name(), k.Settle(spent.n(), actual.n(), d, l.listener(ctx, k.Name())))
 }
 
 // Acquire takes n units under the key's in-flight cap: see [Quota]. A
@@ -294,7 +294,7 @@ func (l *Limiter) listener(ctx context.Context, key string) local.Listener {
 		return local.Listener{}
 	}
 	to := local.Listener{Emit: func(d local.Decision) {
-		e := eventOf(key, d)
+		e := eventOf(l, key, d)
 		if sink != nil {
 			e = sink.fill(e)
 		}
@@ -307,13 +307,13 @@ func (l *Limiter) listener(ctx context.Context, key string) local.Listener {
 	}}
 	if sink != nil {
 		fn := sink.fn
-		to.Call = func(d local.Decision) { fn(eventOf(key, d)) }
+		to.Call = func(d local.Decision) { fn(eventOf(l, key, d)) }
 	}
 	return to
 }
 
 // eventOf converts a key's decision to an Event.
-func eventOf(key string, d local.Decision) Event {
+func eventOf(owner any, key string, d local.Decision) Event {
 	e := Event{Key: key, Rate: d.Rate, Burst: d.Burst, Remaining: d.Remaining, Delay: d.Delay, Err: d.Err}
 	switch d.Kind {
 	case local.SlowDown:
@@ -328,6 +328,14 @@ func eventOf(key string, d local.Decision) Event {
 		e.Kind = EventDeclared
 	case local.InFlight:
 		e.Kind = EventInFlight
+	case local.Clamp:
+		e.Kind, e.Units = EventClamp, d.Units
+		e.Unit = ""
+		if d.Limit >= 0 {
+			if l, ok := owner.(*Limiter); ok {
+				e.Unit = l.limits(key).units[d.Limit]
+			}
+		}
 	}
 	return e
 }

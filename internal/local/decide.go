@@ -22,6 +22,7 @@ const (
 	Window                            // a window learned: Remaining until Delay
 	Declared                          // a declared pace adopted: Rate, Burst
 	InFlight                          // an acquisition blocked Delay on the cap (Err: without the units)
+	Clamp                             // a settle's charge past what Limit holds at once: Units dropped
 )
 
 // Decision is one decision of a key.
@@ -32,6 +33,10 @@ type Decision struct {
 	Remaining float64
 	Delay     time.Duration
 	Err       error
+	// Limit is the further limit a Clamp is of (its index), -1 for the
+	// first; Units the units dropped.
+	Limit int
+	Units float64
 }
 
 // Listener is who is told of a call's decisions: Emit, everyone who
