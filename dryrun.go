@@ -17,8 +17,7 @@ import (
 // 0 with the waiter's error when it cannot tell (a waiter that is not
 // deadline-aware, or a wait that could never be served).
 //
-// With units (a request's cost in further units, [Transport].Units) and
-// a [CostWaiter], it asks for them too, on every limit at once.
+// It asks for the whole cost, on every limit at once.
 func probe(ctx context.Context, q Quota, cost Cost) (time.Duration, error) {
 	err := q.Wait(deadlineNow{ctx}, cost)
 	if err == nil || ctx.Err() != nil {

@@ -81,7 +81,7 @@ const (
 	// Quota.Version): Rate and Burst are the ones it follows now, Reason
 	// says whose and instead of what.
 	EventConfig
-	// EventInFlight: an acquisition ([Acquirer]) blocked for Delay (1ms
+	// EventInFlight: an acquisition ([Quota].Acquire) blocked for Delay (1ms
 	// or more) on Key's in-flight cap, until others in flight released
 	// their units; Err is set if it ended without them (its context
 	// ended). Before an attempt of a [Transport] this is part of the

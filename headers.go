@@ -176,12 +176,11 @@ func (t *Transport) unit() string {
 }
 
 // observe reads resp's rate-limit headers into o, classifies o, and tells
-// the key's waiter what the headers and the decision say: a pause when
-// the quota is spent, the quota's window, the server's declared limit, a
-// bare rejection. It returns the decision, whether a bare rejection
-// reached a waiter that slows down for it (an [Adapter]), and whether it
-// was one a Limiter's key took for the strict server's timing, which
-// leaves its pace as it was (anchor.go: jitter).
+// the key's quota what the headers and the decision say: a pause when the
+// quota is spent, the quota's window, the server's declared limit, a bare
+// refusal. It returns the decision, whether a bare refusal slowed the
+// quota down, and whether the quota took it for a strict server's timing,
+// which leaves its pace as it was (internal/strict).
 func (t *Transport) observe(ctx context.Context, o *Outcome, q Quota, key string, n int, sent, now time.Time) (d Decision, slowed, timing bool) {
 	resp := o.Response
 	o.Reading = ratelimit.Parse(resp.Header, now)

@@ -6,7 +6,7 @@ import (
 	"net/http"
 )
 
-// A request holds its in-flight units ([Acquirer]) until it is over for
+// A request holds its in-flight units ([Quota].Acquire) until it is over for
 // the server and the caller: its response body closed or read to the end
 // (or failed), or its context ended. [Transport] gives them back on the
 // first of these, through the body it returns.
@@ -14,7 +14,7 @@ import (
 // holdUntilDone makes resp's body release the in-flight units of its
 // attempt when it is closed, read to EOF or fails, or when ctx ends; a
 // response without a body releases them at once. release must be safe
-// to call more than once and from any goroutine (the [Acquirer]
+// to call more than once and from any goroutine (the [Quota].Acquire
 // contract).
 func holdUntilDone(ctx context.Context, resp *http.Response, release func()) {
 	if resp.Body == nil || resp.Body == http.NoBody {

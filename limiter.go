@@ -63,27 +63,27 @@ type Limiter struct {
 	Overrides map[string][]Limit
 
 	// InFlight caps the units each key without an InFlightOverrides entry
-	// may hold at once through [Acquirer] (AcquireN on For(key)), e.g. 100
-	// for GitHub's concurrent requests: [Transport] holds a request's cost
-	// from before its wait for quota until its response body is closed or
-	// read to the end. Zero means no cap; negative is taken as zero.
+	// may hold at once through [Quota].Acquire, e.g. 100 for GitHub's
+	// concurrent requests: [Transport] holds a request's cost from before
+	// its wait for quota until its response body is closed or read to the
+	// end. Zero means no cap; negative is taken as zero.
 	InFlight int
 
 	// InFlightOverrides sets a different in-flight cap for particular
-	// keys, in the form Key returns, as Overrides does for rates; an entry
-	// of 0 means no cap for that key. It is read at the first wait; nil
-	// means none.
+	// keys, as Overrides does for limits; an entry of 0 means no cap for
+	// that key. Nil means none.
 	InFlightOverrides map[string]int
 
 	// MaxKeys bounds how many keys are remembered at once. Zero means 1<<20.
 	MaxKeys int
 
-	// OnEvent, if not nil, is told of every decision a key's waiter takes
-	// by itself from what servers said (see [Adapter]): a slow-down
+	// OnEvent, if not nil, is told of every decision a key takes by
+	// itself from what servers said (see [Quota].Observe): a slow-down
 	// (EventSlowDown) and its end (EventRecovered), queued turns moved
 	// later (EventShift), a window learned (EventWindow), a declared pace
 	// adopted (EventDeclared), an acquisition that blocked on a key's
-	// in-flight cap (EventInFlight). It is for programs that use the Limiter
+	// in-flight cap (EventInFlight), a settle's charge clamped
+	// (EventClamp). It is for programs that use the Limiter
 	// without a [Transport] (queue workers); a Transport's OnEvent gets
 	// the decisions its responses caused without it (see [WithEvents]):
 	// set one or the other to a function, not both, or each event comes

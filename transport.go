@@ -15,14 +15,14 @@ import (
 // makes a client stop collecting 429s:
 //
 //	client := &http.Client{Transport: &throttle.Transport{
-//		Waiter: &throttle.Limiter{Limit: 10, Burst: 10},
+//		Waiter: &throttle.Limiter{Limits: []throttle.Limit{{Rate: 10, Burst: 10}}},
 //	}}
 //
 // A request's way through RoundTrip:
-//  1. key := Key(req), n := Cost(req).
-//  2. If the key's waiter caps the units in flight ([Acquirer]), take n
-//     units under the cap (in arrival order, while the cap is full). Then
-//     wait for n units of key's quota. If either fails, nothing is held.
+//  1. key := Key(req), cost := CostOf(req); the key's [Quota].
+//  2. If the key caps the units in flight, take the cost's N units under
+//     the cap (in arrival order, while the cap is full). Then wait for the
+//     cost on the key's quota. If either fails, nothing is held.
 //     The units in flight are held until the attempt's response body is
 //     closed or read to the end (or fails), the attempt fails, or ctx
 //     ends; a retry takes them again. If the wait fails (ctx ends, or the
@@ -33,8 +33,8 @@ import (
 //     trip measured while it waited is not sent either (its units are
 //     spent): the request could only time out in flight.
 //  3. Send through Base. The caller's request is never modified.
-//  4. Settle the attempt's cost from the response if Settle tells it (see
-//     [Settler]; a cost in the body is settled with [SettleResponse]).
+//  4. Settle the attempt's cost from the response if Usage tells it (see
+//     [Quota].Settle; a cost in the body is settled with [SettleResponse]).
 //     Read the response's headers ([ratelimit.Parse]), and decide what follows
 //     ([RetryPolicy].Classify). If the server says the quota is spent (a
 //     429 or 503 with Retry-After, a rate-limit 403, or remaining 0 with a
@@ -117,14 +117,14 @@ type Transport struct {
 	// and the last response returned. It is the fail-fast choice for a
 	// caller that would rather do something else than wait out a long
 	// window (GitHub's hourly reset). A wait for a slot under an
-	// in-flight cap ([Acquirer]), whose end no one knows in advance,
+	// in-flight cap ([Quota].Acquire), whose end no one knows in advance,
 	// waits up to MaxWait and then fails the same way, holding nothing.
 	// Zero means no bound but the context's deadline.
 	MaxWait time.Duration
 
 	// DisableAdaptive: bare rejections (a 429 or 503 that says nothing of
 	// when to come back) do not slow the key down. By default they cut its
-	// pace, which then regrows (see [Adapter]); also when a limit is
+	// pace, which then regrows (see [Quota].Observe); also when a limit is
 	// configured, since a server that rejects requests within it is right.
 	// A rejection marked permanent (x-should-retry: false) never does.
 	DisableAdaptive bool
@@ -146,12 +146,12 @@ type Transport struct {
 	// DryRun: the Transport computes and reports every delay it would
 	// impose but imposes none, the way a new limit is rolled out in
 	// shadow before it is enforced. Each request is sent at once:
-	//   - its wait for quota (in every unit: Units, on a [CostWaiter]) is
-	//     asked for without waiting, and reported as
+	//   - its wait for quota (its whole cost) is asked for without
+	//     waiting, and reported as
 	//     an EventWouldWait with the delay. The waiter is asked with a
 	//     context whose deadline is now: a waiter keeping the [Waiter]
 	//     contract takes an immediate turn, and reserves nothing for a
-	//     later one and tells its delay. So a dry run's waiter counts only
+	//     later one and tells its delay. So a dry run's quota counts only
 	//     the requests that would have gone at once, and the delays
 	//     reported are those of a request arriving alone, not of the queue
 	//     enforcing would build. A waiter that cannot tell the delay
@@ -168,7 +168,7 @@ type Transport struct {
 	//     request of this Transport, and show in the delays reported next.
 	//     A waiter shared with other processes shares them.
 	//   - no request fails early for its deadline.
-	//   - nothing is taken under an in-flight cap ([Acquirer]).
+	//   - nothing is taken under an in-flight cap.
 	// False means enforcing.
 	DryRun bool
 
