@@ -8,26 +8,24 @@ import (
 	"github.com/throttle-go/throttle/ratelimit"
 )
 
-// A server often states limits in several units at once: OpenAI, Groq and
-// Anthropic count requests and tokens a minute, and a Transport that
-// counts requests (CostUnit "", the default) cannot pace by the tokens
-// limit, since it does not know what a request costs in tokens. Told
-// nothing, it paced by the requests limit alone while the tokens one
-// bound: every pause's end let the queued requests go together into a
-// spent tokens bucket, a 429 each (one per success against a fake of
-// OpenAI's API, 8% of the requests given up).
+// A server often states limits in several units at once (OpenAI, Groq
+// and Anthropic count requests and tokens a minute), and a Transport that
+// counts requests cannot pace by the tokens limit without knowing what a
+// request costs in tokens: every pause's end would let the queued requests
+// go together into a spent tokens bucket.
 //
-// So the Transport learns, per key (learned.go), what one of its units
-// costs in each other unit a server counts. learn takes, from p's response, what the request it answered cost in
-// p's unit: the fall of p's remaining since the last response, plus what
-// the bucket refilled in between for a bucket that refills, within one
-// window for a window, for a request of n of the Transport's units. The
-// estimate (cost) is the median of the last otherSamples such costs, so
-// that responses handled out of order (two requests' costs in one fall,
-// none in the next) do not move it. With an estimate c, p is read as a
-// policy of the Transport's unit (Limit/c, Remaining/c: policy), and
-// paces the key as such a policy would: its declared pace, and a pause
-// when it cannot pay for one more request, until it can.
+// So the Transport learns, per key, what one of its units costs in each
+// other unit a server counts. learn takes, from p's response, what the
+// request it answered cost in p's unit: the fall of p's remaining since
+// the last response, plus what the bucket refilled in between for a
+// bucket that refills, within one window for a window, for a request of
+// n of the Transport's units. The estimate (cost) is the median of the
+// last otherSamples such costs, so that responses handled out of order
+// (two requests' costs in one fall, none in the next) do not move it.
+// With an estimate c, p is read as a policy of the Transport's unit
+// (Limit/c, Remaining/c: policy), and paces the key as such a policy
+// would: its declared pace, and a pause when it cannot pay for one more
+// request, until it can.
 
 // otherSamples is how many recent costs an estimate is the median of.
 const otherSamples = 5

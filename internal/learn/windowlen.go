@@ -9,38 +9,32 @@ import (
 // Many servers state a limit and when it resets but not over how long
 // (X-RateLimit-Limit, -Remaining, -Reset: go-chi/httprate, Envoy, most
 // gateways): without the window, the limit declares no pace, and a
-// client told nothing runs unpaced into it, pausing at each refusal
-// (httprate's sliding window of 50 a second: 0.46 429s per success, 0.64
-// of its capacity).
+// client told nothing runs unpaced into it, pausing at each refusal.
 //
 // The resets tell the window. A window's reset is never further than the
 // window's length, and is that far at its start (resets in whole seconds
 // are rounded up, as the IETF draft's t and an epoch end measured against
-// a whole-second Date are): the longest reset a policy gave, once the
-// responses span at least that long (so that a window start was seen,
-// whatever the phase of the first), is its window. A rolling window
-// ("reset" the time until the oldest unit counted leaves) gives its
-// length at every response, and is the same limit. The window is rounded
-// up to whole seconds (resets of finer resolution are seen a little after
-// their window started). A window told this way declares its pace
-// (Limit per window, see Transport.DisableDeclaredLimits) as a stated one
-// does. Only windows too short to track are told: a longer one paces the
+// a whole-second Date are): the longest reset a policy gave is its window
+// once the responses span at least that long (so that a window start was
+// seen, whatever the phase of the first). A rolling window ("reset" the
+// time until the oldest unit counted leaves) gives its length at every
+// response, and is the same limit. The window is rounded up to whole
+// seconds. A window told this way declares its pace (Limit per window,
+// see Transport.DisableDeclaredLimits) as a stated one does. Only windows
+// too short to track are told (MinTrackedWindow): a longer one paces the
 // key by what remains until its reset, and a length read a rounding too
-// long (11 s for 10 s, from an epoch reset rounded up) would slow it.
+// long would slow it.
 //
 // A short window is told from the first response, before the responses
 // span it, while it is not spent: the longest reset so far is the window
-// until a longer one shows. Waiting to span it left a key told nothing
-// unpaced for its first window, and its first burst drew a refusal from
-// every worker in flight (httprate's 50 a second, 16 workers: 15–24 of
-// its 1,000 requests refused, 0.015–0.024 429s per success, all in the
-// first second). A window shorter than told (a minute seen in its last
-// second, reset 1 s) paces the key faster than its limit only until the
-// next window's first response shows a longer reset, which withdraws it
-// (no shorter window is then told); what remains of the window caps the
-// key meanwhile. A spent window not yet spanned is not told: its reset is
-// what the key waits for, exactly, where a pace from a guessed length
-// (a reset 50 ms away read as a window of a second) would hold it longer.
+// until a longer one shows, so that a key told nothing is paced from its
+// first window, not only once it has spanned one. A window shorter than
+// told (a minute seen in its last second) paces the key faster than its
+// limit only until the next window's first response shows a longer
+// reset, which withdraws it (no shorter window is then told); what
+// remains of the window caps the key meanwhile. A spent window not yet
+// spanned is not told: its reset is what the key waits for, exactly,
+// where a pace from a guessed length would hold it longer.
 
 // unwindowed reports whether p states a limit and a reset but no window:
 // one whose window its resets may tell.
