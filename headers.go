@@ -105,10 +105,9 @@ func (t *Transport) feedback(resp *http.Response, q ratelimit.Reading, age time.
 		// What remains of a policy not tracked as a window caps the
 		// key's bucket: a refilling bucket's level, a short window's
 		// count (the engine's Level). A tracked window counts its units
-		// in flight itself (the engine's window), against the window, not the
-		// bucket: capped as well, the units its responses were counted
-		// in would be taken off twice (a window of 100 per 10 s at 32
-		// workers: 0.94 of it used).
+		// in flight itself (the engine's window), against the window,
+		// not the bucket: capped as well, the units its responses were
+		// counted in would be taken off twice.
 		if p.HasRemaining && !tracked && (f.Available == nil || float64(p.Remaining) < *f.Available) {
 			a := float64(p.Remaining)
 			f.Available = &a
