@@ -195,11 +195,12 @@ func stateOf(v local.View, at time.Time) State {
 // keyErr converts an error of package local for key to the package's
 // own.
 func keyErr(key string, err error) error {
+	if err == nil {
+		return nil // before de and le, which escape: a wait that went allocates nothing
+	}
 	var de *local.DeadlineError
 	var le *local.Error
 	switch {
-	case err == nil:
-		return nil
 	case errors.As(err, &de):
 		return &DeadlineError{Key: key, Delay: de.Delay}
 	case errors.As(err, &le):
