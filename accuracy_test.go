@@ -84,7 +84,7 @@ func TestTransportAccuracy(t *testing.T) {
 	retries := 0
 	client := &http.Client{Transport: &Transport{
 		Base:   srv.Client().Transport,
-		Waiter: &Limiter{Limit: limit, Burst: burst},
+		Waiter: &Limiter{Limits: []Limit{{Rate: limit, Burst: burst}}},
 		OnEvent: func(e Event) {
 			if e.Kind == EventRetry {
 				mu.Lock()

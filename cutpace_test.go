@@ -17,14 +17,14 @@ import (
 // (186ms instead of 143ms, a pace of 5.4/s where the cut said 7/s).
 func TestCutPaceIsTheCutRate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := &Limiter{Limit: 10, Burst: 1}
+		l := &Limiter{Limits: []Limit{{Rate: 10, Burst: 1}}}
 		ctx := context.Background()
 		// Bare rejections trim the pace to trimMax (see trimStep); the one
 		// past it cuts to schedule.CutBeta·10/s.
-		adapt(l, "k", Feedback{Throttled: true})
+		adapt(l, "k", Feedback{Verdict: RefusedBare})
 		time.Sleep(time.Second)
-		for cutRate(l.bucket("k")) == 0 {
-			adapt(l, "k", Feedback{Throttled: true})
+		for cutRate(l.key("k")) == 0 {
+			adapt(l, "k", Feedback{Verdict: RefusedBare})
 		}
 		cutAt := time.Now()
 		const n = 12
@@ -61,7 +61,7 @@ func TestCutPaceIsTheCutRate(t *testing.T) {
 
 // cutRate returns the pace of the cut in force on b's key, units a
 // second; 0 for none.
-func cutRate(b *bucket) float64 {
+func cutRate(b *limiterKey) float64 {
 	var r float64
 	b.k().Inspect(func(now float64, s *schedule.State, c schedule.Config, _ *strict.Key) {
 		r = s.CutRate(now, c)

@@ -17,7 +17,7 @@ func TestTransportDryRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(status(200), status(200), status(429, "Retry-After", "2"), status(200))
 		var ev events
-		tr := &Transport{Base: s, Waiter: &Limiter{Limit: 1, Burst: 1}, DryRun: true, OnEvent: ev.add}
+		tr := &Transport{Base: s, Waiter: &Limiter{Limits: []Limit{{Rate: 1, Burst: 1}}}, DryRun: true, OnEvent: ev.add}
 		var codes []int
 		for range 4 {
 			resp, err := get(t, tr)
@@ -79,7 +79,7 @@ func TestTransportDryRunDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(status(200))
 		var ev events
-		tr := &Transport{Base: s, Waiter: &Limiter{Limit: 1, Burst: 1}, DryRun: true, OnEvent: ev.add}
+		tr := &Transport{Base: s, Waiter: &Limiter{Limits: []Limit{{Rate: 1, Burst: 1}}}, DryRun: true, OnEvent: ev.add}
 		for range 2 {
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
 			req, _ := http.NewRequestWithContext(ctx, "GET", "http://api.example/x", nil)
@@ -97,7 +97,7 @@ func TestTransportDryRunDeadline(t *testing.T) {
 }
 
 // TestTransportDryRunUnits: a dry run asks for a request's cost in every
-// unit (Transport.Units), not its requests alone: with 100 tokens a
+// unit (Transport.CostOf's Units), not its requests alone: with 100 tokens a
 // second (burst 100) and 60 tokens a request, the second request would
 // wait 200 ms for its tokens though the requests' bucket lets it go.
 func TestTransportDryRunUnits(t *testing.T) {
@@ -106,10 +106,11 @@ func TestTransportDryRunUnits(t *testing.T) {
 		var ev events
 		tr := &Transport{
 			Base: s,
-			Waiter: &Limiter{Limit: 100, Burst: 10, Limits: []UnitLimit{
-				{Unit: "tokens", Rate: Rate{Limit: 100, Burst: 100}},
+			Waiter: &Limiter{Limits: []Limit{
+				{Rate: 100, Burst: 10},
+				{Unit: "tokens", Rate: 100, Burst: 100},
 			}},
-			Units:   func(*http.Request) []UnitCost { return []UnitCost{{Unit: "tokens", N: 60}} },
+			CostOf:  func(*http.Request) Cost { return Cost{Units: map[string]int{"tokens": 60}} },
 			DryRun:  true,
 			OnEvent: ev.add,
 		}

@@ -8,22 +8,22 @@ import (
 )
 
 // BenchmarkAdaptEvents measures what listening for a waiter's decisions
-// costs a response's Adapt: a typical response (a window counted down,
+// costs a response's Observe: a typical response (a window counted down,
 // the same window each time) on a key, with no one listening (the anchor)
 // and with a Limiter.OnEvent, alternated in one loop so both see the same
-// machine. "ratio" is the listened Adapt's time over the anchor's.
+// machine. "ratio" is the listened Observe's time over the anchor's.
 func BenchmarkAdaptEvents(b *testing.B) {
-	quiet := (&Limiter{}).For("k").(Adapter)
-	heard := (&Limiter{OnEvent: func(Event) {}}).For("k").(Adapter)
+	quiet := (&Limiter{}).For("k")
+	heard := (&Limiter{OnEvent: func(Event) {}}).For("k")
 	ctx := context.Background()
-	f := Feedback{HasRemaining: true, Remaining: 1e9, Reset: time.Hour, Size: 2e9, Window: 2 * time.Hour}
+	f := Feedback{Window: &ServerWindow{Remaining: 1e9, Reset: time.Hour, Size: 2e9, Length: 2 * time.Hour}}
 	const per = 100
 	var tq, th time.Duration
 	b.ReportAllocs()
-	run := func(a Adapter) time.Duration {
+	run := func(a Quota) time.Duration {
 		start := time.Now()
 		for range per {
-			a.Adapt(ctx, f)
+			a.Observe(ctx, f)
 		}
 		return time.Since(start)
 	}
@@ -46,7 +46,7 @@ func BenchmarkAdaptEvents(b *testing.B) {
 // BenchmarkTransportEvents measures what an OnEvent costs a request
 // through a Transport with an unlimited Limiter, on a Base that answers
 // 200 at once (the context a Transport builds for each attempt's waiter
-// calls, and the listening Adapt): without OnEvent (the anchor) and with
+// calls, and the listening Observe): without OnEvent (the anchor) and with
 // one, alternated in one loop. "ratio" is the time with OnEvent over the
 // anchor's.
 func BenchmarkTransportEvents(b *testing.B) {

@@ -32,7 +32,7 @@ func ExampleLimiter_onEvent() {
 			return a
 		},
 	}))
-	lim := &throttle.Limiter{Limit: 10, Burst: 1, OnEvent: throttle.LogEvents(logger)}
+	lim := &throttle.Limiter{Limits: []throttle.Limit{{Rate: 10, Burst: 1}}, OnEvent: throttle.LogEvents(logger)}
 	ctx := context.Background()
 
 	key := lim.For("api.example.com")
@@ -44,10 +44,10 @@ func ExampleLimiter_onEvent() {
 		// refusal of a key one unit deep is taken for the timing of a
 		// strict server (the key's pace stays: no event); the second
 		// slows the key down.
-		key.(throttle.Adapter).Adapt(ctx, throttle.Feedback{Throttled: true})
+		key.Observe(ctx, throttle.Feedback{Verdict: throttle.RefusedBare})
 	}
 	// The next said: 50 requests left in the 30 s until the window resets.
-	key.(throttle.Adapter).Adapt(ctx, throttle.Feedback{HasRemaining: true, Remaining: 50, Reset: 30 * time.Second})
+	key.Observe(ctx, throttle.Feedback{Window: &throttle.ServerWindow{Remaining: 50, Reset: 30 * time.Second}})
 	// Output:
 	// level=INFO msg="throttle: slow-down" kind=slow-down key=api.example.com rate=9.9
 	// level=DEBUG msg="throttle: shift" kind=shift key=api.example.com delay=100ms
@@ -69,7 +69,7 @@ func ExampleWithEvents() {
 		}
 		// The API's response declared 100 requests a minute; the second
 		// job's response declares the same, adopted already: nothing new.
-		key.(throttle.Adapter).Adapt(ctx, throttle.Feedback{HasDeclared: true, DeclaredRate: rate.Every(time.Minute / 100), DeclaredBurst: 100})
+		key.Observe(ctx, throttle.Feedback{Declared: &throttle.Declared{Rate: rate.Every(time.Minute / 100), Burst: 100}})
 	}
 	// Output:
 	// job-1: declared api.example.com rate=1.6666666666666667 burst=100

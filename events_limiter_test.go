@@ -61,7 +61,7 @@ func (tl *timeline) expect(t *testing.T, step, want string) {
 }
 
 func adapt(l *Limiter, key string, f Feedback) {
-	l.For(key).(Adapter).Adapt(context.Background(), f)
+	l.For(key).Observe(context.Background(), f)
 }
 
 // TestEventSlowDownRecovered checks the slow-down of a key with a limit:
@@ -75,24 +75,24 @@ func adapt(l *Limiter, key string, f Feedback) {
 func TestEventSlowDownRecovered(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tl := newTimeline()
-		l := &Limiter{Limit: 10, Burst: 1, OnEvent: tl.add}
+		l := &Limiter{Limits: []Limit{{Rate: 10, Burst: 1}}, OnEvent: tl.add}
 		adapt(l, "k", Feedback{}) // a success: nothing decided
 		tl.expect(t, "a success", "")
-		adapt(l, "k", Feedback{Throttled: true})
+		adapt(l, "k", Feedback{Verdict: RefusedBare})
 		tl.expect(t, "a first rejection", "")
 		time.Sleep(100 * time.Millisecond)
-		adapt(l, "k", Feedback{Throttled: true})
+		adapt(l, "k", Feedback{Verdict: RefusedBare})
 		tl.expect(t, "a second rejection", "100ms slow-down k rate=9.9\n100ms shift k delay=101.010102ms")
 		time.Sleep(900 * time.Millisecond)
 		// Each rejection trims the pace by trimStep of the limit, to
 		// trimMax; the one past it cuts to cutBeta of the limit.
 		for range 9 {
-			adapt(l, "k", Feedback{Throttled: true})
+			adapt(l, "k", Feedback{Verdict: RefusedBare})
 		}
 		tl.take()
-		adapt(l, "k", Feedback{Throttled: true})
+		adapt(l, "k", Feedback{Verdict: RefusedBare})
 		tl.expect(t, "a rejection past the margin", "1s slow-down k rate=7")
-		adapt(l, "k", Feedback{Throttled: true, Age: time.Millisecond}) // sent before the cut
+		adapt(l, "k", Feedback{Verdict: RefusedBare, Age: time.Millisecond}) // sent before the cut
 		time.Sleep(5 * time.Second)
 		tl.expect(t, "the cut's end", "3s recovered k rate=10")
 	})
@@ -107,10 +107,10 @@ func TestEventSlowDownNoLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tl := newTimeline()
 		l := &Limiter{OnEvent: tl.add}
-		adapt(l, "k", Feedback{Throttled: true})
+		adapt(l, "k", Feedback{Verdict: RefusedBare})
 		tl.expect(t, "a rejection", "0s slow-down k rate=1")
 		time.Sleep(time.Second)
-		adapt(l, "k", Feedback{Throttled: true}) // the floor: still cut
+		adapt(l, "k", Feedback{Verdict: RefusedBare}) // the floor: still cut
 		tl.expect(t, "a second rejection", "1s slow-down k rate=1")
 		time.Sleep(10 * time.Second)
 		tl.expect(t, "the cut's end", "6.5s recovered k rate=0")
@@ -123,13 +123,13 @@ func TestEventSlowDownNoLimit(t *testing.T) {
 func TestEventDeclared(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tl := newTimeline()
-		l := &Limiter{Overrides: map[string]Rate{"fixed": {Limit: 1, Burst: 1}}, OnEvent: tl.add}
-		d := Feedback{HasDeclared: true, DeclaredRate: 5, DeclaredBurst: 10}
+		l := &Limiter{Overrides: map[string][]Limit{"fixed": {{Rate: 1, Burst: 1}}}, OnEvent: tl.add}
+		d := Feedback{Declared: &Declared{Rate: 5, Burst: 10}}
 		adapt(l, "k", d)
 		tl.expect(t, "declared", "0s declared k rate=5 burst=10")
 		adapt(l, "k", d)
 		tl.expect(t, "declared again", "")
-		d.DeclaredRate, d.DeclaredBurst = 2, 4
+		d.Declared = &Declared{Rate: 2, Burst: 4}
 		adapt(l, "k", d)
 		tl.expect(t, "declared lower", "0s declared k rate=2 burst=4")
 		adapt(l, "fixed", d)
@@ -144,15 +144,15 @@ func TestEventWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tl := newTimeline()
 		l := &Limiter{OnEvent: tl.add}
-		w := Feedback{HasRemaining: true, Remaining: 50, Reset: 30 * time.Second, Size: 100, Window: time.Minute}
+		w := Feedback{Window: &ServerWindow{Remaining: 50, Reset: 30 * time.Second, Size: 100, Length: time.Minute}}
 		adapt(l, "k", w)
 		tl.expect(t, "a window", "0s window k remaining=50 delay=30s")
 		time.Sleep(time.Second)
-		w.Remaining, w.Reset = 40, 29*time.Second
+		w.Window = &ServerWindow{Remaining: 40, Reset: 29 * time.Second, Size: 100, Length: time.Minute}
 		adapt(l, "k", w)
 		tl.expect(t, "the same window", "")
 		time.Sleep(30 * time.Second)
-		w.Remaining, w.Reset = 100, time.Minute
+		w.Window = &ServerWindow{Remaining: 100, Reset: time.Minute, Size: 100, Length: time.Minute}
 		adapt(l, "k", w)
 		tl.expect(t, "the next window", "31s window k remaining=100 delay=1m0s")
 	})
@@ -164,9 +164,9 @@ func TestEventWindow(t *testing.T) {
 func TestEventShift(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tl := newTimeline()
-		l := &Limiter{Limit: 10, Burst: 1, OnEvent: tl.add}
+		l := &Limiter{Limits: []Limit{{Rate: 10, Burst: 1}}, OnEvent: tl.add}
 		ctx := context.Background()
-		l.For("k").(Pauser).Pause(ctx, 50*time.Millisecond)
+		l.For("k").Pause(ctx, 50*time.Millisecond)
 		tl.expect(t, "a pause, nothing queued", "")
 		time.Sleep(50 * time.Millisecond)
 		var wg sync.WaitGroup
@@ -179,9 +179,9 @@ func TestEventShift(t *testing.T) {
 			})
 			synctest.Wait() // in order: turns at 0, 100 and 200 ms
 		}
-		l.For("k").(Pauser).Pause(ctx, time.Second)
+		l.For("k").Pause(ctx, time.Second)
 		tl.expect(t, "a pause", "50ms shift k delay=900ms")
-		l.For("k").(Pauser).Pause(ctx, time.Second/2)
+		l.For("k").Pause(ctx, time.Second/2)
 		tl.expect(t, "a shorter pause", "")
 		wg.Wait()
 		if done[2] != 1100*time.Millisecond {
@@ -196,13 +196,15 @@ func TestEventCallbackReenters(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var l *Limiter
 		n := 0
-		l = &Limiter{OnEvent: func(e Event) {
-			n++
-			l.For(e.Key).(Pauser).Pause(context.Background(), time.Second)
-			adapt(l, e.Key, Feedback{})
-			_ = l.Len()
-		}}
-		adapt(l, "k", Feedback{HasDeclared: true, DeclaredRate: 5, DeclaredBurst: 1})
+		l = &Limiter{
+			OnEvent: func(e Event) {
+				n++
+				l.For(e.Key).Pause(context.Background(), time.Second)
+				adapt(l, e.Key, Feedback{})
+				_ = l.Len()
+			},
+		}
+		adapt(l, "k", Feedback{Declared: &Declared{Rate: 5, Burst: 1}})
 		if n != 1 {
 			t.Errorf("OnEvent called %d times; want 1", n)
 		}
@@ -224,7 +226,7 @@ func TestTransportWaiterEvents(t *testing.T) {
 		// Its first 429 anchors the key, one unit deep (anchorStart): no
 		// slow-down, the retry at the next turn, which the second's
 		// shift moves.
-		{"user's Limiter", &Limiter{Limit: 10, Burst: 1}, 12, "100ms shift api.example delay=102.020203ms attempt=2", 1},
+		{"user's Limiter", &Limiter{Limits: []Limit{{Rate: 10, Burst: 1}}}, 12, "100ms shift api.example delay=102.020203ms attempt=2", 1},
 		{"Transport's own", nil, 11, "", 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -287,8 +289,8 @@ func TestWithEvents(t *testing.T) {
 		mine, all := newTimeline(), newTimeline()
 		l := &Limiter{OnEvent: all.add}
 		ctx := WithEvents(context.Background(), mine.add)
-		l.For("k").(Adapter).Adapt(ctx, Feedback{HasDeclared: true, DeclaredRate: 5, DeclaredBurst: 1})
-		adapt(l, "j", Feedback{HasDeclared: true, DeclaredRate: 5, DeclaredBurst: 1})
+		l.For("k").Observe(ctx, Feedback{Declared: &Declared{Rate: 5, Burst: 1}})
+		adapt(l, "j", Feedback{Declared: &Declared{Rate: 5, Burst: 1}})
 		mine.expect(t, "the call's", "0s declared k rate=5 burst=1")
 		all.expect(t, "the Limiter's", "0s declared k rate=5 burst=1\n0s declared j rate=5 burst=1")
 		if WithEvents(ctx, nil) != ctx || EventsFrom(context.Background()) != nil {
@@ -313,13 +315,13 @@ func TestEventShiftTruthful(t *testing.T) {
 		f      Feedback
 		kinds  string // the kinds reported, in order
 	}{
-		{"spent window", 10, nil, Feedback{HasRemaining: true, Remaining: 0, Reset: 5 * time.Second}, "window shift"},
-		{"declared", 0, &Feedback{HasDeclared: true, DeclaredRate: 10, DeclaredBurst: 1}, Feedback{HasDeclared: true, DeclaredRate: 2, DeclaredBurst: 1}, "declared shift"},
+		{"spent window", 10, nil, Feedback{Window: &ServerWindow{Remaining: 0, Reset: 5 * time.Second}}, "window shift"},
+		{"declared", 0, &Feedback{Declared: &Declared{Rate: 10, Burst: 1}}, Feedback{Declared: &Declared{Rate: 2, Burst: 1}}, "declared shift"},
 		// The first anchors the key, one unit deep (anchorStart): the
 		// pace and the turns stay.
-		{"first rejection", 10, nil, Feedback{Throttled: true}, ""},
-		{"lone rejection", 10, &Feedback{Throttled: true}, Feedback{Throttled: true}, "slow-down shift"},
-		{"slow-down", 10, &Feedback{Throttled: true}, Feedback{Throttled: true}, "slow-down shift"},
+		{"first rejection", 10, nil, Feedback{Verdict: RefusedBare}, ""},
+		{"lone rejection", 10, &Feedback{Verdict: RefusedBare}, Feedback{Verdict: RefusedBare}, "slow-down shift"},
+		{"slow-down", 10, &Feedback{Verdict: RefusedBare}, Feedback{Verdict: RefusedBare}, "slow-down shift"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -329,11 +331,14 @@ func TestEventShiftTruthful(t *testing.T) {
 				if lim == 0 {
 					lim = rate.Inf // no limit configured: the declared pace
 				}
-				l := &Limiter{Limit: lim, Burst: 1, OnEvent: func(e Event) {
-					mu.Lock()
-					got = append(got, e)
-					mu.Unlock()
-				}}
+				l := &Limiter{
+					Limits: []Limit{{Rate: lim, Burst: 1}},
+					OnEvent: func(e Event) {
+						mu.Lock()
+						got = append(got, e)
+						mu.Unlock()
+					},
+				}
 				ctx := context.Background()
 				if tt.before != nil {
 					adapt(l, "k", *tt.before)
@@ -392,7 +397,7 @@ func TestEventWindowProbing(t *testing.T) {
 		tl := newTimeline()
 		l := &Limiter{OnEvent: tl.add}
 		ctx := context.Background()
-		adapt(l, "k", Feedback{HasRemaining: true, Remaining: 0, Reset: time.Second})
+		adapt(l, "k", Feedback{Window: &ServerWindow{Remaining: 0, Reset: time.Second}})
 		tl.expect(t, "a spent window", "0s window k remaining=0 delay=1s")
 		time.Sleep(2 * time.Second)
 		if err := l.For("k").WaitN(ctx, 1); err != nil { // a probe
@@ -400,7 +405,7 @@ func TestEventWindowProbing(t *testing.T) {
 		}
 		adapt(l, "k", Feedback{Pause: time.Second})
 		tl.expect(t, "a pause while probing", "")
-		adapt(l, "k", Feedback{HasRemaining: true, Remaining: 10, Reset: time.Minute})
+		adapt(l, "k", Feedback{Window: &ServerWindow{Remaining: 10, Reset: time.Minute}})
 		tl.expect(t, "the next window", "2s window k remaining=10 delay=1m0s")
 	})
 }

@@ -34,7 +34,7 @@ func ExampleTransport() {
 	defer srv.Close()
 
 	client := &http.Client{Transport: &throttle.Transport{
-		Waiter: &throttle.Limiter{Limit: 10, Burst: 10}, // 10 requests/s per host
+		Waiter: &throttle.Limiter{Limits: []throttle.Limit{{Rate: 10, Burst: 10}}}, // 10 requests/s per host
 		Retry:  throttle.RetryPolicy{InitialInterval: 10 * time.Millisecond},
 	}}
 	resp, err := client.Get(srv.URL)
@@ -104,7 +104,7 @@ func ExampleTransport_onEvent() {
 // its cost in units of its tenant's quota before it runs.
 func ExampleLimiter() {
 	// Each tenant may spend 100 units a second, 20 at once.
-	lim := &throttle.Limiter{Limit: 100, Burst: 20}
+	lim := &throttle.Limiter{Limits: []throttle.Limit{{Rate: 100, Burst: 20}}}
 	jobs := []struct {
 		tenant string
 		cost   int
@@ -133,10 +133,8 @@ func ExampleLimiter() {
 // returns: by default the request's host.
 func ExampleLimiter_overrides() {
 	lim := &throttle.Limiter{
-		Limit: 100, Burst: 10,
-		Overrides: map[string]throttle.Rate{
-			"api.github.com": {Limit: 1, Burst: 2},
-		},
+		Limits:    []throttle.Limit{{Rate: 100, Burst: 10}},
+		Overrides: map[string][]throttle.Limit{"api.github.com": {{Rate: 1, Burst: 2}}},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
@@ -171,7 +169,7 @@ func ExampleDeadlineError() {
 	defer srv.Close()
 
 	client := &http.Client{
-		Transport: &throttle.Transport{Waiter: &throttle.Limiter{Limit: 1, Burst: 1}},
+		Transport: &throttle.Transport{Waiter: &throttle.Limiter{Limits: []throttle.Limit{{Rate: 1, Burst: 1}}}},
 		Timeout:   100 * time.Millisecond, // bounds every wait too
 	}
 	for i := 1; i <= 2; i++ {
@@ -207,8 +205,8 @@ func ExampleWaiter() {
 	}
 	ctx := context.Background()
 	fmt.Println(work(ctx, rate.NewLimiter(10, 5), 3))
-	fmt.Println(work(ctx, &throttle.Limiter{Limit: 10, Burst: 5}, 3))
-	fmt.Println(work(ctx, (&throttle.Limiter{Limit: 10, Burst: 5}).For("tenant-42"), 3))
+	fmt.Println(work(ctx, &throttle.Limiter{Limits: []throttle.Limit{{Rate: 10, Burst: 5}}}, 3))
+	fmt.Println(work(ctx, (&throttle.Limiter{Limits: []throttle.Limit{{Rate: 10, Burst: 5}}}).For("tenant-42"), 3))
 	// Output:
 	// <nil>
 	// <nil>
@@ -218,12 +216,12 @@ func ExampleWaiter() {
 // What a response says paces the key's next waits. Here a server said 2
 // requests are left in a window that resets in a minute: the first goes at
 // once, and the rest is spread over the minute rather than spent at once.
-// (Transport does this by itself with each response; Adapt is how.)
-func ExampleAdapter() {
+// (Transport does this by itself with each response; Observe is how.)
+func ExampleFeedback() {
 	var lim throttle.Limiter // no limit of its own
 	w := lim.For("api.example.com")
-	w.(throttle.Adapter).Adapt(context.Background(), throttle.Feedback{
-		HasRemaining: true, Remaining: 2, Reset: time.Minute, Size: 1000, Window: time.Hour,
+	w.Observe(context.Background(), throttle.Feedback{
+		Window: &throttle.ServerWindow{Remaining: 2, Reset: time.Minute, Size: 1000, Length: time.Hour},
 	})
 	for range 2 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -343,7 +341,7 @@ func ExampleTransport_dryRun() {
 	api := fakeAPI(func(r *http.Request) *http.Response { return answer(r, http.StatusOK) })
 	client := &http.Client{Transport: &throttle.Transport{
 		Base:   api,
-		Waiter: &throttle.Limiter{Limit: 1, Burst: 1}, // the limit to try: 1 request/s
+		Waiter: &throttle.Limiter{Limits: []throttle.Limit{{Rate: 1, Burst: 1}}}, // the limit to try: 1 request/s
 		DryRun: true,
 		OnEvent: func(e throttle.Event) {
 			if e.Kind == throttle.EventWouldWait {

@@ -15,6 +15,24 @@ import (
 	"github.com/throttle-go/throttle/throttletest"
 )
 
+// ptr returns a pointer to v, for Feedback.Available.
+func ptr(v float64) *float64 { return &v }
+
+// feedbackString shows f with what its pointers point to.
+func feedbackString(f Feedback) string {
+	s := fmt.Sprintf("{Verdict:%v Spent:%d Age:%v Pause:%v Paced:%v", f.Verdict, f.Spent, f.Age, f.Pause, f.Paced)
+	if f.Window != nil {
+		s += fmt.Sprintf(" Window:%+v", *f.Window)
+	}
+	if f.Available != nil {
+		s += fmt.Sprintf(" Available:%v", *f.Available)
+	}
+	if f.Declared != nil {
+		s += fmt.Sprintf(" Declared:%+v", *f.Declared)
+	}
+	return s + "}"
+}
+
 // closedLoop runs workers that each send a request through c, read its
 // answer and send the next, until d has passed; body, if not "", is
 // POSTed. It returns when every worker has ended.
@@ -301,7 +319,7 @@ func TestTransportSlowDownCountsRequests(t *testing.T) {
 		// 429s: each cuts the pace to 70% of the last, but never below a
 		// request a second.
 		s := newScript(status(200), status(200), status(200), status(200), status(429), status(429), status(429), status(429), status(200))
-		tr := &Transport{Base: s, Waiter: &Limiter{}, CostUnit: "tokens", Cost: func(*http.Request) int { return 500 },
+		tr := &Transport{Base: s, Waiter: &Limiter{}, CostUnit: "tokens", CostOf: func(*http.Request) Cost { return Cost{N: 500} },
 			Retry: RetryPolicy{InitialInterval: time.Millisecond}}
 		for range 5 {
 			resp, err := get(t, tr)

@@ -1,6 +1,7 @@
 package throttle_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,21 +26,21 @@ func ExampleTransport_github() {
 	defer api.Close()
 
 	lim := &throttle.Limiter{
-		Limit: 5000.0 / 3600, Burst: 100, // primary: 5,000 an hour
-		InFlight: 100, // secondary: 100 at once
-		Limits: []throttle.UnitLimit{
+		Limits: []throttle.Limit{
+			{Rate: 5000.0 / 3600, Burst: 100}, // primary: 5,000 an hour
 			// secondary: 900 points in any minute (a sliding window)
-			{Unit: "points", Window: throttle.Window{Count: 900, Per: time.Minute, Sliding: true}},
+			{Unit: "points", Count: 900, Per: time.Minute, Kind: throttle.Sliding},
 		},
+		InFlight: 100, // secondary: 100 at once
 	}
 	client := &http.Client{Transport: &throttle.Transport{
 		Waiter: lim,
-		Units: func(r *http.Request) []throttle.UnitCost {
+		CostOf: func(r *http.Request) throttle.Cost {
 			switch r.Method {
 			case http.MethodGet, http.MethodHead, http.MethodOptions:
-				return []throttle.UnitCost{{Unit: "points", N: 1}}
+				return throttle.Cost{Units: map[string]int{"points": 1}}
 			}
-			return []throttle.UnitCost{{Unit: "points", N: 5}}
+			return throttle.Cost{Units: map[string]int{"points": 5}}
 		},
 	}}
 
@@ -55,7 +56,8 @@ func ExampleTransport_github() {
 		fmt.Println(method, resp.StatusCode)
 	}
 	key := api.Listener.Addr().String() // the Transport's key: the request's host
-	for _, l := range lim.LimitStates(key) {
+	st, _ := lim.For(key).State(context.Background())
+	for _, l := range st.Limits {
 		fmt.Printf("%s: %.0f of 900 left this minute\n", l.Unit, l.Remaining)
 	}
 	// Output:

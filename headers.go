@@ -160,8 +160,12 @@ func paceWindows(q ratelimit.Reading, unit string) (wait time.Duration, ok, shor
 }
 
 // followsDeclared reports whether q is a Limiter's key with no pace
-// configured, which a server's declared limit paces.
+// configured, which a server's declared limit paces: also the
+// Transport's own key when it has no Waiter.
 func followsDeclared(q Quota) bool {
+	if c, ok := q.(chain); ok && c.w == nil {
+		q = c.Quota
+	}
 	k, ok := q.(*limiterKey)
 	return ok && !k.k().Configured()
 }

@@ -3,6 +3,7 @@ package throttle
 import (
 	"math"
 	"net/http"
+	"reflect"
 	"strconv"
 	"sync"
 	"testing"
@@ -44,9 +45,9 @@ func equalDurations(a, b []time.Duration) bool {
 func TestAdaptWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var l Limiter // no limit of its own
-		b := l.For("k").(Adapter)
+		b := l.For("k")
 		start := time.Now()
-		b.Adapt(t.Context(), Feedback{HasRemaining: true, Remaining: 3, Reset: 10 * time.Second, Size: 3, Window: 10 * time.Second})
+		b.Observe(t.Context(), Feedback{Window: &ServerWindow{Remaining: 3, Reset: 10 * time.Second, Size: 3, Length: 10 * time.Second}})
 		got := turns(t, l.For("k"), 4, start)
 		want := []time.Duration{0, 0, 0, 10 * time.Second} // the 4th is the probe after the reset
 		if !equalDurations(got, want) {
@@ -61,10 +62,10 @@ func TestAdaptWindow(t *testing.T) {
 		}()
 		time.Sleep(100 * time.Millisecond)
 		for range 3 { // the first three requests' answers, saying nothing
-			b.Adapt(t.Context(), Feedback{})
+			b.Observe(t.Context(), Feedback{})
 		}
 		// The probe's answer: the new window.
-		b.Adapt(t.Context(), Feedback{HasRemaining: true, Remaining: 2, Reset: 10 * time.Second, Size: 3, Window: 10 * time.Second})
+		b.Observe(t.Context(), Feedback{Window: &ServerWindow{Remaining: 2, Reset: 10 * time.Second, Size: 3, Length: 10 * time.Second}})
 		if got, want := <-done, 10100*time.Millisecond; got != want {
 			t.Errorf("wait behind the probe ended at %v; want %v, when the new window came", got, want)
 		}
@@ -77,7 +78,7 @@ func TestAdaptWindowProbeCost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var l Limiter
 		w := l.For("k")
-		w.(Adapter).Adapt(t.Context(), Feedback{HasRemaining: true, Remaining: 0, Reset: 5 * time.Second, Window: time.Minute})
+		w.Observe(t.Context(), Feedback{Window: &ServerWindow{Remaining: 0, Reset: 5 * time.Second, Length: time.Minute}})
 		start := time.Now()
 		if err := w.WaitN(t.Context(), 3); err != nil {
 			t.Fatal(err)
@@ -93,10 +94,10 @@ func TestAdaptWindowProbeCost(t *testing.T) {
 func TestAdaptWindowSpread(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var l Limiter
-		b := l.For("k").(Adapter)
+		b := l.For("k")
 		start := time.Now()
 		// 4 left of 100 (under a tenth), 8 s to the reset: one every 2 s.
-		b.Adapt(t.Context(), Feedback{HasRemaining: true, Remaining: 4, Reset: 8 * time.Second, Size: 100, Window: time.Minute})
+		b.Observe(t.Context(), Feedback{Window: &ServerWindow{Remaining: 4, Reset: 8 * time.Second, Size: 100, Length: time.Minute}})
 		got := turns(t, l.For("k"), 4, start)
 		want := []time.Duration{0, 2 * time.Second, 4 * time.Second, 6 * time.Second}
 		if !equalDurations(got, want) {
@@ -109,9 +110,9 @@ func TestAdaptWindowSpread(t *testing.T) {
 // configured limit, and leaves a configured one alone.
 func TestAdaptDeclared(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := Limiter{Overrides: map[string]Rate{"configured": {Limit: 100, Burst: 1}}}
+		l := Limiter{Overrides: map[string][]Limit{"configured": {{Rate: 100, Burst: 1}}}}
 		for _, k := range []string{"declared", "configured"} {
-			l.For(k).(Adapter).Adapt(t.Context(), Feedback{HasDeclared: true, DeclaredRate: 2, DeclaredBurst: 2})
+			l.For(k).Observe(t.Context(), Feedback{Declared: &Declared{Rate: 2, Burst: 2}})
 		}
 		start := time.Now()
 		got := turns(t, l.For("declared"), 4, start)
@@ -128,9 +129,10 @@ func TestAdaptDeclared(t *testing.T) {
 	})
 }
 
-// TestAdaptThrottled checks a bare rejection through Adapt: the key slows
-// to β of its measured rate at once, also for waits already queued.
-func TestAdaptThrottled(t *testing.T) {
+// TestObserveRefusedBare checks a bare rejection through Observe: the
+// key slows to β of its measured rate at once, also for waits already
+// queued.
+func TestObserveRefusedBare(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var l Limiter
 		w := l.For("k")
@@ -138,7 +140,7 @@ func TestAdaptThrottled(t *testing.T) {
 			w.WaitN(t.Context(), 1)
 		}
 		time.Sleep(time.Second - time.Nanosecond)
-		w.(Adapter).Adapt(t.Context(), Feedback{Throttled: true})
+		w.Observe(t.Context(), Feedback{Verdict: RefusedBare})
 		// measured 10/s → 7/s right after the cut, regrowing: the next
 		// waits come further apart than 1/10 s.
 		start := time.Now()
@@ -185,7 +187,7 @@ func TestTransportRateLimiterKeepsPauses(t *testing.T) {
 // had already reserved an earlier turn.
 func TestPauseReachesQueuedWaits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := &Limiter{Limit: 1, Burst: 1}
+		l := &Limiter{Limits: []Limit{{Rate: 1, Burst: 1}}}
 		w := l.For("k")
 		w.WaitN(t.Context(), 1)
 		start := time.Now()
@@ -195,7 +197,7 @@ func TestPauseReachesQueuedWaits(t *testing.T) {
 			done <- time.Since(start)
 		}()
 		time.Sleep(100 * time.Millisecond)
-		w.(Pauser).Pause(t.Context(), 5*time.Second)
+		w.Pause(t.Context(), 5*time.Second)
 		// The pause holds the queued wait: its turn at 1 s is inside the
 		// pause, which ends at 5.1 s with the bucket full again (burst 1):
 		// it goes then, not at 1 s.
@@ -217,49 +219,52 @@ func TestFeedback(t *testing.T) {
 		tr     *Transport
 		want   Feedback
 	}{
-		{"bare 429", 429, nil, &Transport{}, Feedback{Throttled: true, Refused: true}},
-		{"bare 503", 503, nil, &Transport{}, Feedback{Throttled: true, Refused: true}},
+		{"bare 429", 429, nil, &Transport{}, Feedback{Verdict: RefusedBare}},
+		{"bare 503", 503, nil, &Transport{}, Feedback{Verdict: RefusedBare}},
 		{"bare 429, adaptive off", 429, nil, &Transport{DisableAdaptive: true}, Feedback{}},
-		{"429 with Retry-After", 429, map[string]string{"Retry-After": "3"}, &Transport{}, Feedback{Pause: 3 * time.Second, Refused: true}},
+		{"429 with Retry-After", 429, map[string]string{"Retry-After": "3"}, &Transport{}, Feedback{Verdict: Refused, Pause: 3 * time.Second}},
 		{"Retry-After on a 200 is not a pause", 200, map[string]string{"Retry-After": "3"}, &Transport{}, Feedback{}},
 		{"exhausted window on a 200", 200, map[string]string{"RateLimit-Policy": `"h";q=100;w=60`, "RateLimit": `"h";r=0;t=40`}, &Transport{},
-			Feedback{Pause: 40 * time.Second, HasRemaining: true, Remaining: 0, Reset: 40 * time.Second, Size: 100, Window: time.Minute,
-				HasDeclared: true, DeclaredRate: rate.Limit(100.0 / 60), DeclaredBurst: 100}},
+			Feedback{
+				Pause:    40 * time.Second,
+				Window:   &ServerWindow{Remaining: 0, Reset: 40 * time.Second, Size: 100, Length: time.Minute},
+				Declared: &Declared{Rate: rate.Limit(100.0 / 60), Burst: 100},
+			}},
 		{"declared off", 200, map[string]string{"RateLimit-Policy": `"h";q=100;w=60`, "RateLimit": `"h";r=5;t=40`}, &Transport{DisableDeclaredLimits: true},
-			Feedback{HasRemaining: true, Remaining: 5, Reset: 40 * time.Second, Size: 100, Window: time.Minute}},
+			Feedback{Window: &ServerWindow{Remaining: 5, Reset: 40 * time.Second, Size: 100, Length: time.Minute}}},
 		// A window too short to track is a pace: burst 1, and spent it
 		// pauses a waiter that follows the declared pace not at all
 		// (Paced), one with a pace of its own until its reset.
 		{"per-second window is not tracked", 200, map[string]string{"RateLimit-Policy": `"s";q=10;w=1`, "RateLimit": `"s";r=5;t=1`}, &Transport{},
-			Feedback{HasDeclared: true, DeclaredRate: 10, DeclaredBurst: 1, Available: 5, HasAvailable: true}},
+			Feedback{Declared: &Declared{Rate: 10, Burst: 1}, Available: ptr(5)}},
 		{"a spent per-second window is a pace", 200, map[string]string{"RateLimit-Policy": `"s";q=10;w=1`, "RateLimit": `"s";r=0;t=1`}, &Transport{},
-			Feedback{Paced: true, HasDeclared: true, DeclaredRate: 10, DeclaredBurst: 1, HasAvailable: true}},
+			Feedback{Paced: true, Declared: &Declared{Rate: 10, Burst: 1}, Available: ptr(0)}},
 		{"tokens ignored when Cost counts requests", 200, map[string]string{
 			"x-ratelimit-limit-tokens": "1000", "x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "30s"}, &Transport{},
 			Feedback{Pause: 30 * time.Second}},
 		// MaxRetryAfter caps the pause (one wait the server asks for), not
 		// the window: what remains of it is spread over its whole time.
 		{"a long window keeps its reset; its pause is capped", 200, map[string]string{"RateLimit-Policy": `"y";q=1;w=31000000`, "RateLimit": `"y";r=0;t=30000000`}, &Transport{},
-			Feedback{Pause: time.Minute, HasRemaining: true, Remaining: 0, Reset: 30000000 * time.Second, Size: 1, Window: 31000000 * time.Second}},
+			Feedback{Pause: time.Minute, Window: &ServerWindow{Remaining: 0, Reset: 30000000 * time.Second, Size: 1, Length: 31000000 * time.Second}}},
 		{"GitHub's hour: 450 left for 50 min", 200, map[string]string{"Date": now.UTC().Format(http.TimeFormat),
 			"X-RateLimit-Limit": "5000", "X-RateLimit-Remaining": "450", "X-RateLimit-Reset": strconv.FormatInt(now.Unix()+3000, 10)}, &Transport{},
-			Feedback{HasRemaining: true, Remaining: 450, Reset: 3000 * time.Second, Size: 5000}},
+			Feedback{Window: &ServerWindow{Remaining: 450, Reset: 3000 * time.Second, Size: 5000}}},
 		{"a token bucket's short reset is not a window", 200, map[string]string{"Date": now.UTC().Format(http.TimeFormat),
 			"X-RateLimit-Limit": "50", "X-RateLimit-Remaining": "3", "X-RateLimit-Reset": strconv.FormatInt(now.Unix()+2, 10)}, &Transport{},
-			Feedback{Available: 3, HasAvailable: true}},
+			Feedback{Available: ptr(3)}},
 		// A bucket that refills (OpenAI: the reset is the time until full)
 		// is no window: its rate paces the key, and a spent one pauses it
 		// for one unit's refill, not until full; what it holds caps the
 		// key's bucket (Available).
 		{"tokens counted: a refilling bucket paces at its rate", 200, map[string]string{
 			"x-ratelimit-limit-tokens": "6000", "x-ratelimit-remaining-tokens": "5798", "x-ratelimit-reset-tokens": "2.02s"}, &Transport{CostUnit: "tokens"},
-			Feedback{HasDeclared: true, DeclaredRate: 100, DeclaredBurst: 6000, Available: 5798, HasAvailable: true}},
+			Feedback{Declared: &Declared{Rate: 100, Burst: 6000}, Available: ptr(5798)}},
 		{"a spent refilling bucket pauses one unit's refill", 200, map[string]string{
 			"x-ratelimit-limit-requests": "60", "x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "59.833s"}, &Transport{},
-			Feedback{Pause: time.Second, HasDeclared: true, DeclaredRate: 1, DeclaredBurst: 60, HasAvailable: true}},
+			Feedback{Pause: time.Second, Declared: &Declared{Rate: 1, Burst: 60}, Available: ptr(0)}},
 		{"a refilling bucket's numbers of no standard length", 200, map[string]string{
 			"x-ratelimit-limit-tokens": "1000", "x-ratelimit-remaining-tokens": "10", "x-ratelimit-reset-tokens": "30s"}, &Transport{CostUnit: "tokens"},
-			Feedback{Available: 10, HasAvailable: true}},
+			Feedback{Available: ptr(10)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -269,8 +274,8 @@ func TestFeedback(t *testing.T) {
 			}
 			resp := &http.Response{StatusCode: tt.status, Header: h}
 			got, _, _ := tt.tr.feedback(resp, ratelimit.Parse(h, now), 0, true)
-			if got != tt.want {
-				t.Errorf("feedback =\n%+v\nwant\n%+v", got, tt.want)
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("feedback =\n%s\nwant\n%s", feedbackString(got), feedbackString(tt.want))
 			}
 		})
 	}
@@ -306,19 +311,19 @@ func FuzzFeedback(f *testing.F) {
 			}
 		}
 		fb, _, _ := tr.feedback(&http.Response{StatusCode: status, Header: h}, q, 0, true)
-		if fb.HasAvailable && (fb.Available < 0 || math.IsNaN(fb.Available)) {
+		if a := fb.Available; a != nil && (*a < 0 || math.IsNaN(*a)) {
 			t.Fatalf("feedback %+v: Available negative or NaN", fb)
 		}
 		// A window's reset is not capped (it is spread over, not waited
 		// for), but parsing bounds it at a year.
-		if fb.Pause < 0 || fb.Pause > limit || fb.Reset < 0 || fb.Reset > 366*24*time.Hour || fb.Remaining < 0 {
+		if w := fb.Window; fb.Pause < 0 || fb.Pause > limit || w != nil && (w.Reset < 0 || w.Reset > 366*24*time.Hour || w.Remaining < 0) {
 			t.Fatalf("feedback %+v: a pause outside [0, %v], a reset outside a year, or negative remaining", fb, limit)
 		}
-		if fb.HasDeclared && (fb.DeclaredRate <= 0 || time.Duration(float64(time.Second)/float64(fb.DeclaredRate)) > limit || fb.DeclaredBurst < 1) {
+		if d := fb.Declared; d != nil && (d.Rate <= 0 || time.Duration(float64(time.Second)/float64(d.Rate)) > limit || d.Burst < 1) {
 			t.Fatalf("feedback %+v: a declared pace slower than one per %v", fb, limit)
 		}
 		var l Limiter
-		if err := l.For("k").(Adapter).Adapt(t.Context(), fb); err != nil {
+		if _, err := l.For("k").Observe(t.Context(), fb); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -24,7 +24,7 @@ func ExampleLimiter_hiddenBudget() {
 	srv := throttletest.NewSlidingLog(10, time.Second)
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
-	limiter := &throttle.Limiter{Limit: 100, Burst: 10}
+	limiter := &throttle.Limiter{Limits: []throttle.Limit{{Rate: 100, Burst: 10}}}
 	client := &http.Client{Transport: &throttle.Transport{Waiter: limiter, Base: ts.Client().Transport}}
 
 	for range 80 {
@@ -39,8 +39,8 @@ func ExampleLimiter_hiddenBudget() {
 	fmt.Println("admitted:", st.Admitted)
 	fmt.Println("refused fewer than 7 (3 to learn it, a probe):", st.Rejected < 7)
 	u, _ := url.Parse(ts.URL)
-	state, _ := limiter.For(u.Host).(throttle.Inspector).State(context.Background())
-	fmt.Println("the key keeps a window:", state.Window)
+	state, _ := limiter.For(u.Host).State(context.Background())
+	fmt.Println("the key keeps a window:", state.Window != nil)
 	// Output:
 	// admitted: 80
 	// refused fewer than 7 (3 to learn it, a probe): true

@@ -27,7 +27,7 @@ func TestTransportHiddenBudget(t *testing.T) {
 		s := throttletest.NewSlidingLog(20, time.Second)
 		var mu sync.Mutex
 		var short []time.Duration // pauses shorter than the Retry-After
-		tr := &Transport{Waiter: &Limiter{Limit: 100, Burst: 10},
+		tr := &Transport{Waiter: &Limiter{Limits: []Limit{{Rate: 100, Burst: 10}}},
 			Base: &throttletest.Direct{Handler: s, Latency: time.Millisecond, Jitter: time.Millisecond, Seed: 1},
 			OnEvent: func(e Event) {
 				if e.Kind == EventPause && e.Delay < time.Second {

@@ -58,12 +58,12 @@ func ExampleLimiter_inFlight() {
 // A queue worker holds a slot of its key's in-flight cap for the whole
 // job, and waits for its turn under the key's rate while holding it: if
 // the wait fails, it gives the slot back, so nothing is held.
-func ExampleAcquirer() {
-	lim := &throttle.Limiter{Limit: 100, Burst: 10, InFlight: 4}
+func ExampleQuota_Acquire() {
+	lim := &throttle.Limiter{Limits: []throttle.Limit{{Rate: 100, Burst: 10}}, InFlight: 4}
 	key := lim.For("reports")
 	ctx := context.Background()
 
-	release, err := key.(throttle.Acquirer).AcquireN(ctx, 1)
+	release, err := key.Acquire(ctx, 1)
 	if err != nil {
 		fmt.Println(err)
 		return

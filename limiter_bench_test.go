@@ -25,7 +25,7 @@ func BenchmarkRateLimiterWait(b *testing.B) {
 // The same through the per-key Limiter, looking the key up on every wait as
 // Transport does.
 func BenchmarkLimiterWait(b *testing.B) {
-	l := &Limiter{Limit: rate.Limit(1e12), Burst: 1 << 30}
+	l := &Limiter{Limits: []Limit{{Rate: rate.Limit(1e12), Burst: 1 << 30}}}
 	for i := range 1000 { // a realistic number of other keys
 		l.For("host-" + strconv.Itoa(i))
 	}
@@ -50,7 +50,7 @@ func BenchmarkLimiterDistinctKeys(b *testing.B) {
 	}
 	var l *Limiter
 	for b.Loop() {
-		l = &Limiter{Limit: 1e6, Burst: 1}
+		l = &Limiter{Limits: []Limit{{Rate: 1e6, Burst: 1}}}
 		for _, k := range keys {
 			l.For(k).WaitN(context.Background(), 1)
 		}
@@ -70,7 +70,7 @@ func BenchmarkLimiterDistinctKeys(b *testing.B) {
 // same host noise.
 func BenchmarkLimiterRatio(b *testing.B) {
 	anchor := rate.NewLimiter(rate.Limit(1e12), 1<<30)
-	l := &Limiter{Limit: rate.Limit(1e12), Burst: 1 << 30}
+	l := &Limiter{Limits: []Limit{{Rate: rate.Limit(1e12), Burst: 1 << 30}}}
 	for i := range 1000 {
 		l.For("host-" + strconv.Itoa(i))
 	}
@@ -90,4 +90,31 @@ func BenchmarkLimiterRatio(b *testing.B) {
 		ta += t1.Sub(t0)
 	}
 	b.ReportMetric(float64(tl)/float64(ta), "limiter/rate")
+}
+
+// BenchmarkTryRatio alternates batches of 1,000 uncontended tries on
+// rate.Limiter.AllowN (the anchor) and Try on a Limiter key looked up
+// each time, and reports the ratio of their times (try/allow).
+func BenchmarkTryRatio(b *testing.B) {
+	anchor := rate.NewLimiter(rate.Limit(1e12), 1<<30)
+	l := &Limiter{Limits: []Limit{{Rate: rate.Limit(1e12), Burst: 1 << 30}}}
+	for i := range 1000 {
+		l.For("host-" + strconv.Itoa(i))
+	}
+	ctx := context.Background()
+	var ta, tl time.Duration
+	b.ReportAllocs()
+	for b.Loop() {
+		t0 := time.Now()
+		for range 1000 {
+			anchor.AllowN(time.Now(), 1)
+		}
+		t1 := time.Now()
+		for range 1000 {
+			l.For("api.example.com").Try(ctx)
+		}
+		tl += time.Since(t1)
+		ta += t1.Sub(t0)
+	}
+	b.ReportMetric(float64(tl)/float64(ta), "try/allow")
 }

@@ -195,11 +195,12 @@ func stateOf(v local.View, at time.Time) State {
 // keyErr converts an error of package local for key to the package's
 // own.
 func keyErr(key string, err error) error {
+	if err == nil {
+		return nil // before de and le, which escape: a wait that went allocates nothing
+	}
 	var de *local.DeadlineError
 	var le *local.Error
 	switch {
-	case err == nil:
-		return nil
 	case errors.As(err, &de):
 		return &DeadlineError{Key: key, Delay: de.Delay}
 	case errors.As(err, &le):
@@ -216,7 +217,8 @@ func keyErr(key string, err error) error {
 // a cost that names no unit and a key whose further limits count none of
 // the first limit's.
 func (l *Limiter) costOf(k *local.Key, c Cost) ([]float64, error) {
-	units := l.limits(k.Name()).units
+	conf := l.limits(k.Name())
+	units := conf.units
 	if len(units) == 0 {
 		if len(c.Units) > 0 {
 			for u := range c.Units {
@@ -225,7 +227,9 @@ func (l *Limiter) costOf(k *local.Key, c Cost) ([]float64, error) {
 		}
 		return nil, nil
 	}
-	most := k.Most()
+	// What each limit holds at once, from the configuration: the key's
+	// own copies of the limits change as units go, under its lock.
+	lim := conf.lim
 	v := make([]float64, len(units))
 	for i, u := range units {
 		if u == "" {
@@ -233,8 +237,8 @@ func (l *Limiter) costOf(k *local.Key, c Cost) ([]float64, error) {
 		} else {
 			v[i] = float64(c.Units[u])
 		}
-		if v[i] > most[i] {
-			return nil, fmt.Errorf("throttle: a cost of %v %s for %q, more than its limit %v holds at once: %w", v[i], unitName(u), k.Name(), most[i], ErrCostExceedsBurst)
+		if most := lim[i].Most(); v[i] > most {
+			return nil, fmt.Errorf("throttle: a cost of %v %s for %q, more than its limit %v holds at once: %w", v[i], unitName(u), k.Name(), most, ErrCostExceedsBurst)
 		}
 	}
 	for u, n := range c.Units {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -33,7 +34,7 @@ func TestLimiterPace(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				l := &Limiter{Limit: tt.limit, Burst: tt.burst}
+				l := &Limiter{Limits: []Limit{{Rate: tt.limit, Burst: tt.burst}}}
 				start := time.Now()
 				var wg sync.WaitGroup
 				per := tt.n / tt.workers
@@ -62,7 +63,7 @@ func TestLimiterPace(t *testing.T) {
 // TestLimiterCost checks that a cost of n spends n units.
 func TestLimiterCost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := &Limiter{Limit: 10, Burst: 10}
+		l := &Limiter{Limits: []Limit{{Rate: 10, Burst: 10}}}
 		start := time.Now()
 		for range 5 {
 			if err := l.WaitN(t.Context(), 10); err != nil {
@@ -83,12 +84,12 @@ func TestLimiterBadInput(t *testing.T) {
 		n    int
 		want error
 	}{
-		{"cost above burst", &Limiter{Limit: 1, Burst: 5}, 6, ErrCostExceedsBurst},
-		{"negative cost", &Limiter{Limit: 1, Burst: 5}, -1, ErrInvalidLimit},
-		{"negative limit", &Limiter{Limit: -1, Burst: 5}, 1, ErrInvalidLimit},
-		{"negative burst", &Limiter{Limit: 1, Burst: -5}, 1, ErrInvalidLimit},
-		{"NaN limit", &Limiter{Limit: rate.Limit(math.NaN()), Burst: 1}, 1, ErrInvalidLimit},
-		{"override cost above burst", &Limiter{Overrides: map[string]Rate{"x": {Limit: 1, Burst: 2}}}, 3, ErrCostExceedsBurst},
+		{"cost above burst", &Limiter{Limits: []Limit{{Rate: 1, Burst: 5}}}, 6, ErrCostExceedsBurst},
+		{"negative cost", &Limiter{Limits: []Limit{{Rate: 1, Burst: 5}}}, -1, ErrInvalidLimit},
+		{"negative limit", &Limiter{Limits: []Limit{{Rate: -1, Burst: 5}}}, 1, ErrInvalidLimit},
+		{"negative burst", &Limiter{Limits: []Limit{{Rate: 1, Burst: -5}}}, 1, ErrInvalidLimit},
+		{"NaN limit", &Limiter{Limits: []Limit{{Rate: rate.Limit(math.NaN()), Burst: 1}}}, 1, ErrInvalidLimit},
+		{"override cost above burst", &Limiter{Overrides: map[string][]Limit{"x": {{Rate: 1, Burst: 2}}}}, 3, ErrCostExceedsBurst},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,7 +110,7 @@ func TestLimiterBadInput(t *testing.T) {
 
 func TestLimiterOverrides(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := &Limiter{Limit: 10, Burst: 1, Overrides: map[string]Rate{"slow": {Limit: 1, Burst: 1}}}
+		l := &Limiter{Limits: []Limit{{Rate: 10, Burst: 1}}, Overrides: map[string][]Limit{"slow": {{Rate: 1, Burst: 1}}}}
 		took := func(key string, n int) time.Duration {
 			start := time.Now()
 			for range n {
@@ -135,7 +136,7 @@ func TestLimiterOverrides(t *testing.T) {
 // matches both sentinels, and reserves nothing.
 func TestLimiterDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := &Limiter{Limit: 1, Burst: 1}
+		l := &Limiter{Limits: []Limit{{Rate: 1, Burst: 1}}}
 		b := l.For("k")
 		if err := b.WaitN(t.Context(), 1); err != nil {
 			t.Fatal(err)
@@ -169,7 +170,7 @@ func TestLimiterDeadline(t *testing.T) {
 // rate.Reservation.Cancel restores fewer, golang/go#56924).
 func TestLimiterCancelRefund(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := &Limiter{Limit: 1, Burst: 5}
+		l := &Limiter{Limits: []Limit{{Rate: 1, Burst: 5}}}
 		b := l.For("k")
 		if err := b.WaitN(t.Context(), 5); err != nil { // empty the bucket at t=0
 			t.Fatal(err)
@@ -210,13 +211,13 @@ func TestLimiterCancelRefund(t *testing.T) {
 // the pause ends, then serves them at the configured pace.
 func TestLimiterPause(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := &Limiter{Limit: 10, Burst: 2}
+		l := &Limiter{Limits: []Limit{{Rate: 10, Burst: 2}}}
 		b := l.For("k")
 		start := time.Now()
-		if err := b.(Pauser).Pause(t.Context(), 2*time.Second); err != nil {
+		if err := b.Pause(t.Context(), 2*time.Second); err != nil {
 			t.Fatal(err)
 		}
-		b.(Pauser).Pause(t.Context(), time.Second) // shorter: no effect
+		b.Pause(t.Context(), time.Second) // shorter: no effect
 		var mu sync.Mutex
 		var ends []time.Duration
 		var wg sync.WaitGroup
@@ -243,7 +244,7 @@ func TestLimiterPause(t *testing.T) {
 			t.Errorf("another key waited %v during the pause; want 0", time.Since(s))
 		}
 		// A pause past the deadline fails at once.
-		b.(Pauser).Pause(t.Context(), time.Minute)
+		b.Pause(t.Context(), time.Minute)
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 		defer cancel()
 		if err := b.WaitN(ctx, 1); !errors.Is(err, ErrWouldExceedDeadline) {
@@ -256,7 +257,7 @@ func TestLimiterPause(t *testing.T) {
 // forgotten as new keys arrive, and MaxKeys caps the rest.
 func TestLimiterManyKeys(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := &Limiter{Limit: 100, Burst: 1}
+		l := &Limiter{Limits: []Limit{{Rate: 100, Burst: 1}}}
 		peak := 0
 		const n = 100_000
 		for i := range n {
@@ -276,7 +277,7 @@ func TestLimiterManyKeys(t *testing.T) {
 	})
 	synctest.Test(t, func(t *testing.T) {
 		// No time passes: every bucket is in use, MaxKeys bounds them.
-		l := &Limiter{Limit: 1, Burst: 1, MaxKeys: 5000}
+		l := &Limiter{Limits: []Limit{{Rate: 1, Burst: 1}}, MaxKeys: 5000}
 		peak := 0
 		for i := range 20_000 {
 			l.For(fmt.Sprint("k", i)).WaitN(t.Context(), 1)
@@ -292,7 +293,7 @@ func TestLimiterManyKeys(t *testing.T) {
 // sweep still shares the key's quota.
 func TestLimiterForgottenHandle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := &Limiter{Limit: 1, Burst: 1}
+		l := &Limiter{Limits: []Limit{{Rate: 1, Burst: 1}}}
 		old := l.For("k")
 		for i := range 3 * local.MinSweep { // forces sweeps; "k" is full and forgotten
 			l.For(fmt.Sprint(i))
@@ -306,37 +307,125 @@ func TestLimiterForgottenHandle(t *testing.T) {
 	})
 }
 
+// remembered reports whether l remembers key now, without making it.
+func remembered(l *Limiter, key string) bool {
+	_, ok := l.keys.Lookup(key)
+	return ok
+}
+
 // TestSetRateBoundedByMaxKeys: SetRate on many keys remembers at most
 // MaxKeys of them (a rate set lasts while its key is remembered), and a
 // key forgotten past MaxKeys gets its configured rate back; a key whose
 // rate was set is not forgotten for being idle.
 func TestSetRateBoundedByMaxKeys(t *testing.T) {
 	const maxKeys = 2000
-	l := &Limiter{Limit: 10, Burst: 1, MaxKeys: maxKeys}
+	l := &Limiter{Limits: []Limit{{Rate: 10, Burst: 1}}, MaxKeys: maxKeys}
 	for i := range 5 * maxKeys {
-		if err := l.SetRate(fmt.Sprint("k", i), Rate{Limit: 1, Burst: 1}); err != nil {
+		if err := l.SetRate(fmt.Sprint("k", i), 1, 1); err != nil {
 			t.Fatal(err)
 		}
 		if n := l.Len(); n > maxKeys {
 			t.Fatalf("after %d keys set, %d remembered; want ≤ %d", i+1, n, maxKeys)
 		}
 	}
-	if got := l.State("k0").Limit; got != 10 {
-		t.Errorf("a key set and forgotten past MaxKeys: limit %v; want 10 (its configured rate)", got)
-	}
+	// The key set last first: reading a key's State through For makes
+	// the key, which could push it out.
 	last := fmt.Sprint("k", 5*maxKeys-1)
-	if got := l.State(last).Limit; got != 1 {
-		t.Errorf("the key set last: limit %v; want 1 (the rate set)", got)
+	if got := keyState(l, last).Rate; got != 1 {
+		t.Errorf("the key set last: rate %v; want 1 (the rate set)", got)
+	}
+	// A key the sweeps forgot (which ones is the map's order).
+	forgot := ""
+	for i := range 5 * maxKeys {
+		if k := fmt.Sprint("k", i); !remembered(l, k) {
+			forgot = k
+			break
+		}
+	}
+	if forgot == "" {
+		t.Fatalf("%d keys set, none forgotten; want at most %d remembered", 5*maxKeys, maxKeys)
+	}
+	if got := keyState(l, forgot).Rate; got != 10 {
+		t.Errorf("a key set and forgotten past MaxKeys (%s): rate %v; want 10 (its configured rate)", forgot, got)
 	}
 	// An idle key whose rate was set outlives the sweep of idle keys.
-	m := &Limiter{Limit: 10, Burst: 1, MaxKeys: 1 << 20}
-	if err := m.SetRate("set", Rate{Limit: 1, Burst: 1}); err != nil {
+	m := &Limiter{Limits: []Limit{{Rate: 10, Burst: 1}}, MaxKeys: 1 << 20}
+	if err := m.SetRate("set", 1, 1); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 4 * local.MinSweep {
 		m.For(fmt.Sprint("idle", i))
 	}
-	if got := m.State("set").Limit; got != 1 {
-		t.Errorf("an idle key whose rate was set, after sweeps: limit %v; want 1", got)
+	if got := keyState(m, "set").Rate; got != 1 {
+		t.Errorf("an idle key whose rate was set, after sweeps: rate %v; want 1", got)
 	}
+}
+
+// TestMaxKeysConcurrent: 32 goroutines inserting new keys never leave
+// more than MaxKeys remembered, sampled while they insert.
+func TestMaxKeysConcurrent(t *testing.T) {
+	const maxKeys = 10_000
+	l := &Limiter{Limits: []Limit{{Rate: 1, Burst: 1}}, MaxKeys: maxKeys}
+	var peak int
+	done := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			peak = max(peak, l.Len())
+			select {
+			case <-done:
+				return
+			default:
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for g := range 32 {
+		wg.Go(func() {
+			for i := range 4_000 {
+				l.For(fmt.Sprint(g, "-", i)).WaitN(context.Background(), 1) // at once: a full bucket
+			}
+		})
+	}
+	wg.Wait()
+	close(done)
+	<-sampled
+	peak = max(peak, l.Len())
+	t.Logf("128,000 keys from 32 goroutines: peak %d remembered, %d at the end", peak, l.Len())
+	if peak > maxKeys {
+		t.Errorf("peak of %d keys remembered; want at most MaxKeys, %d", peak, maxKeys)
+	}
+}
+
+// TestWindowKeysForgotten: keys that received a server's window are
+// forgotten once idle (the window reset and forgotten, the bucket full),
+// so a million such keys arriving over time do not stay remembered.
+func TestWindowKeysForgotten(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &Limiter{Limits: []Limit{{Rate: 100, Burst: 10}}}
+		const n = 1_000_000
+		peak := 0
+		for i := range n {
+			k := l.For(fmt.Sprint("tenant-", i))
+			if err := k.WaitN(t.Context(), 1); err != nil {
+				t.Fatal(err)
+			}
+			k.Observe(t.Context(), Feedback{Window: &ServerWindow{Remaining: 50, Reset: time.Second, Size: 100, Length: time.Minute}})
+			peak = max(peak, l.Len())
+			if i%1000 == 999 {
+				time.Sleep(time.Second) // 1,000 new keys a second
+			}
+		}
+		// A window is kept windowKeep (10 s) past its reset (1 s): about
+		// 11,000 keys hold state at any time, and sweeps run when the
+		// count doubles.
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		t.Logf("%d keys with windows, 1,000 a second: peak %d remembered, %d at the end; heap %d MB", n, peak, l.Len(), ms.HeapAlloc>>20)
+		if peak > 4*11_000 {
+			t.Errorf("peak of %d keys remembered; want at most %d", peak, 4*11_000)
+		}
+	})
 }

@@ -1,6 +1,7 @@
 package throttle_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -18,28 +19,29 @@ import (
 // an API's per-minute limits are written the same way) and requests in
 // flight. Each request waits for one request and its estimate in tokens
 // (prompt + max_tokens) on every limit; its usage settles the tokens.
-func ExampleSettleResponseUnits() {
+func ExampleSettleResponse_limits() {
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, `{"usage":{"prompt_tokens":20,"completion_tokens":130,"total_tokens":150}}`)
 	}))
 	defer api.Close()
 
 	lim := &throttle.Limiter{
-		Limits: []throttle.UnitLimit{
-			{Unit: "requests", Rate: throttle.Rate{Limit: rate.Every(time.Hour / 500), Burst: 500}},
-			{Unit: "tokens", Rate: throttle.Rate{Limit: rate.Every(time.Hour / 30000), Burst: 30000}},
+		Limits: []throttle.Limit{
+			{Rate: rate.Every(time.Hour / 500), Burst: 500},                     // requests
+			{Unit: "tokens", Rate: rate.Every(time.Hour / 30000), Burst: 30000}, // tokens
 		},
 		InFlight: 8, // requests at once
 	}
 	client := &http.Client{Transport: &throttle.Transport{
 		Waiter: lim,
-		Units: func(*http.Request) []throttle.UnitCost {
-			return []throttle.UnitCost{{Unit: "requests", N: 1}, {Unit: "tokens", N: 20 + 500}} // prompt + max_tokens
+		CostOf: func(*http.Request) throttle.Cost {
+			return throttle.Cost{Units: map[string]int{"tokens": 20 + 500}} // prompt + max_tokens
 		},
 	}}
 	show := func(what string, host string) {
-		fmt.Print(what, ":")
-		for _, l := range lim.LimitStates(host) {
+		st, _ := lim.For(host).State(context.Background())
+		fmt.Printf("%s: %.0f requests", what, st.Tokens)
+		for _, l := range st.Limits {
 			fmt.Printf(" %.0f %s", l.Remaining, l.Unit)
 		}
 		fmt.Println(" left")
@@ -63,12 +65,12 @@ func ExampleSettleResponseUnits() {
 	}
 	host := resp.Request.URL.Host
 	show("sent", host)
-	used := []throttle.UnitCost{{Unit: "tokens", N: body.Usage.TotalTokens}}
-	if err := throttle.SettleResponseUnits(resp, used); err != nil {
+	used := throttle.Cost{Units: map[string]int{"tokens": body.Usage.TotalTokens}}
+	if err := throttle.SettleResponse(resp, used); err != nil {
 		fmt.Println(err)
 	}
 	show(fmt.Sprintf("settled as %d tokens", body.Usage.TotalTokens), host)
-	fmt.Println(throttle.SettleResponseUnits(resp, used))
+	fmt.Println(throttle.SettleResponse(resp, used))
 	// Output:
 	// sent: 499 requests 29480 tokens left
 	// settled as 150 tokens: 499 requests 29850 tokens left

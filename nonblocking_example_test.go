@@ -12,13 +12,13 @@ import (
 	"github.com/throttle-go/throttle"
 )
 
-// A queue worker that would rather requeue a job than wait: TryN spends
+// A queue worker that would rather requeue a job than wait: Try spends
 // the units now or not at all, and says when to come back.
-func ExampleTrier() {
-	lim := &throttle.Limiter{Limit: 1, Burst: 2} // per tenant: 1 job a second, 2 at once
+func ExampleQuota_Try() {
+	lim := &throttle.Limiter{Limits: []throttle.Limit{{Rate: 1, Burst: 2}}} // per tenant: 1 job a second, 2 at once
 	ctx := context.Background()
 	for job := 1; job <= 3; job++ {
-		ok, retryIn, err := lim.For("acme").(throttle.Trier).TryN(ctx, 1)
+		ok, retryIn, err := lim.For("acme").Try(ctx)
 		switch {
 		case err != nil:
 			fmt.Printf("job %d: %v\n", job, err)
@@ -35,13 +35,14 @@ func ExampleTrier() {
 }
 
 // A bucket of 50 and 200 concurrent non-blocking callers: exactly 50 go.
-func ExampleLimiter_Allow() {
-	lim := &throttle.Limiter{Limit: rate.Every(time.Hour), Burst: 50}
+func ExampleQuota_Allow() {
+	lim := &throttle.Limiter{Limits: []throttle.Limit{{Rate: rate.Every(time.Hour), Burst: 50}}}
+	key := lim.For("acme")
 	var went atomic.Int32
 	var wg sync.WaitGroup
 	for range 200 {
 		wg.Go(func() {
-			if lim.Allow() {
+			if key.Allow() {
 				went.Add(1)
 			}
 		})
@@ -55,11 +56,12 @@ func ExampleLimiter_Allow() {
 // Turns taken ahead of time: each reservation's delay follows the key's
 // state, so cancelling one moves those behind it up.
 func ExampleReservation() {
-	lim := &throttle.Limiter{Limit: 10, Burst: 1}
+	lim := &throttle.Limiter{Limits: []throttle.Limit{{Rate: 10, Burst: 1}}}
+	key := lim.For("acme")
 	ctx := context.Background()
 	var rs []throttle.Reservation
 	for range 3 {
-		r, err := lim.ReserveN(ctx, 1)
+		r, err := key.ReserveN(ctx, 1)
 		if err != nil {
 			fmt.Println(err)
 			return
@@ -81,16 +83,17 @@ func ExampleReservation() {
 }
 
 // A key's state, read without changing it.
-func ExampleLimiter_State() {
-	lim := &throttle.Limiter{Limit: 1, Burst: 5}
+func ExampleQuota_State() {
+	lim := &throttle.Limiter{Limits: []throttle.Limit{{Rate: 1, Burst: 5}}}
+	key := lim.For("acme")
 	ctx := context.Background()
 	for range 3 {
-		_ = lim.For("acme").WaitN(ctx, 1)
+		_ = key.Wait(ctx)
 	}
-	st := lim.State("acme")
-	fmt.Printf("remaining %v of %v at %v/s, next turn in %v\n", st.Remaining, st.Burst, st.Limit, st.Next)
-	_ = lim.For("acme").(throttle.Pauser).Pause(ctx, 10*time.Second)
-	st = lim.State("acme")
+	st, _ := key.State(ctx)
+	fmt.Printf("remaining %v of %v at %v/s, next turn in %v\n", st.Remaining, st.Burst, st.Rate, st.Next)
+	_ = key.Pause(ctx, 10*time.Second)
+	st, _ = key.State(ctx)
 	fmt.Printf("paused for %v, remaining %v\n", st.Paused.Round(time.Second), st.Remaining)
 	// Output:
 	// remaining 2 of 5 at 1/s, next turn in 0s
@@ -100,15 +103,18 @@ func ExampleLimiter_State() {
 // A key's rate changed while the program runs: the waits queued on it
 // take the new pace from then on.
 func ExampleLimiter_SetRate() {
-	lim := &throttle.Limiter{Limit: 1, Burst: 1}
+	lim := &throttle.Limiter{Limits: []throttle.Limit{{Rate: 1, Burst: 1}}}
+	key := lim.For("acme")
 	ctx := context.Background()
-	_ = lim.For("acme").WaitN(ctx, 1)
-	fmt.Println("next turn at 1/s:", lim.State("acme").Next.Round(100*time.Millisecond))
-	if err := lim.SetRate("acme", throttle.Rate{Limit: 10, Burst: 1}); err != nil {
+	_ = key.Wait(ctx)
+	st, _ := key.State(ctx)
+	fmt.Println("next turn at 1/s:", st.Next.Round(100*time.Millisecond))
+	if err := lim.SetRate("acme", 10, 1); err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("next turn at 10/s:", lim.State("acme").Next.Round(100*time.Millisecond))
+	st, _ = key.State(ctx)
+	fmt.Println("next turn at 10/s:", st.Next.Round(100*time.Millisecond))
 	// Output:
 	// next turn at 1/s: 1s
 	// next turn at 10/s: 100ms
@@ -117,12 +123,13 @@ func ExampleLimiter_SetRate() {
 // A bucket of 10 refilling 5 a second, and 12 calls at once: 10 go at
 // once, the 11th and 12th a refill (200 ms) apart. The delays are the
 // turns each call would sleep until, read without sleeping.
-func ExampleLimiter_ReserveN() {
-	lim := &throttle.Limiter{Limit: 5, Burst: 10}
+func ExampleQuota_ReserveN() {
+	lim := &throttle.Limiter{Limits: []throttle.Limit{{Rate: 5, Burst: 10}}}
+	key := lim.For("acme")
 	ctx := context.Background()
 	var delays []time.Duration
 	for range 12 {
-		r, err := lim.ReserveN(ctx, 1)
+		r, err := key.ReserveN(ctx, 1)
 		if err != nil {
 			fmt.Println(err)
 			return
@@ -137,14 +144,16 @@ func ExampleLimiter_ReserveN() {
 // A job that needs requests and tokens takes its turn on both without
 // waiting for it, and gives it back if it would come too late: tokens
 // 100 a second (burst 100), 60 a job.
-func ExampleLimiter_ReserveCost() {
-	lim := &throttle.Limiter{Limit: 10, Burst: 10, Limits: []throttle.UnitLimit{
-		{Unit: "tokens", Rate: throttle.Rate{Limit: 100, Burst: 100}},
+func ExampleQuota_Reserve() {
+	lim := &throttle.Limiter{Limits: []throttle.Limit{
+		{Rate: 10, Burst: 10},
+		{Unit: "tokens", Rate: 100, Burst: 100},
 	}}
+	key := lim.For("acme")
 	ctx := context.Background()
-	job := throttle.Cost{Units: []throttle.UnitCost{{Unit: "tokens", N: 60}}}
+	job := throttle.Cost{Units: map[string]int{"tokens": 60}}
 	for i := range 3 {
-		r, err := lim.ReserveCost(ctx, job)
+		r, err := key.Reserve(ctx, job)
 		if err != nil {
 			fmt.Println(err)
 			return

@@ -25,7 +25,7 @@ func refundRun(t *testing.T, burst int, waits []refundWait) []time.Duration {
 	t.Helper()
 	ends := make([]time.Duration, len(waits))
 	synctest.Test(t, func(t *testing.T) {
-		l := &Limiter{Limit: 10, Burst: burst}
+		l := &Limiter{Limits: []Limit{{Rate: 10, Burst: burst}}}
 		k := l.For("k")
 		start := time.Now()
 		// Events in time order, arrivals before cancels at one instant,
@@ -110,17 +110,16 @@ func refundCheck(t *testing.T, burst int, waits []refundWait, ends []time.Durati
 
 const tick = 100 * time.Millisecond // x/time/rate's d: one unit at 10/s
 
-// TestDefect8RefundsPorted is issue 7's defect 8 with x/time/rate's own
-// cancellation tests (rate_test.go: TestCancelLast, TestCancelTooLate,
-// TestCancel0Tokens, TestCancel1Token, TestCancelMulti, TestWaitCancel),
-// ported to waits on a Limiter key at 10/s: reservations are waits, and
+// TestRefundsXRatePorted: x/time/rate's own cancellation tests
+// (rate_test.go: TestCancelLast, TestCancelTooLate, TestCancel0Tokens,
+// TestCancel1Token, TestCancelMulti, TestWaitCancel), ported to waits on
+// a Limiter key at 10/s: reservations are waits, and
 // CancelAt is a context cancelled at that time. Where x/time/rate loses
 // the units of a cancelled reservation that others follow, a Limiter
 // gives them back exactly: the waits behind move up (so the times differ
 // from x/time/rate's where it loses units), and nothing goes over the
-// bucket. (On the old schedule, TestCancelMulti's port sent two callers
-// at once, over the bucket.)
-func TestDefect8RefundsPorted(t *testing.T) {
+// bucket.
+func TestRefundsXRatePorted(t *testing.T) {
 	tests := []struct {
 		name  string
 		burst int
@@ -172,12 +171,11 @@ func TestDefect8RefundsPorted(t *testing.T) {
 	}
 }
 
-// TestDefect8RandomRefunds is issue 7's defect 8 at random: 400 scenarios
+// TestRandomRefunds: 400 scenarios
 // of waits (1 to burst units) arriving over a second at 10/s, a third of
 // them cancelled a little later, never send more than the bucket allows
-// (a GCRA replay of what went) and serve the rest in arrival order. (On
-// the old schedule 39 of 400 over-sent, by up to 4 units.)
-func TestDefect8RandomRefunds(t *testing.T) {
+// (a GCRA replay of what went) and serve the rest in arrival order.
+func TestRandomRefunds(t *testing.T) {
 	bad := 0
 	for seed := range uint64(400) {
 		r := rand.New(rand.NewPCG(seed, 8))

@@ -18,13 +18,13 @@ import (
 // changes nothing, and no refusal trims past schedule.TrimMax.
 func TestRefusedTrims(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := &Limiter{Limit: 10, Burst: 1}
+		l := &Limiter{Limits: []Limit{{Rate: 10, Burst: 1}}}
 		w := l.For("k")
 		ctx := context.Background()
 		if err := w.WaitN(ctx, 1); err != nil {
 			t.Fatal(err)
 		}
-		w.(Adapter).Adapt(ctx, Feedback{Cost: 1, Pause: time.Second, Refused: true})
+		w.Observe(ctx, Feedback{Verdict: Refused, Spent: 1, Pause: time.Second})
 		start := time.Now()
 		var got []time.Duration
 		for range 3 {
@@ -47,7 +47,7 @@ func TestRefusedTrims(t *testing.T) {
 		// nothing more.
 		w2 := l.For("k2")
 		_ = w2.WaitN(ctx, 1)
-		w2.(Adapter).Adapt(ctx, Feedback{Cost: 1, Pause: time.Second})
+		w2.Observe(ctx, Feedback{Spent: 1, Pause: time.Second})
 		start = time.Now()
 		_ = w2.WaitN(ctx, 1)
 		_ = w2.WaitN(ctx, 1)
@@ -57,11 +57,11 @@ func TestRefusedTrims(t *testing.T) {
 		// Refusals trim to schedule.TrimMax and no further.
 		w3 := l.For("k3")
 		for range 20 {
-			w3.(Adapter).Adapt(ctx, Feedback{Cost: 1, Pause: time.Millisecond, Refused: true})
+			w3.Observe(ctx, Feedback{Verdict: Refused, Spent: 1, Pause: time.Millisecond})
 		}
-		st := l.State("k3")
-		if want := 10 * (1 - schedule.TrimMax); fmt.Sprintf("%.6f", float64(st.Limit)) != fmt.Sprintf("%.6f", want) {
-			t.Errorf("after 20 refusals the pace is %v/s; want %v/s (schedule.TrimMax)", st.Limit, want)
+		st := keyState(l, "k3")
+		if want := 10 * (1 - schedule.TrimMax); fmt.Sprintf("%.6f", float64(st.Rate)) != fmt.Sprintf("%.6f", want) {
+			t.Errorf("after 20 refusals the pace is %v/s; want %v/s (schedule.TrimMax)", st.Rate, want)
 		}
 	})
 }
@@ -80,7 +80,7 @@ func TestTransportRefusedJitter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := throttletest.NewTokenBucket(100, 10)
 		s.RetryAfter = true
-		tr := &Transport{Waiter: &Limiter{Limit: 100, Burst: 10},
+		tr := &Transport{Waiter: &Limiter{Limits: []Limit{{Rate: 100, Burst: 10}}},
 			Base: &throttletest.Direct{Handler: s, Latency: time.Millisecond, Jitter: time.Millisecond, Seed: 1}}
 		start := time.Now()
 		closedLoopN(t, &http.Client{Transport: tr}, 16, 2000)

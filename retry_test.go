@@ -164,7 +164,7 @@ func TestTransportGiveUpEvents(t *testing.T) {
 func TestTransportMaxElapsedIncludesWaits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(status(503), status(200))
-		lim := &Limiter{Limit: rate.Every(30 * time.Second), Burst: 1}
+		lim := &Limiter{Limits: []Limit{{Rate: rate.Every(30 * time.Second), Burst: 1}}}
 		var ev events
 		tr := &Transport{Base: s, Waiter: lim, DisableAdaptive: true, OnEvent: ev.add,
 			Retry: RetryPolicy{MaxElapsed: time.Second, InitialInterval: 200 * time.Millisecond, MaxInterval: 200 * time.Millisecond}}
@@ -288,7 +288,7 @@ func TestTransportDeadlineLeavesNoTime(t *testing.T) {
 				return nil, r.Context().Err()
 			}
 		})
-		tr := &Transport{Base: base, Waiter: &Limiter{Limit: 1, Burst: 1}}
+		tr := &Transport{Base: base, Waiter: &Limiter{Limits: []Limit{{Rate: 1, Burst: 1}}}}
 		resp, err := get(t, tr) // turn at 0, answered at 0.1 s
 		if err != nil {
 			t.Fatal(err)
@@ -336,7 +336,7 @@ func TestTransportDeadlineLeavesNoTime(t *testing.T) {
 func TestTransportKeyNormalised(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(status(200))
-		tr := &Transport{Base: s, Waiter: &Limiter{Limit: 1, Burst: 1}}
+		tr := &Transport{Base: s, Waiter: &Limiter{Limits: []Limit{{Rate: 1, Burst: 1}}}}
 		for _, u := range []string{"https://api.example.com/a", "https://API.example.com/b", "https://api.example.com:443/c"} {
 			req, _ := http.NewRequestWithContext(t.Context(), "GET", u, nil)
 			resp, err := tr.RoundTrip(req)
@@ -358,7 +358,7 @@ func TestTransportRetryPastDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(status(429, "Retry-After", "0"), status(200))
 		var ev events
-		tr := &Transport{Base: s, Waiter: &Limiter{Limit: 1, Burst: 1}, OnEvent: ev.add}
+		tr := &Transport{Base: s, Waiter: &Limiter{Limits: []Limit{{Rate: 1, Burst: 1}}}, OnEvent: ev.add}
 		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 		defer cancel()
 		req, _ := http.NewRequestWithContext(ctx, "GET", "http://api.example/x", nil)
@@ -381,7 +381,7 @@ func TestTransportRetryPastDeadline(t *testing.T) {
 func TestTransportOverridesNormalised(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(status(200))
-		lim := &Limiter{Limit: 100, Burst: 100, Overrides: map[string]Rate{"api.example.com": {Limit: 1, Burst: 1}}}
+		lim := &Limiter{Limits: []Limit{{Rate: 100, Burst: 100}}, Overrides: map[string][]Limit{"api.example.com": {{Rate: 1, Burst: 1}}}}
 		tr := &Transport{Base: s, Waiter: lim}
 		for _, u := range []string{"https://API.example.com:443/a", "https://api.EXAMPLE.com/b"} {
 			req, _ := http.NewRequestWithContext(t.Context(), "GET", u, nil)
@@ -403,7 +403,7 @@ func TestTransportOverridesNormalised(t *testing.T) {
 func TestTransportPermanent429(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(status(429, "X-Should-Retry", "false"))
-		tr := &Transport{Base: s, Waiter: &Limiter{Limit: 10, Burst: 1}}
+		tr := &Transport{Base: s, Waiter: &Limiter{Limits: []Limit{{Rate: 10, Burst: 1}}}}
 		for range 5 {
 			resp, err := get(t, tr)
 			if err != nil || resp.StatusCode != 429 {

@@ -76,7 +76,7 @@ func TestClientTimeoutNoDoomedSend(t *testing.T) {
 				return nil, r.Context().Err()
 			}
 		})
-		tr := &Transport{Base: base, Waiter: &Limiter{Limit: 200, Burst: 1}}
+		tr := &Transport{Base: base, Waiter: &Limiter{Limits: []Limit{{Rate: 200, Burst: 1}}}}
 		client := &http.Client{Transport: tr, Timeout: time.Second}
 		var wg sync.WaitGroup
 		var refused, other atomic.Int64

@@ -10,8 +10,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/throttle-go/throttle"
 	"github.com/throttle-go/throttle/internal/schedtest"
 )
@@ -68,7 +66,7 @@ var propSuites = []struct {
 	{"settles/tries/10per_s/burst3", schedtest.Config{Limit: 10, Burst: 3}, schedtest.Options{Deadlines: true, Cancels: true, Tries: true, Reserves: true, Settles: true}},
 	{"settles/all/10per_s/burst2", schedtest.Config{Limit: 10, Burst: 2}, propAllSettles},
 	{"settles/all/50per_s/burst10", schedtest.Config{Limit: 50, Burst: 10}, propAllSettles},
-	// Several limits per key (Limiter.Limits, WaitCost): never over on
+	// Several limits per key (Limiter.Limits, Wait of a Cost): never over on
 	// each, all or none and exact refund on every limit against the ideal
 	// FIFO schedule of all of them.
 	{"limits/waits/10per_s/burst2+tokens", propTokens(10, 2), schedtest.Options{Deadlines: true, Cancels: true}},
@@ -84,14 +82,14 @@ var propSuites = []struct {
 	{"limits/waits/nolimit+tokens+sliding", propWindowTokens(true), schedtest.Options{Deadlines: true, Cancels: true, Ops: 30}},
 	{"limits/all/10per_s/burst3+fixed", propWindow(10, 3, false), propAll},
 	{"limits/all/nolimit+tokens+sliding", propWindowTokens(true), propAll},
-	// Costs settled in every unit (CostSettler): never over on each
+	// Costs settled in every unit (Quota.Settle of a Cost): never over on each
 	// limit counting the settled costs.
 	{"limits/settles/10per_s/burst2+tokens+bytes", propTokensBytes(10, 2), schedtest.Options{Deadlines: true, Cancels: true, Settles: true}},
 	{"limits/settles/nolimit+tokens+sliding", propWindowTokens(true), schedtest.Options{Deadlines: true, Cancels: true, Settles: true, Ops: 30}},
 	{"limits/settles/10per_s/burst3+fixed", propWindow(10, 3, false), schedtest.Options{Deadlines: true, Cancels: true, Settles: true}},
 	{"limits/settles/all/10per_s/burst2+tokens+bytes", propTokensBytes(10, 2), propAllSettles},
 	{"limits/settles/all/10per_s/burst3+sliding", propWindow(10, 3, true), propAllSettles},
-	// Exact sliding logs (Window.Log): at most q in every interval of
+	// Exact sliding logs (SlidingLog): at most q in every interval of
 	// length w, over the admitted times.
 	{"limits/waits/10per_s/burst2+log", propLog(propWindow(10, 2, false)), schedtest.Options{Deadlines: true, Cancels: true}},
 	{"limits/waits/nolimit+tokens+log", propLog(propWindowTokens(false)), schedtest.Options{Deadlines: true, Cancels: true, Ops: 30}},
@@ -99,7 +97,7 @@ var propSuites = []struct {
 	{"limits/all/nolimit+tokens+log", propLog(propWindowTokens(false)), propAll},
 	{"limits/settles/10per_s/burst3+log", propLog(propWindow(10, 3, false)), schedtest.Options{Deadlines: true, Cancels: true, Settles: true}},
 	{"limits/settles/all/nolimit+tokens+log", propLog(propWindowTokens(false)), propAllSettles},
-	// Fixed windows aligned to first use (Window.FirstUse).
+	// Fixed windows aligned to first use (FromFirstUse).
 	{"limits/waits/10per_s/burst2+first", propFirst(propWindow(10, 2, false)), schedtest.Options{Deadlines: true, Cancels: true}},
 	{"limits/waits/nolimit+tokens+first", propFirst(propWindowTokens(false)), schedtest.Options{Deadlines: true, Cancels: true, Ops: 30}},
 	{"limits/all/10per_s/burst3+first", propFirst(propWindow(10, 3, false)), propAll},
@@ -189,7 +187,7 @@ func propRun(t *testing.T, seq schedtest.Sequence) (v []string, lg schedtest.Log
 			// seed picks, as a run on the real clock does.
 			time.Sleep(time.Duration(uint64(seq.Seed)%1000) * time.Millisecond)
 		}
-		l := &throttle.Limiter{Limit: rate.Limit(seq.Config.Limit), Burst: seq.Config.Burst, Limits: seq.Config.Limits()}
+		l := &throttle.Limiter{Limits: seq.Config.Limits()}
 		lg = schedtest.Run(t, l.For("k"), seq, synctest.Wait)
 		v = schedtest.Violations(seq, lg, propTol)
 	})
@@ -287,7 +285,7 @@ func TestPropRealClock(t *testing.T) {
 		t.Run(fmt.Sprint(base+i), func(t *testing.T) {
 			t.Parallel()
 			seq := schedtest.Generate(base+i, cfg, opt)
-			l := &throttle.Limiter{Limit: rate.Limit(cfg.Limit), Burst: cfg.Burst}
+			l := &throttle.Limiter{Limits: cfg.Limits()}
 			lg := schedtest.Run(t, l.For("k"), seq, nil)
 			schedtest.Check(t, seq, lg, 30*time.Millisecond)
 		})

@@ -18,61 +18,77 @@ type (
 	// propFree admits every wait at once.
 	propFree struct{}
 	// propLate is a Limiter key that returns a millisecond after its turn.
-	propLate struct{ throttle.Waiter }
+	propLate struct{ throttle.Quota }
 	// propDeaf is a Limiter key that ignores pauses and what servers say.
-	propDeaf struct{ throttle.Waiter }
+	propDeaf struct{ throttle.Quota }
 	// propSulk is a Limiter key that holds off for ten minutes after a
 	// rejection.
-	propSulk struct{ throttle.Waiter }
+	propSulk struct{ throttle.Quota }
 )
 
 // Waiters of several limits that break the all-or-none rule.
 type (
 	// propFirstOnly is a Limiter key that spends a cost's first-limit
 	// units only.
-	propFirstOnly struct{ throttle.Waiter }
+	propFirstOnly struct{ throttle.Quota }
 	// propChained waits on one Limiter per limit in turn, as a user
 	// chaining waiters by hand would: a wait cancelled on the second
 	// keeps what it spent on the first.
-	propChained struct{ first, tokens throttle.Waiter }
+	propChained struct {
+		throttle.Quota // the first limit's
+		tokens         throttle.Waiter
+	}
 )
 
-func (w propFirstOnly) WaitCost(ctx context.Context, c throttle.Cost) error {
-	return w.WaitN(ctx, max(c.N, 1))
+// firstUnits returns the units costs spend of the first limit.
+func firstUnits(costs []throttle.Cost) int {
+	if len(costs) == 0 {
+		return 1
+	}
+	n := 0
+	for _, c := range costs {
+		n += max(c.N, 1)
+	}
+	return n
 }
 
-func (w propChained) WaitN(ctx context.Context, n int) error { return w.first.WaitN(ctx, n) }
+func (w propFirstOnly) Wait(ctx context.Context, costs ...throttle.Cost) error {
+	return w.WaitN(ctx, firstUnits(costs))
+}
 
-func (w propChained) WaitCost(ctx context.Context, c throttle.Cost) error {
-	if err := w.first.WaitN(ctx, max(c.N, 1)); err != nil {
+func (w propChained) Wait(ctx context.Context, costs ...throttle.Cost) error {
+	if err := w.WaitN(ctx, firstUnits(costs)); err != nil {
 		return err
 	}
-	for _, u := range c.Units {
-		if err := w.tokens.WaitN(ctx, u.N); err != nil {
-			return err
+	for _, c := range costs {
+		for _, n := range c.Units {
+			if err := w.tokens.WaitN(ctx, n); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-func (w propSulk) Adapt(ctx context.Context, f throttle.Feedback) error {
-	if f.Throttled {
-		return w.Waiter.(throttle.Pauser).Pause(ctx, 10*time.Minute)
+func (w propSulk) Observe(ctx context.Context, f throttle.Feedback) (throttle.Observed, error) {
+	if f.Verdict == throttle.RefusedBare {
+		return throttle.Observed{Pause: 10 * time.Minute}, w.Pause(ctx, 10*time.Minute)
 	}
-	return w.Waiter.(throttle.Adapter).Adapt(ctx, f)
+	return w.Quota.Observe(ctx, f)
 }
 
 func (propFree) WaitN(ctx context.Context, n int) error { return ctx.Err() }
 
 func (w propLate) WaitN(ctx context.Context, n int) error {
-	err := w.Waiter.WaitN(ctx, n)
+	err := w.Quota.WaitN(ctx, n)
 	time.Sleep(time.Millisecond)
 	return err
 }
 
-func (propDeaf) Pause(context.Context, time.Duration) error     { return nil }
-func (propDeaf) Adapt(context.Context, throttle.Feedback) error { return nil }
-func (w propDeaf) WaitRetryN(ctx context.Context, n int) error  { return w.WaitN(ctx, n) }
+func (propDeaf) Pause(context.Context, time.Duration) error { return nil }
+func (propDeaf) Observe(context.Context, throttle.Feedback) (throttle.Observed, error) {
+	return throttle.Observed{}, nil
+}
 
 // TestPropCheckerCatches checks that the property suite is not vacuous:
 // waiters that break a rule are caught, each by the invariant it breaks.
@@ -89,33 +105,33 @@ func TestPropCheckerCatches(t *testing.T) {
 			func(schedtest.Config) throttle.Waiter { return propFree{} }, "never over"},
 		{"late by 1ms", schedtest.Config{Limit: 10, Burst: 2}, waits,
 			func(c schedtest.Config) throttle.Waiter {
-				return propLate{(&throttle.Limiter{Limit: rate.Limit(c.Limit), Burst: c.Burst}).For("k")}
+				return propLate{(&throttle.Limiter{Limits: []throttle.Limit{{Rate: rate.Limit(c.Limit), Burst: c.Burst}}}).For("k")}
 			}, "refund"},
 		{"ignores pauses", schedtest.Config{Limit: 10, Burst: 2}, schedtest.Options{Pauses: true},
 			func(c schedtest.Config) throttle.Waiter {
-				return propDeaf{(&throttle.Limiter{Limit: rate.Limit(c.Limit), Burst: c.Burst}).For("k")}
+				return propDeaf{(&throttle.Limiter{Limits: []throttle.Limit{{Rate: rate.Limit(c.Limit), Burst: c.Burst}}}).For("k")}
 			}, "pause"},
 		{"ignores windows", schedtest.Config{Limit: 10, Burst: 2}, schedtest.Options{Windows: true},
 			func(c schedtest.Config) throttle.Waiter {
-				return propDeaf{(&throttle.Limiter{Limit: rate.Limit(c.Limit), Burst: c.Burst}).For("k")}
+				return propDeaf{(&throttle.Limiter{Limits: []throttle.Limit{{Rate: rate.Limit(c.Limit), Burst: c.Burst}}}).For("k")}
 			}, "window"},
 		{"wedges after a rejection", schedtest.Config{Limit: 10, Burst: 2}, schedtest.Options{Rejects: true},
 			func(c schedtest.Config) throttle.Waiter {
-				return propSulk{(&throttle.Limiter{Limit: rate.Limit(c.Limit), Burst: c.Burst}).For("k")}
+				return propSulk{(&throttle.Limiter{Limits: []throttle.Limit{{Rate: rate.Limit(c.Limit), Burst: c.Burst}}}).For("k")}
 			}, "no wedge"},
 		// Several limits: spending on the first limit only goes over the
 		// tokens' limit; chained waiters keep a cancelled wait's units on
 		// the limits it had passed (not all or none).
 		{"spends on the first limit only", propTokens(10, 2), waits,
 			func(c schedtest.Config) throttle.Waiter {
-				return propFirstOnly{(&throttle.Limiter{Limit: rate.Limit(c.Limit), Burst: c.Burst}).For("k")}
+				return propFirstOnly{(&throttle.Limiter{Limits: []throttle.Limit{{Rate: rate.Limit(c.Limit), Burst: c.Burst}}}).For("k")}
 			}, "never over"},
 		{"limits chained by hand", propTokens(10, 2), waits,
 			func(c schedtest.Config) throttle.Waiter {
 				x := c.Extra[0]
 				return propChained{
-					(&throttle.Limiter{Limit: rate.Limit(c.Limit), Burst: c.Burst}).For("k"),
-					(&throttle.Limiter{Limit: rate.Limit(x.Limit), Burst: x.Burst}).For("k"),
+					(&throttle.Limiter{Limits: []throttle.Limit{{Rate: rate.Limit(c.Limit), Burst: c.Burst}}}).For("k"),
+					(&throttle.Limiter{Limits: []throttle.Limit{{Rate: rate.Limit(x.Limit), Burst: x.Burst}}}).For("k"),
 				}
 			}, "refund"},
 		// A fixed window (epoch-aligned) where the server keeps a sliding
@@ -158,9 +174,11 @@ func TestPropCheckerCatches(t *testing.T) {
 // propAsFixed is a Limiter of c whose windows are fixed and aligned to
 // the epoch, whatever c says.
 func propAsFixed(c schedtest.Config) throttle.Waiter {
-	l := &throttle.Limiter{Limit: rate.Limit(c.Limit), Burst: c.Burst, Limits: c.Limits()}
+	l := &throttle.Limiter{Limits: c.Limits()}
 	for i := range l.Limits {
-		l.Limits[i].Window.Log, l.Limits[i].Window.FirstUse = false, false
+		if k := l.Limits[i].Kind; k == throttle.SlidingLog || k == throttle.FromFirstUse {
+			l.Limits[i].Kind = throttle.Fixed
+		}
 	}
 	return l.For("k")
 }

@@ -17,21 +17,23 @@ import (
 // An LLM call's tokens are known only from its response: the wait spends
 // an estimate, and Settle amends it. Less used gives units back; more
 // used is a debt the next waits pay.
-func ExampleSettler() {
+func ExampleQuota_Settle() {
 	// 1,000 tokens an hour, all at once (an hour's refill is too slow to
 	// show in the output).
-	lim := &throttle.Limiter{Limit: rate.Every(time.Hour / 1000), Burst: 1000}
+	lim := &throttle.Limiter{Limits: []throttle.Limit{{Rate: rate.Every(time.Hour / 1000), Burst: 1000}}}
 	key := lim.For("openai")
 	ctx := context.Background()
 
 	_ = key.WaitN(ctx, 800) // the estimate: prompt + max_tokens
-	fmt.Printf("spent 800: %.0f tokens left\n", lim.State("openai").Tokens)
-	_ = key.(throttle.Settler).Settle(ctx, 800, 300) // usage said 300
-	fmt.Printf("settled as 300: %.0f tokens left\n", lim.State("openai").Tokens)
+	st, _ := key.State(ctx)
+	fmt.Printf("spent 800: %.0f tokens left\n", st.Tokens)
+	_ = key.Settle(ctx, throttle.Cost{N: 800}, throttle.Cost{N: 300}) // usage said 300
+	st, _ = key.State(ctx)
+	fmt.Printf("settled as 300: %.0f tokens left\n", st.Tokens)
 
 	_ = key.WaitN(ctx, 600)
-	_ = key.(throttle.Settler).Settle(ctx, 600, 900) // used more than estimated
-	st := lim.State("openai")
+	_ = key.Settle(ctx, throttle.Cost{N: 600}, throttle.Cost{N: 900}) // used more than estimated
+	st, _ = key.State(ctx)
 	fmt.Printf("settled 600 as 900: %.0f tokens left, the next in %v\n", st.Tokens, st.Next.Round(time.Minute))
 	// Output:
 	// spent 800: 200 tokens left
@@ -47,10 +49,10 @@ func ExampleSettleResponse() {
 	}))
 	defer api.Close()
 
-	lim := &throttle.Limiter{Limit: rate.Every(time.Hour / 10000), Burst: 10000} // tokens
+	lim := &throttle.Limiter{Limits: []throttle.Limit{{Rate: rate.Every(time.Hour / 10000), Burst: 10000}}} // tokens
 	client := &http.Client{Transport: &throttle.Transport{
 		Waiter: lim,
-		Cost:   func(*http.Request) int { return 20 + 500 }, // prompt + max_tokens
+		CostOf: func(*http.Request) throttle.Cost { return throttle.Cost{N: 20 + 500} }, // prompt + max_tokens
 	}}
 	resp, err := client.Post(api.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"max_tokens":500}`))
 	if err != nil {
@@ -67,13 +69,15 @@ func ExampleSettleResponse() {
 		fmt.Println(err)
 		return
 	}
-	host := resp.Request.URL.Host
-	fmt.Printf("sent: %.0f tokens left\n", lim.State(host).Tokens)
-	if err := throttle.SettleResponse(resp, body.Usage.TotalTokens); err != nil {
+	key := lim.For(resp.Request.URL.Host)
+	st, _ := key.State(context.Background())
+	fmt.Printf("sent: %.0f tokens left\n", st.Tokens)
+	if err := throttle.SettleResponse(resp, throttle.Cost{N: body.Usage.TotalTokens}); err != nil {
 		fmt.Println(err)
 	}
-	fmt.Printf("settled as %d: %.0f tokens left\n", body.Usage.TotalTokens, lim.State(host).Tokens)
-	fmt.Println(throttle.SettleResponse(resp, body.Usage.TotalTokens))
+	st, _ = key.State(context.Background())
+	fmt.Printf("settled as %d: %.0f tokens left\n", body.Usage.TotalTokens, st.Tokens)
+	fmt.Println(throttle.SettleResponse(resp, throttle.Cost{N: body.Usage.TotalTokens}))
 	// Output:
 	// sent: 9480 tokens left
 	// settled as 150: 9850 tokens left

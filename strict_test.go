@@ -26,7 +26,7 @@ func TestTransportStrictAnchored(t *testing.T) {
 		time.Sleep(317 * time.Microsecond) // a phase against the server's whole ms
 		s := throttletest.NewLeakyBucket(50)
 		s.Status = http.StatusTooManyRequests
-		tr := &Transport{Waiter: &Limiter{Limit: 50, Burst: 1},
+		tr := &Transport{Waiter: &Limiter{Limits: []Limit{{Rate: 50, Burst: 1}}},
 			Base: &throttletest.Direct{Handler: s, Latency: time.Millisecond, Jitter: time.Millisecond, Seed: 1}}
 		start := time.Now()
 		closedLoopN(t, &http.Client{Transport: tr}, 8, 1000)
@@ -53,19 +53,19 @@ func TestAnchor(t *testing.T) {
 		// turnAfter sends a unit on k, answers it rtt later as a
 		// success, and returns how long after the send the next unit
 		// goes.
-		turnAfter := func(k Waiter, rtt time.Duration) time.Duration {
+		turnAfter := func(k Quota, rtt time.Duration) time.Duration {
 			if err := k.WaitN(ctx, 1); err != nil {
 				t.Fatal(err)
 			}
 			sent := time.Now()
 			time.Sleep(rtt)
-			k.(Adapter).Adapt(ctx, Feedback{Cost: 1, Age: rtt})
+			k.Observe(ctx, Feedback{Spent: 1, Age: rtt})
 			if err := k.WaitN(ctx, 1); err != nil {
 				t.Fatal(err)
 			}
 			return time.Since(sent)
 		}
-		l := &Limiter{Limit: 50, Burst: 1}
+		l := &Limiter{Limits: []Limit{{Rate: 50, Burst: 1}}}
 		k := l.For("k")
 		if got := turnAfter(k, 2*ms); got != 20*ms {
 			t.Errorf("before any refusal: next unit %v after; want 20ms", got)
@@ -74,7 +74,7 @@ func TestAnchor(t *testing.T) {
 		near := func(a, b time.Duration) bool { return (a - b).Abs() <= time.Nanosecond }
 		// A refusal: shows the server strict; the pace stays.
 		time.Sleep(time.Second)
-		k.(Adapter).Adapt(ctx, Feedback{Cost: 1, Throttled: true, Refused: true, Age: 2 * ms})
+		k.Observe(ctx, Feedback{Verdict: RefusedBare, Spent: 1, Age: 2 * ms})
 		time.Sleep(time.Second)
 		interval := 20 * ms
 		if got := turnAfter(k, 2*ms); !near(got, interval) {
@@ -89,16 +89,16 @@ func TestAnchor(t *testing.T) {
 			t.Errorf("18 ms late: next unit %v after; want %v (strict.AnchorMax of an interval)", got, want)
 		}
 		// A key two units deep is not anchored.
-		l2 := &Limiter{Limit: 50, Burst: 2}
+		l2 := &Limiter{Limits: []Limit{{Rate: 50, Burst: 2}}}
 		k2 := l2.For("k")
-		k2.(Adapter).Adapt(ctx, Feedback{Cost: 1, Throttled: true, Refused: true, Age: 2 * ms})
+		k2.Observe(ctx, Feedback{Verdict: RefusedBare, Spent: 1, Age: 2 * ms})
 		time.Sleep(time.Second)
 		_ = k2.WaitN(ctx, 1)
 		sent := time.Now()
 		time.Sleep(2 * ms)
-		k2.(Adapter).Adapt(ctx, Feedback{Cost: 1, Age: 2 * ms})
+		k2.Observe(ctx, Feedback{Spent: 1, Age: 2 * ms})
 		time.Sleep(5 * ms)
-		k2.(Adapter).Adapt(ctx, Feedback{Cost: 1, Age: 7 * ms})
+		k2.Observe(ctx, Feedback{Spent: 1, Age: 7 * ms})
 		_ = k2.WaitN(ctx, 1)
 		if got := time.Since(sent); got != 7*ms {
 			t.Errorf("a key two units deep: second unit %v after the first; want 7ms (at once)", got)
@@ -118,7 +118,7 @@ func TestTransportBurstSpread(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := throttletest.NewTokenBucket(100, 10)
 		s.RetryAfter = true
-		tr := &Transport{Waiter: &Limiter{Limit: 100, Burst: 10},
+		tr := &Transport{Waiter: &Limiter{Limits: []Limit{{Rate: 100, Burst: 10}}},
 			Base: &throttletest.Direct{Handler: s, Latency: time.Millisecond, Jitter: time.Millisecond, Seed: 1}}
 		start := time.Now()
 		closedLoopN(t, &http.Client{Transport: tr}, 16, 2000)
@@ -134,13 +134,16 @@ func TestTransportBurstSpread(t *testing.T) {
 
 // strictKey returns a key of a Limiter of 50/s one unit deep (a strict
 // server's exact limit) and its count of slow-downs.
-func strictKey() (Waiter, *int) {
+func strictKey() (Quota, *int) {
 	slowDowns := new(int)
-	l := &Limiter{Limit: 50, Burst: 1, OnEvent: func(e Event) {
-		if e.Kind == EventSlowDown {
-			*slowDowns++
-		}
-	}}
+	l := &Limiter{
+		Limits: []Limit{{Rate: 50, Burst: 1}},
+		OnEvent: func(e Event) {
+			if e.Kind == EventSlowDown {
+				*slowDowns++
+			}
+		},
+	}
 	return l.For("k"), slowDowns
 }
 
@@ -156,9 +159,8 @@ func TestJitterRefusal(t *testing.T) {
 		ctx := context.Background()
 		const ms = time.Millisecond
 		k, slowDowns := strictKey()
-		a := k.(Adapter)
 		refuse := func(age time.Duration) {
-			a.Adapt(ctx, Feedback{Cost: 1, Throttled: true, Refused: true, Age: age})
+			k.Observe(ctx, Feedback{Verdict: RefusedBare, Spent: 1, Age: age})
 		}
 		// send waits for a unit, answers it 2 ms later as a success, and
 		// returns when it went.
@@ -168,7 +170,7 @@ func TestJitterRefusal(t *testing.T) {
 			}
 			sent := time.Now()
 			time.Sleep(2 * ms)
-			a.Adapt(ctx, Feedback{Cost: 1, Age: 2 * ms})
+			k.Observe(ctx, Feedback{Spent: 1, Age: 2 * ms})
 			return sent
 		}
 		refuse(2 * ms) // not anchored: anchors
@@ -230,7 +232,6 @@ func TestAnchorWidens(t *testing.T) {
 		ctx := context.Background()
 		const ms = time.Millisecond
 		k, slowDowns := strictKey()
-		a := k.(Adapter)
 		// send waits for a unit and answers it rtt later, a success or a
 		// bare refusal; it returns how long after the last send it went.
 		var last time.Time
@@ -242,7 +243,11 @@ func TestAnchorWidens(t *testing.T) {
 			gap := time.Since(last)
 			last = time.Now()
 			time.Sleep(rtt)
-			a.Adapt(ctx, Feedback{Cost: 1, Age: rtt, Throttled: refused, Refused: refused})
+			f := Feedback{Spent: 1, Age: rtt}
+			if refused {
+				f.Verdict = RefusedBare
+			}
+			k.Observe(ctx, f)
 			return gap
 		}
 		// moved answers a request 2 ms + extra after it went and returns
@@ -300,25 +305,24 @@ func TestAnchorWakeLag(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		const ms = time.Millisecond
-		l := &Limiter{Limit: 50, Burst: 1}
+		l := &Limiter{Limits: []Limit{{Rate: 50, Burst: 1}}}
 		k := l.For("k")
-		a := k.(Adapter)
-		a.Adapt(ctx, Feedback{Cost: 1, Throttled: true, Refused: true, Age: 2 * ms}) // shows the server strict
+		k.Observe(ctx, Feedback{Verdict: RefusedBare, Spent: 1, Age: 2 * ms}) // shows the server strict
 		time.Sleep(time.Second)
-		inspect(k.(*bucket), func(_ float64, _ *schedule.State, _ schedule.Config, st *strict.Key) {
+		inspect(k.(*limiterKey), func(_ float64, _ *schedule.State, _ schedule.Config, st *strict.Key) {
 			st.Assume(0, float64(500*time.Microsecond))
 		})
 		if err := k.WaitN(ctx, 1); err != nil {
 			t.Fatal(err)
 		}
-		a.Adapt(ctx, Feedback{Cost: 1, Age: 2 * ms}) // the quickest round trip
+		k.Observe(ctx, Feedback{Spent: 1, Age: 2 * ms}) // the quickest round trip
 		time.Sleep(time.Second)
 		if err := k.WaitN(ctx, 1); err != nil {
 			t.Fatal(err)
 		}
 		sent := time.Now()
 		time.Sleep(2*ms + 700*time.Microsecond)
-		a.Adapt(ctx, Feedback{Cost: 1, Age: 2*ms + 700*time.Microsecond})
+		k.Observe(ctx, Feedback{Spent: 1, Age: 2*ms + 700*time.Microsecond})
 		if err := k.WaitN(ctx, 1); err != nil {
 			t.Fatal(err)
 		}
@@ -342,7 +346,7 @@ func TestJitterNotBudget(t *testing.T) {
 		s := throttletest.NewLeakyBucket(25)
 		s.Status = http.StatusTooManyRequests
 		slowDowns := 0
-		tr := &Transport{Waiter: &Limiter{Limit: 50, Burst: 1},
+		tr := &Transport{Waiter: &Limiter{Limits: []Limit{{Rate: 50, Burst: 1}}},
 			Base: &throttletest.Direct{Handler: s, Latency: time.Millisecond, Jitter: time.Millisecond, Seed: 1},
 			OnEvent: func(e Event) {
 				if e.Kind == EventSlowDown {
@@ -376,7 +380,7 @@ func TestJitterRetryNextTurn(t *testing.T) {
 			return respond(r, http.StatusOK), nil
 		})
 		var delays []time.Duration
-		tr := &Transport{Waiter: &Limiter{Limit: 50, Burst: 1}, Base: base, OnEvent: func(e Event) {
+		tr := &Transport{Waiter: &Limiter{Limits: []Limit{{Rate: 50, Burst: 1}}}, Base: base, OnEvent: func(e Event) {
 			if e.Kind == EventRetry {
 				delays = append(delays, e.Delay)
 			}
@@ -410,8 +414,8 @@ func TestSpinLead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		const ms = 1e6 // ns
-		l := &Limiter{Limit: 50, Burst: 1}
-		b := l.For("k").(*bucket)
+		l := &Limiter{Limits: []Limit{{Rate: 50, Burst: 1}}}
+		b := l.For("k").(*limiterKey)
 		var lead func() float64
 		assume := func(late float64) {
 			inspect(b, func(_ float64, _ *schedule.State, _ schedule.Config, st *strict.Key) { st.Assume(late, 0) })
@@ -429,7 +433,7 @@ func TestSpinLead(t *testing.T) {
 		if got := lead(); got != 0 {
 			t.Errorf("not anchored, timers 0.5 ms late: lead %v; want 0", got)
 		}
-		b.Adapt(ctx, Feedback{Cost: 1, Throttled: true, Refused: true, Age: 2 * time.Millisecond}) // anchors it
+		b.Observe(ctx, Feedback{Verdict: RefusedBare, Spent: 1, Age: 2 * time.Millisecond}) // anchors it
 		if got := lead(); got != 1*ms {
 			t.Errorf("anchored, timers 0.5 ms late: lead %.3f ms; want 1 ms (twice the lateness)", got/ms)
 		}
@@ -469,9 +473,9 @@ func TestSpinOnTime(t *testing.T) {
 		t.Skip("real clock: 0.5 s")
 	}
 	ctx := context.Background()
-	l := &Limiter{Limit: 50, Burst: 1}
-	b := l.For("k").(*bucket)
-	b.Adapt(ctx, Feedback{Cost: 1, Throttled: true, Refused: true, Age: 2 * time.Millisecond}) // anchors it
+	l := &Limiter{Limits: []Limit{{Rate: 50, Burst: 1}}}
+	b := l.For("k").(*limiterKey)
+	b.Observe(ctx, Feedback{Verdict: RefusedBare, Spent: 1, Age: 2 * time.Millisecond}) // anchors it
 	var lates []float64
 	for range 20 {
 		var turn float64
@@ -492,6 +496,6 @@ func TestSpinOnTime(t *testing.T) {
 
 // inspect calls f with b's key's state, under its lock (see
 // local.Key.Inspect).
-func inspect(b *bucket, f func(now float64, s *schedule.State, c schedule.Config, st *strict.Key)) {
+func inspect(b *limiterKey, f func(now float64, s *schedule.State, c schedule.Config, st *strict.Key)) {
 	b.k().Inspect(f)
 }

@@ -32,14 +32,13 @@ import (
 // every 100 ms; a server fuller than the key's bucket gives nothing.
 func TestLimiterAvailable(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := &Limiter{Limit: 10, Burst: 10}
+		l := &Limiter{Limits: []Limit{{Rate: 10, Burst: 10}}}
 		w := l.For("k")
 		ctx := context.Background()
 		if err := w.WaitN(ctx, 1); err != nil { // in flight: its response not yet come
 			t.Fatal(err)
 		}
-		a := w.(Adapter)
-		a.Adapt(ctx, Feedback{Cost: 0, Available: 3, HasAvailable: true})
+		w.Observe(ctx, Feedback{Spent: 0, Available: ptr(3)})
 		start := time.Now()
 		var got []time.Duration
 		for range 5 {
@@ -48,13 +47,13 @@ func TestLimiterAvailable(t *testing.T) {
 			}
 			got = append(got, time.Since(start))
 		}
-		// The response of Cost 0 counts 1 (Cost's zero), so the unit in
+		// The response of Spent 0 counts 1 (Spent's zero), so the unit in
 		// flight is answered: 3 remain, as the server counts them.
 		want := []time.Duration{0, 0, 0, 100 * time.Millisecond, 200 * time.Millisecond}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("turns after Available 3 = %v; want %v", got, want)
 		}
-		a.Adapt(ctx, Feedback{Available: 10, HasAvailable: true})
+		w.Observe(ctx, Feedback{Available: ptr(10)})
 		start = time.Now()
 		if err := w.WaitN(ctx, 1); err != nil {
 			t.Fatal(err)
@@ -70,7 +69,7 @@ func TestLimiterAvailable(t *testing.T) {
 		if err := w.WaitN(ctx, 2); err != nil {
 			t.Fatal(err)
 		}
-		w.(Adapter).Adapt(ctx, Feedback{Cost: 1, Available: 3, HasAvailable: true})
+		w.Observe(ctx, Feedback{Spent: 1, Available: ptr(3)})
 		start = time.Now()
 		got = got[:0]
 		for range 3 {

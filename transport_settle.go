@@ -13,8 +13,9 @@ import (
 var ErrSettled = errors.New("throttle: response settled already")
 
 // ErrNoSettler is returned (wrapped) by [SettleResponse] for a response
-// that has nothing to settle: it did not come from a [Transport], or it
-// came from a dry run.
+// that has nothing to settle: it did not come from a [Transport], or its
+// Transport's Waiter keeps no quota per key (a *rate.Limiter), or it came
+// from a dry run.
 var ErrNoSettler = errors.New("throttle: response has no settler")
 
 // SettleResponse settles the cost of the request that resp answers as
@@ -100,9 +101,10 @@ func (s *settlement) settle(ctx context.Context, actual Cost) error {
 
 // settleAttempt returns the settlement of an attempt that spent cost on
 // q, settled already if Usage tells the actual cost from resp; nil in a
-// dry run.
+// dry run, or if q's waits go through a Waiter that cannot settle them
+// (a *rate.Limiter).
 func (t *Transport) settleAttempt(ctx context.Context, q Quota, resp *http.Response, cost Cost) *settlement {
-	if t.DryRun || resp == nil {
+	if c, ok := q.(chain); t.DryRun || resp == nil || ok && c.w != nil {
 		return nil
 	}
 	rec := &settlement{q: q, spent: cost, resp: resp}

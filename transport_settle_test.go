@@ -15,6 +15,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/throttle-go/throttle"
+	"github.com/throttle-go/throttle/throttletest"
 )
 
 // usageBase answers every request with a body reporting used tokens, and
@@ -31,12 +32,12 @@ type roundTrip func(*http.Request) (*http.Response, error)
 
 func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-func fromHeader(resp *http.Response) (int, bool) {
+func fromHeader(resp *http.Response) (throttle.Cost, bool) {
 	n, err := strconv.Atoi(resp.Header.Get("X-Tokens-Used"))
-	return n, err == nil
+	return throttle.Cost{N: n}, err == nil
 }
 
-func cost5(*http.Request) int { return 5 }
+func cost5(*http.Request) throttle.Cost { return throttle.Cost{N: 5} }
 
 // TestTransportSettleHook: at 10/s burst 5, requests estimated at 5 whose
 // responses say 2 were used: the next request goes 200ms after, not
@@ -48,8 +49,8 @@ func TestTransportSettleHook(t *testing.T) {
 	}{{5, 500 * time.Millisecond}, {2, 200 * time.Millisecond}, {8, 800 * time.Millisecond}} {
 		synctest.Test(t, func(t *testing.T) {
 			c := &http.Client{Transport: &throttle.Transport{
-				Waiter: &throttle.Limiter{Limit: 10, Burst: 5},
-				Base:   usageBase(tt.used), Cost: cost5, Settle: fromHeader,
+				Waiter: &throttle.Limiter{Limits: []throttle.Limit{{Rate: 10, Burst: 5}}},
+				Base:   usageBase(tt.used), CostOf: cost5, Usage: fromHeader,
 			}}
 			start := time.Now()
 			for i := range 2 {
@@ -61,7 +62,7 @@ func TestTransportSettleHook(t *testing.T) {
 				if i == 1 && time.Since(start) != tt.want {
 					t.Errorf("used %d of 5: the second request went at %v; want %v", tt.used, time.Since(start), tt.want)
 				}
-				if err := throttle.SettleResponse(resp, 1); !errors.Is(err, throttle.ErrSettled) {
+				if err := throttle.SettleResponse(resp, throttle.Cost{N: 1}); !errors.Is(err, throttle.ErrSettled) {
 					t.Errorf("SettleResponse after the hook settled: %v; want ErrSettled", err)
 				}
 			}
@@ -77,8 +78,8 @@ func TestTransportSettleHook(t *testing.T) {
 func TestSettleResponse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := &http.Client{Timeout: time.Minute, Transport: &throttle.Transport{
-			Waiter: &throttle.Limiter{Limit: 10, Burst: 5},
-			Base:   usageBase(2), Cost: cost5,
+			Waiter: &throttle.Limiter{Limits: []throttle.Limit{{Rate: 10, Burst: 5}}},
+			Base:   usageBase(2), CostOf: cost5,
 		}}
 		start := time.Now()
 		req, _ := http.NewRequestWithContext(t.Context(), "POST", "http://api.example/v1/chat/completions", strings.NewReader("{}"))
@@ -95,13 +96,13 @@ func TestSettleResponse(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if err := throttle.SettleResponse(resp, -1); !errors.Is(err, throttle.ErrInvalidLimit) {
+		if err := throttle.SettleResponse(resp, throttle.Cost{N: -1}); !errors.Is(err, throttle.ErrInvalidLimit) {
 			t.Errorf("SettleResponse(-1) = %v; want ErrInvalidLimit", err)
 		}
-		if err := throttle.SettleResponse(resp, body.Usage.TotalTokens); err != nil {
+		if err := throttle.SettleResponse(resp, throttle.Cost{N: body.Usage.TotalTokens}); err != nil {
 			t.Fatalf("SettleResponse(%d) = %v", body.Usage.TotalTokens, err)
 		}
-		if err := throttle.SettleResponse(resp, 1); !errors.Is(err, throttle.ErrSettled) {
+		if err := throttle.SettleResponse(resp, throttle.Cost{N: 1}); !errors.Is(err, throttle.ErrSettled) {
 			t.Errorf("a second SettleResponse = %v; want ErrSettled", err)
 		}
 		if req.Context() != t.Context() {
@@ -128,12 +129,12 @@ func TestSettleResponseNoSettler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dry, err := (&throttle.Transport{Waiter: &throttle.Limiter{Limit: 10, Burst: 5}, Base: usageBase(1), DryRun: true}).RoundTrip(req)
+	dry, err := (&throttle.Transport{Waiter: &throttle.Limiter{Limits: []throttle.Limit{{Rate: 10, Burst: 5}}}, Base: usageBase(1), DryRun: true}).RoundTrip(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name, resp := range map[string]*http.Response{"nil": nil, "plain": plain, "rate.Limiter": viaRate, "dry run": dry, "no request": {}} {
-		if err := throttle.SettleResponse(resp, 1); !errors.Is(err, throttle.ErrNoSettler) {
+		if err := throttle.SettleResponse(resp, throttle.Cost{N: 1}); !errors.Is(err, throttle.ErrNoSettler) {
 			t.Errorf("%s: SettleResponse = %v; want ErrNoSettler", name, err)
 		}
 	}
@@ -155,8 +156,8 @@ func TestTransportSettleRetried(t *testing.T) {
 			}
 			return usageBase(3).RoundTrip(r)
 		})
-		lim := &throttle.Limiter{Limit: 2, Burst: 5}
-		c := &http.Client{Transport: &throttle.Transport{Waiter: lim, Base: base, Cost: cost5, Settle: fromHeader}}
+		lim := &throttle.Limiter{Limits: []throttle.Limit{{Rate: 2, Burst: 5}}}
+		c := &http.Client{Transport: &throttle.Transport{Waiter: lim, Base: base, CostOf: cost5, Usage: fromHeader}}
 		start := time.Now()
 		resp, err := c.Get("http://api.example/v1")
 		if err != nil {
@@ -168,8 +169,68 @@ func TestTransportSettleRetried(t *testing.T) {
 		}
 		// Within 1e-9: the 429 trimmed the pace, and the bucket's units
 		// were kept across the change in floats.
-		if st := lim.State("api.example"); math.Abs(st.Tokens-2) > 1e-9 {
+		if st := keyState(lim, "api.example"); math.Abs(st.Tokens-2) > 1e-9 {
 			t.Errorf("after the retry settled as 3 of 5: the bucket holds %v; want 2", st.Tokens)
 		}
 	})
+}
+
+// TestTransportSettleUnits: a Transport's attempts wait for 1,000 tokens
+// each on a tokens bucket of 1,000 a second, 1,000 at once; each response
+// says in X-Used what it used, settled by Usage (or, from the body,
+// SettleResponse): used 500, the next request goes after 500 ms, not
+// 1 s; used 1,500, after 1.5 s. A response is settled once.
+func TestTransportSettleUnits(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		used int
+		hook bool // Usage; else SettleResponse
+		want time.Duration
+	}{
+		{"hook give-back", 500, true, 500 * time.Millisecond},
+		{"hook charge", 1500, true, 1500 * time.Millisecond},
+		{"response give-back", 500, false, 500 * time.Millisecond},
+		{"response charge", 1500, false, 1500 * time.Millisecond},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("X-Used", strconv.Itoa(tt.used))
+				})
+				tr := &throttle.Transport{
+					Base: &throttletest.Direct{Handler: srv},
+					Waiter: &throttle.Limiter{
+						Limits: []throttle.Limit{{Unit: "tokens", Rate: 1000, Burst: 1000}},
+					},
+					CostOf: func(*http.Request) throttle.Cost { return throttle.Cost{Units: map[string]int{"tokens": 1000}} },
+				}
+				used := func(resp *http.Response) throttle.Cost {
+					n, _ := strconv.Atoi(resp.Header.Get("X-Used"))
+					return throttle.Cost{Units: map[string]int{"tokens": n}}
+				}
+				if tt.hook {
+					tr.Usage = func(resp *http.Response) (throttle.Cost, bool) { return used(resp), true }
+				}
+				client := &http.Client{Transport: tr}
+				resp, err := client.Get("http://llm.example/")
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				err = throttle.SettleResponse(resp, used(resp))
+				if tt.hook && !errors.Is(err, throttle.ErrSettled) || !tt.hook && err != nil {
+					t.Errorf("SettleResponse = %v; want %v", err, map[bool]error{true: throttle.ErrSettled}[tt.hook])
+				}
+				start := time.Now()
+				resp, err = client.Get("http://llm.example/")
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if got := time.Since(start); got != tt.want {
+					t.Errorf("used %d: the second request went after %v; want %v", tt.used, got, tt.want)
+				}
+			})
+		})
+	}
 }

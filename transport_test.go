@@ -98,7 +98,7 @@ func TestTransportRetryAfterFloor(t *testing.T) {
 				s := newScript(func(r *http.Request) *http.Response {
 					return respond(r, 429, tt.kv(time.Now())...)
 				}, status(200))
-				tr := &Transport{Base: s, Waiter: &Limiter{Limit: 100, Burst: 1}}
+				tr := &Transport{Base: s, Waiter: &Limiter{Limits: []Limit{{Rate: 100, Burst: 1}}}}
 				resp, err := get(t, tr)
 				if err != nil || resp.StatusCode != 200 {
 					t.Fatalf("RoundTrip = %v, %v; want 200", resp, err)
@@ -117,7 +117,7 @@ func TestTransportRetryAfterFloor(t *testing.T) {
 func TestTransportPauseHoldsOthers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(status(429, "Retry-After", "2"), status(200))
-		tr := &Transport{Base: s, Waiter: &Limiter{Limit: 1000, Burst: 100}}
+		tr := &Transport{Base: s, Waiter: &Limiter{Limits: []Limit{{Rate: 1000, Burst: 100}}}}
 		resp, err := get(t, tr)
 		if err != nil {
 			t.Fatal(err)
@@ -161,7 +161,7 @@ func TestTransportPauseConcurrent(t *testing.T) {
 			}
 			return respond(r, 200), nil
 		})
-		tr := &Transport{Base: base, Waiter: &Limiter{Limit: 10, Burst: 1}}
+		tr := &Transport{Base: base, Waiter: &Limiter{Limits: []Limit{{Rate: 10, Burst: 1}}}}
 		start := time.Now()
 		var wg sync.WaitGroup
 		send := func() {
@@ -184,7 +184,7 @@ func TestTransportPauseConcurrent(t *testing.T) {
 			t.Errorf("%d attempts for 5 requests and one 429; want 6", n)
 		}
 		// The 429 comes at 0 s; the 1 s pause holds the four queued turns;
-		// the retry goes ahead of them (RetryWaiter) at 1 s, when the
+		// the retry goes ahead of them (Cost.Retry) at 1 s, when the
 		// bucket holds its burst of 1, and they follow at 10/s trimmed by
 		// the 429 (9.9/s: see refused in schedule_ops.go; they do not all go
 		// at 1 s): 1.1-1.4 s.
@@ -295,7 +295,7 @@ func TestTransportCancelDuringRetryWait(t *testing.T) {
 func TestTransportWaitFails(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(status(200))
-		lim := &Limiter{Limit: 1, Burst: 1}
+		lim := &Limiter{Limits: []Limit{{Rate: 1, Burst: 1}}}
 		var ev events
 		client := &http.Client{Transport: &Transport{Base: s, Waiter: lim, OnEvent: ev.add}}
 		lim.For("api.example").WaitN(t.Context(), 1) // spend the burst

@@ -92,7 +92,7 @@ func TestTransportPacedWindow(t *testing.T) {
 		{"told nothing", nil, 20*time.Second + 20*time.Millisecond},
 		// Each window's 50 at 100/s, then the pause to t=1; what is
 		// checked is that none is refused (no bound on the time).
-		{"configured 100/s", &Limiter{Limit: 100, Burst: 10}, 0},
+		{"configured 100/s", &Limiter{Limits: []Limit{{Rate: 100, Burst: 10}}}, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

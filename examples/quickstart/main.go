@@ -69,7 +69,7 @@ func main() {
 func withThrottle(base http.RoundTripper, limit float64, t *tally) http.RoundTripper {
 	return &throttle.Transport{
 		Base:   base,
-		Waiter: &throttle.Limiter{Limit: rate.Limit(limit), Burst: 1},
+		Waiter: &throttle.Limiter{Limits: []throttle.Limit{{Rate: rate.Limit(limit), Burst: 1}}},
 		OnEvent: func(e throttle.Event) {
 			if e.Kind == throttle.EventRetry {
 				t.retries.Add(1)

@@ -32,8 +32,8 @@ func main() {
 
 	// 40 units/s for every tenant; "big-co" bought 120/s.
 	lim := &throttle.Limiter{
-		Limit: 40, Burst: 20,
-		Overrides: map[string]throttle.Rate{"big-co": {Limit: 120, Burst: 60}},
+		Limits:    []throttle.Limit{{Rate: 40, Burst: 20}},
+		Overrides: map[string][]throttle.Limit{"big-co": {{Rate: 120, Burst: 60}}},
 	}
 	tenants := []string{"acme", "big-co", "initech"}
 
@@ -77,13 +77,13 @@ func main() {
 
 	fmt.Printf("\n%-8s %6s %12s %10s\n", "tenant", "units", "steady rate", "limit")
 	for _, t := range tenants {
-		r := throttle.Rate{Limit: lim.Limit, Burst: lim.Burst}
+		r := lim.Limits[0]
 		if o, ok := lim.Overrides[t]; ok {
-			r = o
+			r = o[0]
 		}
 		// The burst is spent at once at the start; the rest at the limit.
 		steady := float64(spent[t]-r.Burst) / last[t].Seconds()
-		fmt.Printf("%-8s %6d %10.1f/s %8.0f/s\n", t, spent[t], steady, float64(r.Limit))
+		fmt.Printf("%-8s %6d %10.1f/s %8.0f/s\n", t, spent[t], steady, float64(r.Rate))
 	}
 	fmt.Printf("\n%d jobs in %.1fs. No tenant runs above its limit: a busy tenant's jobs\n"+
 		"wait their turn (and hold up the shared workers), the others' do not.\n", done, time.Since(start).Seconds())

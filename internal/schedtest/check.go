@@ -197,12 +197,12 @@ func (c *checker) neverOver() {
 	// A declared limit applies from its op until the next: the bucket is
 	// full when it is declared.
 	for k, o := range c.seq.Ops {
-		if o.Kind != Adapt || !o.F.HasDeclared || o.F.DeclaredRate <= 0 {
+		if o.Kind != Adapt || o.F.Declared == nil || o.F.Declared.Rate <= 0 {
 			continue
 		}
 		lo, hi := ns(c.lg.Results[k].Return)+c.tol, math.Inf(1)
 		for k2 := k + 1; k2 < len(c.seq.Ops); k2++ {
-			if o2 := c.seq.Ops[k2]; o2.Kind == Adapt && o2.F.HasDeclared {
+			if o2 := c.seq.Ops[k2]; o2.Kind == Adapt && o2.F.Declared != nil {
 				hi = c.call(k2) - c.tol
 				break
 			}
@@ -213,8 +213,9 @@ func (c *checker) neverOver() {
 				seg = append(seg, i)
 			}
 		}
-		c.gcra(seg, 1e9/float64(o.F.DeclaredRate), float64(max(o.F.DeclaredBurst, 1)),
-			fmt.Sprintf("declared %v/s burst %d by op %d", o.F.DeclaredRate, o.F.DeclaredBurst, k))
+		d := o.F.Declared
+		c.gcra(seg, 1e9/float64(d.Rate), float64(max(d.Burst, 1)),
+			fmt.Sprintf("declared %v/s burst %d by op %d", d.Rate, d.Burst, k))
 	}
 }
 
@@ -239,12 +240,12 @@ func (c *checker) pauses() {
 // more units are admitted than it said remain.
 func (c *checker) windows() {
 	for k, o := range c.seq.Ops {
-		if o.Kind != Adapt || !o.F.HasRemaining {
+		if o.Kind != Adapt || o.F.Window == nil {
 			continue
 		}
-		lo, hi := c.ret(k)+c.tol, c.call(k)+ns(o.F.Reset)
+		lo, hi := c.ret(k)+c.tol, c.call(k)+ns(o.F.Window.Reset)
 		for k2 := k + 1; k2 < len(c.seq.Ops); k2++ {
-			if o2 := c.seq.Ops[k2]; o2.Kind == Adapt && o2.F.HasRemaining {
+			if o2 := c.seq.Ops[k2]; o2.Kind == Adapt && o2.F.Window != nil {
 				hi = min(hi, c.call(k2))
 				break
 			}
@@ -258,9 +259,9 @@ func (c *checker) windows() {
 				who = append(who, i)
 			}
 		}
-		if float64(units) > o.F.Remaining {
+		if float64(units) > o.F.Window.Remaining {
 			c.errorf("window: %d units admitted (waits %v) in (%v, %v), where op %d said %v remain",
-				units, who, time.Duration(lo), time.Duration(hi), k, o.F.Remaining)
+				units, who, time.Duration(lo), time.Duration(hi), k, o.F.Window.Remaining)
 		}
 	}
 }

@@ -19,7 +19,7 @@
 //
 //	seq := schedtest.Generate(seed, cfg, opt)
 //	synctest.Test(t, func(t *testing.T) {
-//		l := &throttle.Limiter{Limit: rate.Limit(cfg.Limit), Burst: cfg.Burst}
+//		l := &throttle.Limiter{Limits: cfg.Limits()}
 //		lg := schedtest.Run(t, l.For("k"), seq, synctest.Wait)
 //		schedtest.Check(t, seq, lg, 2*time.Nanosecond)
 //	})
@@ -37,9 +37,10 @@
 //	lg := schedtest.Run(t, q.For("k"), seq, nil)
 //	schedtest.Check(t, seq, lg, 15*time.Millisecond)
 //
-// Settles need [throttle.Settler]; retries need the waiter to implement [throttle.RetryWaiter], pauses
-// [throttle.Pauser], the other feedback [throttle.Adapter]; Run fails the
-// test if an op needs what the waiter lacks. Violations returns the
+// Waits of a count of units need only a [throttle.Waiter]; every other op
+// (settles, retries, tries, reservations, costs in further units, pauses,
+// feedback) needs a [throttle.Quota]; Run fails the test if an op needs
+// what the waiter lacks. Violations returns the
 // violations without failing, for shrinking a failing sequence ([Shrink])
 // to the ops that matter.
 //
@@ -96,9 +97,9 @@ func (c Config) burst() int { return max(c.Burst, 1) }
 type Kind int
 
 const (
-	Wait  Kind = iota // WaitN, or WaitRetryN if Op.Retry, or TryN if Op.Try
+	Wait  Kind = iota // WaitN, or Wait of a retry's Cost if Op.Retry, or Try if Op.Try
 	Pause             // Pause(ctx, Op.D)
-	Adapt             // Adapt(ctx, Op.F): a pause, window, rejection or declared limit
+	Adapt             // Observe(ctx, Op.F): a pause, window, rejection or declared limit
 )
 
 // Op is one operation, applied At from the run's start.
@@ -107,7 +108,7 @@ type Op struct {
 	Kind Kind
 
 	// Wait: N units, in the retry queue if Retry; Deadline (from the
-	// call) or Cancel (after the call), 0 for none. Try: TryN instead,
+	// call) or Cancel (after the call), 0 for none. Try: Try instead,
 	// checked as a wait whose deadline is its call (it goes at once or
 	// is refused at once, taking no place). Reserve: ReserveN then the
 	// Reservation's Wait, its Cancel at Cancel.
@@ -118,13 +119,13 @@ type Op struct {
 	Deadline time.Duration
 	Cancel   time.Duration
 	// Settle: SettleAfter after a wait that succeeded, its cost is
-	// settled as Actual units (throttle.Settler); 0 for no settle.
+	// settled as Actual units (Quota.Settle); 0 for no settle.
 	SettleAfter time.Duration
 	Actual      int
 	// ActualUnits: with Units, the settle is the wait's Cost settled as
-	// Actual and these per unit (throttle.CostSettler).
+	// Actual and these per unit.
 	ActualUnits []int
-	// Units: the wait's cost in each of Config.Extra, by index (WaitCost);
+	// Units: the wait's cost in each of Config.Extra, by index (Wait of a Cost);
 	// nil: WaitN, nothing of them.
 	Units []int
 
@@ -153,21 +154,21 @@ func (o Op) String() string {
 	case Wait:
 		q := "WaitN"
 		if o.Retry {
-			q = "WaitRetryN"
+			q = "Wait(Retry)"
 		}
 		if o.Try {
-			q = "TryN"
+			q = "Try"
 		}
 		if o.Reserve {
 			q = "ReserveN+Wait"
 		}
 		if o.Units != nil {
-			q = "WaitCost"
+			q = "Wait"
 			if o.Retry {
-				q = "WaitCost(Retry)"
+				q = "Wait(Retry)"
 			}
 			if o.Try {
-				q = "TryCost"
+				q = "Try"
 			}
 			fmt.Fprintf(&b, "%s(%d, %v)", q, o.N, o.Units)
 		} else {
@@ -186,26 +187,26 @@ func (o Op) String() string {
 		fmt.Fprintf(&b, "Pause(%v)", o.D)
 	case Adapt:
 		f := o.F
-		b.WriteString("Adapt{")
+		b.WriteString("Observe{")
+		if f.Verdict != throttle.Answered {
+			fmt.Fprintf(&b, "Verdict: %v, ", f.Verdict)
+		}
 		if f.Pause > 0 {
 			fmt.Fprintf(&b, "Pause: %v, ", f.Pause)
 		}
-		if f.Refused {
-			fmt.Fprintf(&b, "Refused, ")
+		if w := f.Window; w != nil {
+			fmt.Fprintf(&b, "Window: {Remaining: %v, Reset: %v, Size: %v, Length: %v}, ", w.Remaining, w.Reset, w.Size, w.Length)
 		}
-		if f.HasRemaining {
-			fmt.Fprintf(&b, "Remaining: %v, Reset: %v, Size: %v, Window: %v, ", f.Remaining, f.Reset, f.Size, f.Window)
+		if f.Age > 0 {
+			fmt.Fprintf(&b, "Age: %v, ", f.Age)
 		}
-		if f.Throttled {
-			fmt.Fprintf(&b, "Throttled, Age: %v, ", f.Age)
+		if f.Available != nil {
+			fmt.Fprintf(&b, "Available: %v, ", *f.Available)
 		}
-		if f.HasAvailable {
-			fmt.Fprintf(&b, "Available: %v, ", f.Available)
+		if d := f.Declared; d != nil {
+			fmt.Fprintf(&b, "Declared: {Rate: %v, Burst: %d}, ", d.Rate, d.Burst)
 		}
-		if f.HasDeclared {
-			fmt.Fprintf(&b, "DeclaredRate: %v, DeclaredBurst: %d, ", f.DeclaredRate, f.DeclaredBurst)
-		}
-		fmt.Fprintf(&b, "Cost: %d}", f.Cost)
+		fmt.Fprintf(&b, "Spent: %d}", f.Spent)
 	}
 	return b.String()
 }
@@ -256,16 +257,16 @@ type Options struct {
 	// GiveUp: see Sequence; 0 means 1 h.
 	GiveUp time.Duration
 
-	Retries   bool // some waits go through WaitRetryN
-	Tries     bool // some waits are TryN (throttle.Trier)
-	Reserves  bool // some waits are ReserveN and Wait (throttle.Reserver)
+	Retries   bool // some waits are retries (Cost.Retry)
+	Tries     bool // some waits are Try
+	Reserves  bool // some waits are ReserveN and the Reservation's Wait
 	Deadlines bool // some waits have a deadline
 	Cancels   bool // some waits are cancelled after a delay
-	Pauses    bool // Pause and Adapt{Pause}, some extending the last
-	Windows   bool // Adapt{HasRemaining}
-	Rejects   bool // Adapt{Throttled}
-	Declares  bool // Adapt{HasDeclared}: only for a Config without a limit
-	// Settles: some waits that succeed are settled (throttle.Settler) a
+	Pauses    bool // Pause and Observe{Pause}, some extending the last
+	Windows   bool // Observe{Window}
+	Rejects   bool // Observe{Verdict: RefusedBare}
+	Declares  bool // Observe{Declared}: only for a Config without a limit
+	// Settles: some waits that succeed are settled (Quota.Settle) a
 	// while after, as 0 to twice their units: only for a Config with a
 	// limit.
 	Settles bool
@@ -356,7 +357,10 @@ func Generate(seed int64, cfg Config, opt Options) Sequence {
 				} else {
 					// Half of them a refusal's (a 429 with Retry-After),
 					// which also trims a known limit's pace.
-					o.Kind, o.F = Adapt, throttle.Feedback{Pause: d, Refused: r.IntN(2) == 0}
+					o.Kind, o.F = Adapt, throttle.Feedback{Pause: d}
+					if r.IntN(2) == 0 {
+						o.F.Verdict = throttle.Refused
+					}
 				}
 				pauseEnd = max(pauseEnd, at+d)
 			case "window":
@@ -364,10 +368,10 @@ func Generate(seed int64, cfg Config, opt Options) Sequence {
 				// fewer units left), or the next one, whose reset is at
 				// least sameWindow after the last (resets closer than that
 				// are one window to the schedule: whole-second dialects).
-				f := throttle.Feedback{HasRemaining: true}
+				f := &throttle.ServerWindow{}
 				if winEnd > at && r.IntN(2) == 0 {
 					f.Remaining = float64(r.IntN(int(winLeft) + 1))
-					f.Reset, f.Size, f.Window = winEnd-at, winSize, winLen
+					f.Reset, f.Size, f.Length = winEnd-at, winSize, winLen
 				} else {
 					f.Remaining = float64(r.IntN(2*maxN + 2))
 					f.Reset = steps(step, 2*time.Second)
@@ -376,21 +380,22 @@ func Generate(seed int64, cfg Config, opt Options) Sequence {
 					}
 					if r.IntN(2) == 0 {
 						f.Size = f.Remaining + float64(r.IntN(20))
-						f.Window = max(f.Reset+steps(0, time.Second), 2*sameWindow)
+						f.Length = max(f.Reset+steps(0, time.Second), 2*sameWindow)
 					}
 				}
-				winEnd, winLeft, winSize, winLen = at+f.Reset, f.Remaining, f.Size, f.Window
-				o.Kind, o.F = Adapt, f
+				winEnd, winLeft, winSize, winLen = at+f.Reset, f.Remaining, f.Size, f.Length
+				o.Kind, o.F = Adapt, throttle.Feedback{Window: f}
 			case "reject":
-				o.Kind, o.F = Adapt, throttle.Feedback{Throttled: true, Cost: cost(), Age: steps(0, 2*unit)}
+				o.Kind, o.F = Adapt, throttle.Feedback{Verdict: throttle.RefusedBare, Spent: cost(), Age: steps(0, 2*unit)}
 			case "declare":
 				lims := []rate.Limit{2, 5, 10, 50}
 				// A declared burst holds the largest cost: a wait of more
 				// units than the burst conforms to no bucket.
-				o.Kind, o.F = Adapt, throttle.Feedback{HasDeclared: true, DeclaredRate: lims[r.IntN(len(lims))], DeclaredBurst: maxN + r.IntN(4)}
+				o.Kind, o.F = Adapt, throttle.Feedback{Declared: &throttle.Declared{Rate: lims[r.IntN(len(lims))], Burst: maxN + r.IntN(4)}}
 				if r.IntN(2) == 0 {
 					// A refilling bucket's level, which caps the key's.
-					o.F.Available, o.F.HasAvailable = float64(r.IntN(o.F.DeclaredBurst+1)), true
+					a := float64(r.IntN(o.F.Declared.Burst + 1))
+					o.F.Available = &a
 				}
 			}
 			s.Ops = append(s.Ops, o)
@@ -416,7 +421,7 @@ func Generate(seed int64, cfg Config, opt Options) Sequence {
 			o.SettleAfter, o.Actual = steps(step, 3*unit), r.IntN(2*o.N+1)
 		}
 		if opt.Settles && o.Units != nil && !o.Try && r.IntN(2) == 0 {
-			// Settled in every unit (CostSettler): 0 to twice the cost.
+			// Settled in every unit: 0 to twice the cost.
 			o.SettleAfter, o.Actual = steps(step, 3*unit), o.N
 			if cfg.Limit > 0 {
 				o.Actual = r.IntN(2*o.N + 1)

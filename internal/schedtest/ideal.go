@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/throttle-go/throttle"
 )
 
 // conserve, for sequences of first attempts with no feedback: every wait
@@ -138,7 +140,7 @@ func (c *checker) noWedge() {
 			if d := o.pause(); d > 0 {
 				end = max(end, c.call(k)+ns(d))
 			}
-			if o.F.Refused && o.F.Pause > 0 && !o.F.HasRemaining {
+			if (o.F.Verdict == throttle.Refused || o.F.Verdict == throttle.RefusedBare) && o.F.Pause > 0 && o.F.Window == nil {
 				// Three refusals that say when to come back may learn a
 				// hidden budget: a window, spent until the pause's end,
 				// then probes (schedule_budget.go).
@@ -146,21 +148,21 @@ func (c *checker) noWedge() {
 					windows = true
 				}
 			}
-			if o.F.HasRemaining {
-				end = max(end, c.call(k)+ns(o.F.Reset))
+			if o.F.Window != nil {
+				end = max(end, c.call(k)+ns(o.F.Window.Reset))
 				windows = true
 			}
-			if o.F.Throttled {
+			if o.F.Verdict == throttle.RefusedBare {
 				end = max(end, c.ret(k))
 				if interval == 0 {
 					perUnit = max(perUnit, 1e9)
 				}
 			}
-			if o.F.HasDeclared && interval == 0 && o.F.DeclaredRate > 0 {
+			if o.F.Declared != nil && interval == 0 && o.F.Declared.Rate > 0 {
 				// A declared limit changes the pace and the bucket's depth
 				// (a smaller burst moves every queued turn later).
 				end = max(end, c.ret(k))
-				perUnit = max(perUnit, 1e9/float64(o.F.DeclaredRate))
+				perUnit = max(perUnit, 1e9/float64(o.F.Declared.Rate))
 			}
 		}
 		from := call

@@ -13,7 +13,8 @@ import (
 )
 
 // ExtraLimit is a further limit of the quota, in a unit of its own
-// ([throttle.Limiter.Limits]): a token bucket, or a window.
+// (an entry of [throttle.Limiter.Limits] after the first): a token
+// bucket, or a window.
 type ExtraLimit struct {
 	Unit  string
 	Limit float64 // a bucket's units per second; > 0 without a Window
@@ -33,15 +34,28 @@ type ExtraLimit struct {
 
 func (l ExtraLimit) burst() int { return max(l.Burst, 1) }
 
-// Limits returns c's further limits as a Limiter's Limits.
-func (c Config) Limits() []throttle.UnitLimit {
-	var u []throttle.UnitLimit
+// Limits returns c's limits as a Limiter's Limits: the first limit
+// (Limit, Burst; none if both are 0), then the further limits (Extra).
+func (c Config) Limits() []throttle.Limit {
+	var u []throttle.Limit
+	if c.Limit != 0 || c.Burst != 0 {
+		u = append(u, throttle.Limit{Rate: rate.Limit(c.Limit), Burst: c.Burst})
+	}
 	for _, l := range c.Extra {
 		if l.Window > 0 {
-			u = append(u, throttle.UnitLimit{Unit: l.Unit, Window: throttle.Window{Count: l.burst(), Per: l.Window, Sliding: l.Sliding, Log: l.Log, FirstUse: l.FirstUse}})
+			kind := throttle.Fixed
+			switch {
+			case l.Log:
+				kind = throttle.SlidingLog
+			case l.FirstUse:
+				kind = throttle.FromFirstUse
+			case l.Sliding:
+				kind = throttle.Sliding
+			}
+			u = append(u, throttle.Limit{Unit: l.Unit, Count: l.burst(), Per: l.Window, Kind: kind})
 			continue
 		}
-		u = append(u, throttle.UnitLimit{Unit: l.Unit, Rate: throttle.Rate{Limit: rate.Limit(l.Limit), Burst: l.Burst}})
+		u = append(u, throttle.Limit{Unit: l.Unit, Rate: rate.Limit(l.Limit), Burst: l.Burst})
 	}
 	return u
 }
@@ -51,7 +65,10 @@ func (c Config) cost(o Op) throttle.Cost {
 	tc := throttle.Cost{N: o.N, Retry: o.Retry}
 	for i, n := range o.Units {
 		if n > 0 {
-			tc.Units = append(tc.Units, throttle.UnitCost{Unit: c.Extra[i].Unit, N: n})
+			if tc.Units == nil {
+				tc.Units = make(map[string]int)
+			}
+			tc.Units[c.Extra[i].Unit] += n
 		}
 	}
 	return tc
@@ -63,7 +80,10 @@ func (c Config) actual(o Op) throttle.Cost {
 	tc := throttle.Cost{N: o.Actual}
 	for i, n := range o.Units {
 		if n > 0 {
-			tc.Units = append(tc.Units, throttle.UnitCost{Unit: c.Extra[i].Unit, N: o.ActualUnits[i]})
+			if tc.Units == nil {
+				tc.Units = make(map[string]int)
+			}
+			tc.Units[c.Extra[i].Unit] += o.ActualUnits[i]
 		}
 	}
 	return tc

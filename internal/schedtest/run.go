@@ -42,41 +42,21 @@ var errGaveUp = errors.New("schedtest: gave up")
 
 // Run applies seq's ops to w, each at its offset from now, and returns
 // what each did once every wait has returned. A wait runs in a goroutine
-// of its own; the other ops run on the caller's. w must implement
-// [throttle.RetryWaiter], [throttle.Pauser] and [throttle.Adapter] as far
-// as seq uses them (Run fails t otherwise).
+// of its own; the other ops run on the caller's. Waits of a count of
+// units (Op.N alone) need only a [throttle.Waiter] (a *rate.Limiter is
+// one); every other op needs w to be a [throttle.Quota] (Run fails t
+// otherwise).
 //
 // idle, if not nil, is called after each op is started and before the
 // next: synctest.Wait in a bubble, so that ops at one instant take effect
 // in their order. Pass nil on the real clock.
 func Run(t testing.TB, w throttle.Waiter, seq Sequence, idle func()) Log {
 	t.Helper()
-	rw, _ := w.(throttle.RetryWaiter)
-	pw, _ := w.(throttle.Pauser)
-	aw, _ := w.(throttle.Adapter)
-	tw, _ := w.(throttle.Trier)
-	sw, _ := w.(throttle.Reserver)
-	stw, _ := w.(throttle.Settler)
-	cw, _ := w.(throttle.CostWaiter)
-	ctw, _ := w.(throttle.CostTrier)
+	q, _ := w.(throttle.Quota)
 	for i, o := range seq.Ops {
-		switch {
-		case o.Kind == Wait && o.Reserve && sw == nil:
-			t.Fatalf("op %d: %T does not implement throttle.Reserver", i, w)
-		case o.Kind == Wait && o.Try && tw == nil:
-			t.Fatalf("op %d: %T does not implement throttle.Trier", i, w)
-		case o.Kind == Wait && o.SettleAfter > 0 && stw == nil:
-			t.Fatalf("op %d: %T does not implement throttle.Settler", i, w)
-		case o.Kind == Wait && o.Units != nil && o.Try && ctw == nil:
-			t.Fatalf("op %d: %T does not implement throttle.CostTrier", i, w)
-		case o.Kind == Wait && o.Units != nil && !o.Try && cw == nil:
-			t.Fatalf("op %d: %T does not implement throttle.CostWaiter", i, w)
-		case o.Kind == Wait && o.Retry && rw == nil:
-			t.Fatalf("op %d: %T does not implement throttle.RetryWaiter", i, w)
-		case o.Kind == Pause && pw == nil:
-			t.Fatalf("op %d: %T does not implement throttle.Pauser", i, w)
-		case o.Kind == Adapt && aw == nil:
-			t.Fatalf("op %d: %T does not implement throttle.Adapter", i, w)
+		plain := o.Kind == Wait && !o.Reserve && !o.Try && o.SettleAfter == 0 && o.Units == nil && !o.Retry
+		if !plain && q == nil {
+			t.Fatalf("op %d (%v): %T is not a throttle.Quota", i, o, w)
 		}
 	}
 	lg := Log{Results: make([]Result, len(seq.Ops)), Ordered: idle != nil}
@@ -122,7 +102,7 @@ func Run(t testing.TB, w throttle.Waiter, seq Sequence, idle func()) Log {
 				switch {
 				case o.Reserve:
 					var rv throttle.Reservation
-					if rv, res.Err = sw.ReserveN(ctx, o.N); res.Err != nil {
+					if rv, res.Err = q.ReserveN(ctx, o.N); res.Err != nil {
 						break
 					}
 					if o.Cancel > 0 { // through the Reservation, not ctx
@@ -135,17 +115,17 @@ func Run(t testing.TB, w throttle.Waiter, seq Sequence, idle func()) Log {
 					// A refusal is recorded as a wait's at its deadline.
 					ok, d, err := false, time.Duration(0), error(nil)
 					if o.Units != nil {
-						ok, d, err = ctw.TryCost(ctx, seq.Config.cost(o))
+						ok, d, err = q.Try(ctx, seq.Config.cost(o))
 					} else {
-						ok, d, err = tw.TryN(ctx, o.N)
+						ok, d, err = q.Try(ctx, throttle.Cost{N: o.N})
 					}
 					if res.Err = err; err == nil && !ok {
 						res.Err = &throttle.DeadlineError{Delay: d}
 					}
 				case o.Units != nil:
-					res.Err = cw.WaitCost(ctx, seq.Config.cost(o))
+					res.Err = q.Wait(ctx, seq.Config.cost(o))
 				case o.Retry:
-					res.Err = rw.WaitRetryN(ctx, o.N)
+					res.Err = q.Wait(ctx, throttle.Cost{N: o.N, Retry: true})
 				default:
 					res.Err = w.WaitN(ctx, o.N)
 				}
@@ -155,19 +135,19 @@ func Run(t testing.TB, w throttle.Waiter, seq Sequence, idle func()) Log {
 					time.Sleep(o.SettleAfter)
 					res.Settled, res.SettleAt = true, since()
 					if o.ActualUnits != nil {
-						res.SettleErr = stw.(throttle.CostSettler).SettleCost(context.Background(), seq.Config.cost(o), seq.Config.actual(o))
+						res.SettleErr = q.Settle(context.Background(), seq.Config.cost(o), seq.Config.actual(o))
 					} else {
-						res.SettleErr = stw.Settle(context.Background(), o.N, o.Actual)
+						res.SettleErr = q.Settle(context.Background(), throttle.Cost{N: o.N}, throttle.Cost{N: o.Actual})
 					}
 				}
 			}()
 		case Pause:
 			res.Call = since()
-			res.Err = pw.Pause(context.Background(), o.D)
+			res.Err = q.Pause(context.Background(), o.D)
 			res.Return = since()
 		case Adapt:
 			res.Call = since()
-			res.Err = aw.Adapt(context.Background(), o.F)
+			_, res.Err = q.Observe(context.Background(), o.F)
 			res.Return = since()
 		}
 		if idle != nil {

@@ -3,9 +3,7 @@ package throttle
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -16,256 +14,6 @@ import (
 
 	"github.com/throttle-go/throttle/internal/schedule"
 )
-
-// acquirer returns the Acquirer of l's key.
-func acquirer(t *testing.T, l *Limiter, key string) Acquirer {
-	t.Helper()
-	a, ok := l.For(key).(Acquirer)
-	if !ok {
-		t.Fatalf("For(%q) is a %T, not an Acquirer", key, l.For(key))
-	}
-	return a
-}
-
-// mustAcquire acquires n units of a at once, or fails the test.
-func mustAcquire(t *testing.T, a Acquirer, n int) func() {
-	t.Helper()
-	release, err := a.AcquireN(t.Context(), n)
-	if err != nil {
-		t.Fatalf("AcquireN(%d) = %v", n, err)
-	}
-	return release
-}
-
-// TestAcquireFIFO: acquisitions are served in arrival order, at the
-// instant the units they need are released; a large one at the head is
-// not overtaken by a small one that would fit.
-func TestAcquireFIFO(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		l := &Limiter{InFlight: 3}
-		a := acquirer(t, l, "k")
-		start := time.Now()
-		r1 := mustAcquire(t, a, 2)
-		r2 := mustAcquire(t, a, 1)
-
-		var (
-			mu    sync.Mutex
-			order = map[string]time.Duration{} // when each was granted
-			wg    sync.WaitGroup
-			rels  = map[string]func(){}
-		)
-		for _, w := range []struct {
-			name string
-			n    int
-		}{{"A2", 2}, {"B1", 1}, {"C3", 3}, {"D1", 1}} {
-			wg.Go(func() {
-				release, err := a.AcquireN(context.Background(), w.n)
-				if err != nil {
-					t.Errorf("%s: AcquireN = %v", w.name, err)
-					return
-				}
-				mu.Lock()
-				order[w.name] = time.Since(start)
-				rels[w.name] = release
-				mu.Unlock()
-			})
-			synctest.Wait() // arrivals in this order
-		}
-		time.Sleep(time.Second)
-		r2() // 1 free: A2 needs 2 and blocks B1 behind it
-		synctest.Wait()
-		mu.Lock()
-		if len(order) != 0 {
-			t.Fatalf("granted %v with 1 unit free and A2 (2) at the head; want none", order)
-		}
-		mu.Unlock()
-		// A newcomer does not take the free unit ahead of them either.
-		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-		if _, err := a.AcquireN(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("AcquireN(1) arriving with 1 unit free behind A2 = %v; want DeadlineExceeded", err)
-		}
-		cancel()
-		time.Sleep(500 * time.Millisecond)
-		r1() // 3 free: A2 and B1
-		synctest.Wait()
-		time.Sleep(time.Second)
-		mu.Lock()
-		rels["A2"]()
-		rels["B1"]() // 3 free: C3
-		mu.Unlock()
-		synctest.Wait()
-		time.Sleep(time.Second)
-		mu.Lock()
-		rels["C3"]() // D1
-		mu.Unlock()
-		wg.Wait()
-		want := map[string]time.Duration{"A2": 2 * time.Second, "B1": 2 * time.Second, "C3": 3 * time.Second, "D1": 4 * time.Second}
-		if !maps.Equal(order, want) {
-			t.Errorf("granted %v; want %v", order, want)
-		}
-		rels["D1"]()
-		if h := l.bucket("k").k().Held(); h != 0 {
-			t.Errorf("held %d after every release; want 0", h)
-		}
-	})
-}
-
-// TestAcquireDeadline: an acquisition whose ctx's deadline passes first
-// returns ctx's error at the deadline, holds nothing, and the one behind
-// it moves up at once.
-func TestAcquireDeadline(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		l := &Limiter{InFlight: 2}
-		a := acquirer(t, l, "k")
-		start := time.Now()
-		hold := mustAcquire(t, a, 1)
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			_, err := a.AcquireN(ctx, 2) // the head: needs both
-			if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) != time.Second {
-				t.Errorf("AcquireN(2) past its deadline = %v after %v; want DeadlineExceeded after 1s", err, time.Since(start))
-			}
-		})
-		synctest.Wait()
-		var behind time.Duration
-		wg.Go(func() {
-			release, err := a.AcquireN(context.Background(), 1)
-			if err != nil {
-				t.Errorf("AcquireN(1) behind = %v", err)
-				return
-			}
-			behind = time.Since(start)
-			release()
-		})
-		wg.Wait()
-		if behind != time.Second {
-			t.Errorf("the acquisition behind went after %v; want 1s (when the head's deadline passed)", behind)
-		}
-		hold()
-		if h := l.bucket("k").k().Held(); h != 0 {
-			t.Errorf("held %d; want 0", h)
-		}
-	})
-}
-
-// TestAcquireCancel: a cancelled acquisition returns at once with
-// ctx's error, and the units it waited for go to the next in line.
-func TestAcquireCancel(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		l := &Limiter{InFlight: 1}
-		a := acquirer(t, l, "k")
-		hold := mustAcquire(t, a, 1)
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			if _, err := a.AcquireN(ctx, 1); !errors.Is(err, context.Canceled) {
-				t.Errorf("cancelled AcquireN = %v; want context.Canceled", err)
-			}
-		})
-		synctest.Wait()
-		got := make(chan time.Duration, 1)
-		start := time.Now()
-		wg.Go(func() {
-			release, err := a.AcquireN(context.Background(), 1)
-			if err != nil {
-				t.Errorf("AcquireN = %v", err)
-				return
-			}
-			got <- time.Since(start)
-			release()
-		})
-		synctest.Wait()
-		time.Sleep(time.Second)
-		cancel()
-		synctest.Wait()
-		time.Sleep(time.Second)
-		hold()
-		if d := <-got; d != 2*time.Second {
-			t.Errorf("the second went after %v; want 2s (at the release, the cancelled one holding nothing)", d)
-		}
-		wg.Wait()
-		if _, err := a.AcquireN(ctx, 1); !errors.Is(err, context.Canceled) {
-			t.Errorf("AcquireN with an ended ctx = %v; want context.Canceled", err)
-		}
-	})
-}
-
-// TestReleaseOnce: a second release does nothing; it never frees units
-// another acquisition holds.
-func TestReleaseOnce(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		l := &Limiter{InFlight: 2}
-		a := acquirer(t, l, "k")
-		r1 := mustAcquire(t, a, 1)
-		r2 := mustAcquire(t, a, 1)
-		r1()
-		r1()
-		r1()
-		r3 := mustAcquire(t, a, 1) // the one r1 freed
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		if _, err := a.AcquireN(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("a third unit under a cap of 2, after a release called three times = %v; want DeadlineExceeded", err)
-		}
-		r2()
-		r3()
-		if h := l.bucket("k").k().Held(); h != 0 {
-			t.Errorf("held %d; want 0", h)
-		}
-	})
-}
-
-// TestAcquireLimits: the cost checks, a key without a cap, overrides.
-func TestAcquireLimits(t *testing.T) {
-	l := &Limiter{InFlight: 2, InFlightOverrides: map[string]int{"one": 1, "free": 0}}
-	ctx := context.Background()
-	if _, err := acquirer(t, l, "k").AcquireN(ctx, 3); !errors.Is(err, ErrCostExceedsBurst) {
-		t.Errorf("AcquireN(3) under a cap of 2 = %v; want ErrCostExceedsBurst", err)
-	}
-	if _, err := acquirer(t, l, "one").AcquireN(ctx, 2); !errors.Is(err, ErrCostExceedsBurst) {
-		t.Errorf("AcquireN(2) under an override of 1 = %v; want ErrCostExceedsBurst", err)
-	}
-	if _, err := acquirer(t, l, "k").AcquireN(ctx, -1); !errors.Is(err, ErrInvalidLimit) {
-		t.Errorf("AcquireN(-1) = %v; want ErrInvalidLimit", err)
-	}
-	for range 1000 { // no cap: never blocks, nothing held
-		if _, err := acquirer(t, l, "free").AcquireN(ctx, 1000); err != nil {
-			t.Fatalf("AcquireN on a key without a cap = %v", err)
-		}
-	}
-	var zero Limiter
-	if _, err := zero.AcquireN(ctx, 1<<30); err != nil {
-		t.Errorf("AcquireN on the zero Limiter = %v; want nil (no cap)", err)
-	}
-}
-
-// TestInFlightNotIdle: a key with units in flight is not forgotten by a
-// sweep, and the Limiter remembers at most MaxKeys keys.
-func TestInFlightNotIdle(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		l := &Limiter{InFlight: 1, MaxKeys: 8}
-		release := mustAcquire(t, acquirer(t, l, "held"), 1)
-		for i := range 100 {
-			r := mustAcquire(t, acquirer(t, l, fmt.Sprint(i)), 1)
-			r()
-			if n := l.Len(); n > 8 {
-				t.Fatalf("Len = %d after %d keys; want ≤ MaxKeys 8", n, i+2)
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		if r, err := acquirer(t, l, "held").AcquireN(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("a second unit of a key with its one slot held, after 100 other keys = %v; want DeadlineExceeded (the key was forgotten)", err)
-			if err == nil {
-				r()
-			}
-		}
-		release()
-		mustAcquire(t, acquirer(t, l, "held"), 1)()
-	})
-}
 
 // okResponse returns a 200 response whose body is text.
 func okResponse(r *http.Request, text string) *http.Response {
@@ -349,7 +97,7 @@ func TestTransportHoldsSlot(t *testing.T) {
 					}
 					mu.Unlock()
 				}
-				if h := tr.Waiter.(*Limiter).bucket("api.test").k().Held(); h != 0 {
+				if h := tr.Waiter.(*Limiter).key("api.test").k().Held(); h != 0 {
 					t.Errorf("held %d at the end; want 0", h)
 				}
 			})
@@ -373,7 +121,7 @@ func TestTransportSlotPerAttempt(t *testing.T) {
 			}
 			return okResponse(r, "ok"), nil
 		})
-		lim := &Limiter{InFlight: 1, Limit: 1, Burst: 1}
+		lim := &Limiter{InFlight: 1, Limits: []Limit{{Rate: 1, Burst: 1}}}
 		tr := &Transport{Base: base, Waiter: lim}
 		start := time.Now()
 		req, _ := http.NewRequest("GET", "http://api.test/", nil)
@@ -396,7 +144,7 @@ func TestTransportSlotPerAttempt(t *testing.T) {
 		if _, err := tr.RoundTrip(req); !errors.Is(err, ErrWouldExceedDeadline) {
 			t.Errorf("RoundTrip with its turn past the deadline = %v; want ErrWouldExceedDeadline", err)
 		}
-		if h := lim.bucket("api.test").k().Held(); h != 0 {
+		if h := lim.key("api.test").k().Held(); h != 0 {
 			t.Errorf("held %d after a failed wait; want 0", h)
 		}
 	})
@@ -424,7 +172,7 @@ func TestTransportSlotMaxWait(t *testing.T) {
 			t.Errorf("RoundTrip with the only slot held = %v after %v, %d sent; want ErrWouldExceedDeadline after MaxWait 1s, 1 sent", err, time.Since(start), sent)
 		}
 		first.Body.Close()
-		if h := lim.bucket("api.test").k().Held(); h != 0 {
+		if h := lim.key("api.test").k().Held(); h != 0 {
 			t.Errorf("held %d; want 0", h)
 		}
 	})
@@ -462,7 +210,7 @@ func TestPanickingHookReleasesInFlight(t *testing.T) {
 					return resp, nil
 				})
 				armed := true
-				lim := &Limiter{Limit: 1, Burst: 1, InFlight: 1}
+				lim := &Limiter{Limits: []Limit{{Rate: 1, Burst: 1}}, InFlight: 1}
 				tr := &Transport{Base: base, Waiter: lim, OnEvent: func(e Event) {
 					if armed && tc.panic != nil && tc.panic(e) {
 						armed = false
@@ -485,7 +233,7 @@ func TestPanickingHookReleasesInFlight(t *testing.T) {
 						resp.Body.Close()
 					}
 				}()
-				if h := lim.bucket("api.test").k().Held(); h != 0 {
+				if h := lim.key("api.test").k().Held(); h != 0 {
 					t.Errorf("held %d after the panic; want 0", h)
 				}
 				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)

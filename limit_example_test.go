@@ -15,17 +15,15 @@ import (
 // wait spends one request and its tokens on both limits at once, or
 // nothing. Each wait here may wait a second at most, so that a turn
 // further off is refused at once with its delay (nothing spent).
-func ExampleCostWaiter() {
-	lim := &throttle.Limiter{
-		Limit: rate.Every(time.Minute / 3), Burst: 3, // 3 requests a minute
-		Limits: []throttle.UnitLimit{
-			{Unit: "tokens", Rate: throttle.Rate{Limit: rate.Every(time.Minute / 1000), Burst: 1000}}, // 1,000 tokens a minute
-		},
-	}
-	key := lim.For("api.openai.com").(throttle.CostWaiter)
+func ExampleLimit_tokens() {
+	lim := &throttle.Limiter{Limits: []throttle.Limit{
+		{Rate: rate.Every(time.Minute / 3), Burst: 3},                       // 3 requests a minute
+		{Unit: "tokens", Rate: rate.Every(time.Minute / 1000), Burst: 1000}, // 1,000 tokens a minute
+	}}
+	key := lim.For("api.openai.com")
 	for i, tokens := range []int{400, 400, 400, 0, 100} {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := key.WaitCost(ctx, throttle.Cost{Units: []throttle.UnitCost{{Unit: "tokens", N: tokens}}})
+		err := key.Wait(ctx, throttle.Cost{Units: map[string]int{"tokens": tokens}})
 		cancel()
 		var de *throttle.DeadlineError
 		switch {
@@ -46,19 +44,16 @@ func ExampleCostWaiter() {
 }
 
 // A server that keeps each request's time and allows 3 in any minute
-// (a sliding log): Window.Log counts exactly as it does, so no phase of
+// (a sliding log): SlidingLog counts exactly as it does, so no phase of
 // the minute lets a fourth through. A try spends nothing when it cannot
 // go, and says when it could.
-func ExampleWindow_log() {
+func ExampleLimit_slidingLog() {
 	lim := &throttle.Limiter{
-		Limits: []throttle.UnitLimit{
-			{Unit: "requests", Window: throttle.Window{Count: 3, Per: time.Minute, Log: true}},
-		},
+		Limits: []throttle.Limit{{Count: 3, Per: time.Minute, Kind: throttle.SlidingLog}},
 	}
-	key := lim.For("api.example.com").(throttle.CostTrier)
-	one := throttle.Cost{Units: []throttle.UnitCost{{Unit: "requests", N: 1}}}
+	key := lim.For("api.example.com")
 	for i := range 4 {
-		ok, retryIn, err := key.TryCost(context.Background(), one)
+		ok, retryIn, err := key.Try(context.Background())
 		switch {
 		case err != nil:
 			fmt.Println(err)
@@ -68,14 +63,15 @@ func ExampleWindow_log() {
 			fmt.Printf("request %d: not before %v, when the first leaves the minute\n", i+1, retryIn.Round(time.Second))
 		}
 	}
-	fmt.Println(lim.LimitStates("api.example.com")[0].Remaining, "left")
+	st, _ := key.State(context.Background())
+	fmt.Println(st.Limits[0].Remaining, "left")
 
 	// A log keeps at most MaxLogCount times a key: 5,000 an hour is a
 	// Sliding window's.
-	big := &throttle.Limiter{Limits: []throttle.UnitLimit{
-		{Unit: "requests", Window: throttle.Window{Count: 5000, Per: time.Hour, Log: true}},
-	}}
-	_, _, err := big.For("api.example.com").(throttle.CostTrier).TryCost(context.Background(), one)
+	big := &throttle.Limiter{
+		Limits: []throttle.Limit{{Count: 5000, Per: time.Hour, Kind: throttle.SlidingLog}},
+	}
+	_, _, err := big.For("api.example.com").Try(context.Background())
 	fmt.Println(errors.Is(err, throttle.ErrInvalidLimit))
 	// Output:
 	// request 1: sent
@@ -88,19 +84,16 @@ func ExampleWindow_log() {
 
 // A server that counts "3 a minute from your first request": a window
 // starts at a key's first request (and at the first after a window
-// ended), not on the clock's minute. Window.FirstUse counts as it does:
+// ended), not on the clock's minute. FromFirstUse counts as it does:
 // the fourth request's turn is a minute after the first's, whatever the
 // time of day.
-func ExampleWindow_firstUse() {
+func ExampleLimit_fromFirstUse() {
 	lim := &throttle.Limiter{
-		Limits: []throttle.UnitLimit{
-			{Unit: "requests", Window: throttle.Window{Count: 3, Per: time.Minute, FirstUse: true}},
-		},
+		Limits: []throttle.Limit{{Count: 3, Per: time.Minute, Kind: throttle.FromFirstUse}},
 	}
-	key := lim.For("api.example.com").(throttle.CostTrier)
-	one := throttle.Cost{Units: []throttle.UnitCost{{Unit: "requests", N: 1}}}
+	key := lim.For("api.example.com")
 	for i := range 4 {
-		ok, retryIn, err := key.TryCost(context.Background(), one)
+		ok, retryIn, err := key.Try(context.Background())
 		switch {
 		case err != nil:
 			fmt.Println(err)

@@ -11,7 +11,7 @@ import (
 
 func reserve(t *testing.T, l *Limiter, n int) Reservation {
 	t.Helper()
-	r, err := l.For("k").(Reserver).ReserveN(t.Context(), n)
+	r, err := l.For("k").ReserveN(t.Context(), n)
 	if err != nil {
 		t.Fatalf("ReserveN(%d): %v", n, err)
 	}
@@ -22,7 +22,7 @@ func reserve(t *testing.T, l *Limiter, n int) Reservation {
 // units go to the next in line, and Wait sleeps exactly until the turn.
 func TestReserve(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := &Limiter{Limit: 10, Burst: 1}
+		l := &Limiter{Limits: []Limit{{Rate: 10, Burst: 1}}}
 		r0, r1, r2 := reserve(t, l, 1), reserve(t, l, 1), reserve(t, l, 1)
 		for i, tt := range []struct {
 			r    Reservation
@@ -44,7 +44,7 @@ func TestReserve(t *testing.T) {
 			t.Errorf("Wait: %v after %v; want nil after 100ms", err, time.Since(start))
 		}
 		r2.Cancel() // after its turn: nothing comes back
-		if st := l.State("k"); st.Next != 100*time.Millisecond {
+		if st := keyState(l, "k"); st.Next != 100*time.Millisecond {
 			t.Errorf("Cancel after the turn gave units back: next turn in %v; want 100ms", st.Next)
 		}
 		if err := r1.Wait(t.Context()); !errors.Is(err, context.Canceled) {
@@ -57,7 +57,7 @@ func TestReserve(t *testing.T) {
 // numbers were given out again does not cancel the new one.
 func TestReserveCancelOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := &Limiter{Limit: 10, Burst: 1}
+		l := &Limiter{Limits: []Limit{{Rate: 10, Burst: 1}}}
 		reserve(t, l, 1)
 		old := reserve(t, l, 1) // the tail: its numbers are taken back
 		old.Cancel()
@@ -66,7 +66,7 @@ func TestReserveCancelOnce(t *testing.T) {
 		if got := fresh.Delay(); got != 100*time.Millisecond {
 			t.Errorf("a reservation after another's second Cancel: Delay() = %v; want 100ms", got)
 		}
-		if st := l.State("k"); st.Queued != 1 {
+		if st := keyState(l, "k"); st.Queued != 1 {
 			t.Errorf("queued %d; want 1", st.Queued)
 		}
 	})
@@ -77,11 +77,11 @@ func TestReserveCancelOnce(t *testing.T) {
 // ends it.
 func TestReserveDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := &Limiter{Limit: 10, Burst: 1}
+		l := &Limiter{Limits: []Limit{{Rate: 10, Burst: 1}}}
 		reserve(t, l, 1)
 		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 		defer cancel()
-		if _, err := l.For("k").(Reserver).ReserveN(ctx, 1); !errors.Is(err, ErrWouldExceedDeadline) {
+		if _, err := l.For("k").ReserveN(ctx, 1); !errors.Is(err, ErrWouldExceedDeadline) {
 			t.Errorf("ReserveN past the deadline: %v; want ErrWouldExceedDeadline", err)
 		}
 		r := reserve(t, l, 1) // 100ms: nothing was kept by the refused one
@@ -110,7 +110,7 @@ func TestReserveDeadline(t *testing.T) {
 		synctest.Wait()
 		r3.Cancel()
 		wg.Wait()
-		if st := l.State("k"); st.Queued != 1 {
+		if st := keyState(l, "k"); st.Queued != 1 {
 			t.Errorf("queued %d after the cancels; want 1", st.Queued)
 		}
 	})

@@ -13,35 +13,39 @@ import (
 // (requests and tokens), the key looked up on every wait as Transport
 // does: the cost of the second limit against BenchmarkLimiterWait.
 func BenchmarkLimitsWait(b *testing.B) {
-	l := &Limiter{Limit: rate.Limit(1e12), Burst: 1 << 30,
-		Limits: []UnitLimit{{Unit: "tokens", Rate: Rate{Limit: 1e15, Burst: 1 << 40}}}}
+	l := &Limiter{Limits: []Limit{
+		{Rate: rate.Limit(1e12), Burst: 1 << 30},
+		{Unit: "tokens", Rate: 1e15, Burst: 1 << 40},
+	}}
 	for i := range 1000 {
 		l.For("host-" + strconv.Itoa(i))
 	}
 	ctx := context.Background()
-	cost := Cost{Units: []UnitCost{{Unit: "tokens", N: 500}}}
+	cost := Cost{Units: map[string]int{"tokens": 500}}
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := l.For("api.example.com").(CostWaiter).WaitCost(ctx, cost); err != nil {
+		if err := l.For("api.example.com").Wait(ctx, cost); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
 // BenchmarkLimitsRatio alternates batches of 1,000 uncontended waits on a
-// one-limit key (WaitN) and on a two-limit key (WaitCost of requests and
+// one-limit key (WaitN) and on a two-limit key (Wait of a Cost of requests and
 // tokens), each looked up each time, and reports the ratio of their times
 // (two/one): both batches see the same host noise.
 func BenchmarkLimitsRatio(b *testing.B) {
-	one := &Limiter{Limit: rate.Limit(1e12), Burst: 1 << 30}
-	two := &Limiter{Limit: rate.Limit(1e12), Burst: 1 << 30,
-		Limits: []UnitLimit{{Unit: "tokens", Rate: Rate{Limit: 1e15, Burst: 1 << 40}}}}
+	one := &Limiter{Limits: []Limit{{Rate: rate.Limit(1e12), Burst: 1 << 30}}}
+	two := &Limiter{Limits: []Limit{
+		{Rate: rate.Limit(1e12), Burst: 1 << 30},
+		{Unit: "tokens", Rate: 1e15, Burst: 1 << 40},
+	}}
 	for i := range 1000 {
 		one.For("host-" + strconv.Itoa(i))
 		two.For("host-" + strconv.Itoa(i))
 	}
 	ctx := context.Background()
-	cost := Cost{Units: []UnitCost{{Unit: "tokens", N: 500}}}
+	cost := Cost{Units: map[string]int{"tokens": 500}}
 	var t1, t2 time.Duration
 	b.ReportAllocs()
 	for b.Loop() {
@@ -51,7 +55,7 @@ func BenchmarkLimitsRatio(b *testing.B) {
 		}
 		m := time.Now()
 		for range 1000 {
-			two.For("api.example.com").(CostWaiter).WaitCost(ctx, cost)
+			two.For("api.example.com").Wait(ctx, cost)
 		}
 		t2 += time.Since(m)
 		t1 += m.Sub(s)
@@ -63,18 +67,18 @@ func BenchmarkLimitsRatio(b *testing.B) {
 // entries (an hour long): refused after reading the whole log, its worst
 // case, against BenchmarkLimitsWait's uncontended wait.
 func BenchmarkLimitsLogTry(b *testing.B) {
-	l := &Limiter{Limits: []UnitLimit{{Unit: "requests", Window: Window{Count: MaxLogCount, Per: time.Hour, Log: true}}}}
+	l := &Limiter{Limits: []Limit{{Unit: "requests", Count: MaxLogCount, Per: time.Hour, Kind: SlidingLog}}}
 	ctx := context.Background()
-	one := Cost{Units: []UnitCost{{Unit: "requests", N: 1}}}
-	w := l.For("api.example.com").(CostTrier)
+	one := Cost{Units: map[string]int{"requests": 1}}
+	w := l.For("api.example.com")
 	for range MaxLogCount {
-		if ok, _, err := w.TryCost(ctx, one); !ok || err != nil {
+		if ok, _, err := w.Try(ctx, one); !ok || err != nil {
 			b.Fatal(ok, err)
 		}
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if ok, _, err := w.TryCost(ctx, one); ok || err != nil {
+		if ok, _, err := w.Try(ctx, one); ok || err != nil {
 			b.Fatal(ok, err)
 		}
 	}

@@ -18,8 +18,8 @@ import (
 // each wait called at 0 in order (a goroutine each, FIFO), against the
 // turns worked out by hand from schedule_limits.go's rule.
 func TestLimitsTurns(t *testing.T) {
-	tok := func(n int) Cost { return Cost{Units: []UnitCost{{"tokens", n}}} }
-	req := func(n int) Cost { return Cost{Units: []UnitCost{{"requests", n}}} }
+	tok := func(n int) Cost { return Cost{Units: map[string]int{"tokens": n}} }
+	req := func(n int) Cost { return Cost{Units: map[string]int{"requests": n}} }
 	tests := []struct {
 		name   string
 		l      *Limiter
@@ -32,14 +32,14 @@ func TestLimitsTurns(t *testing.T) {
 			// requests 10/s burst 2; tokens 100/s burst 100. Tokens bind:
 			// 60 at 0 (tat 600 ms), the next 60 once 20 have refilled.
 			name:  "tokens bind",
-			l:     &Limiter{Limit: 10, Burst: 2, Limits: []UnitLimit{{Unit: "tokens", Rate: Rate{Limit: 100, Burst: 100}}}},
+			l:     &Limiter{Limits: []Limit{{Rate: 10, Burst: 2}, {Unit: "tokens", Rate: 100, Burst: 100}}},
 			costs: []Cost{tok(60), tok(60), tok(60)},
 			want:  []time.Duration{0, 200 * time.Millisecond, 800 * time.Millisecond},
 		},
 		{
 			// Requests bind: 1/s burst 1; the tokens' bucket is deep.
 			name:  "requests bind",
-			l:     &Limiter{Limit: 1, Burst: 1, Limits: []UnitLimit{{Unit: "tokens", Rate: Rate{Limit: 1000, Burst: 1000}}}},
+			l:     &Limiter{Limits: []Limit{{Rate: 1, Burst: 1}, {Unit: "tokens", Rate: 1000, Burst: 1000}}},
 			costs: []Cost{tok(10), tok(10), {}},
 			want:  []time.Duration{0, time.Second, 2 * time.Second},
 		},
@@ -48,7 +48,7 @@ func TestLimitsTurns(t *testing.T) {
 			// tokens from the pause's end (no credit from before the first
 			// could go), 500 ms after the first.
 			name:  "no credit from before a wait could go",
-			l:     &Limiter{Limits: []UnitLimit{{Unit: "tokens", Rate: Rate{Limit: 10, Burst: 5}}}},
+			l:     &Limiter{Limits: []Limit{{Unit: "tokens", Rate: 10, Burst: 5}}},
 			pause: 10 * time.Second,
 			costs: []Cost{tok(5), tok(5), {}},
 			want:  []time.Duration{10 * time.Second, 10500 * time.Millisecond, 10500 * time.Millisecond},
@@ -57,7 +57,7 @@ func TestLimitsTurns(t *testing.T) {
 			// FIFO: a wait of no tokens waits behind one that waits for
 			// tokens.
 			name:  "fifo",
-			l:     &Limiter{Limit: 100, Burst: 10, Limits: []UnitLimit{{Unit: "tokens", Rate: Rate{Limit: 10, Burst: 10}}}},
+			l:     &Limiter{Limits: []Limit{{Rate: 100, Burst: 10}, {Unit: "tokens", Rate: 10, Burst: 10}}},
 			costs: []Cost{tok(10), tok(5), {N: 3}},
 			want:  []time.Duration{0, 500 * time.Millisecond, 500 * time.Millisecond},
 		},
@@ -65,7 +65,7 @@ func TestLimitsTurns(t *testing.T) {
 			// A fixed window of 3 per second (the bubble's clock starts on
 			// a whole second): the fourth goes when the next window opens.
 			name:  "fixed window",
-			l:     &Limiter{Limits: []UnitLimit{{Unit: "requests", Window: Window{Count: 3, Per: time.Second}}}},
+			l:     &Limiter{Limits: []Limit{{Unit: "requests", Count: 3, Per: time.Second}}},
 			costs: []Cost{req(1), req(2), req(1), req(3)},
 			want:  []time.Duration{0, 0, time.Second, 2 * time.Second},
 		},
@@ -74,7 +74,7 @@ func TestLimitsTurns(t *testing.T) {
 			// next once 4·(1 − f) + 1 ≤ 4 (f = ¼ into the next window),
 			// the one after at 4·(1 − f) + 2 ≤ 4 (f = ½).
 			name:  "sliding window",
-			l:     &Limiter{Limits: []UnitLimit{{Unit: "requests", Window: Window{Count: 4, Per: time.Second, Sliding: true}}}},
+			l:     &Limiter{Limits: []Limit{{Unit: "requests", Count: 4, Per: time.Second, Kind: Sliding}}},
 			costs: []Cost{req(4), req(1), req(1)},
 			want:  []time.Duration{0, 1250 * time.Millisecond, 1500 * time.Millisecond},
 		},
@@ -84,7 +84,7 @@ func TestLimitsTurns(t *testing.T) {
 			// would let them at 1 s, 6 in the second from 500 ms), then 1
 			// once those left too.
 			name:  "sliding log",
-			l:     &Limiter{Limits: []UnitLimit{{Unit: "requests", Window: Window{Count: 3, Per: time.Second, Log: true}}}},
+			l:     &Limiter{Limits: []Limit{{Unit: "requests", Count: 3, Per: time.Second, Kind: SlidingLog}}},
 			pause: 500 * time.Millisecond,
 			costs: []Cost{req(3), req(3), req(1)},
 			want:  []time.Duration{500 * time.Millisecond, 1500 * time.Millisecond, 2500 * time.Millisecond},
@@ -95,7 +95,7 @@ func TestLimitsTurns(t *testing.T) {
 			// once the 2 at 250 ms left (1.25 s), each turn the time the
 			// newest entry that must leave leaves.
 			name:  "sliding log paced",
-			l:     &Limiter{Limit: 4, Burst: 1, Limits: []UnitLimit{{Unit: "requests", Window: Window{Count: 3, Per: time.Second, Log: true}}}},
+			l:     &Limiter{Limits: []Limit{{Rate: 4, Burst: 1}, {Unit: "requests", Count: 3, Per: time.Second, Kind: SlidingLog}}},
 			costs: []Cost{req(1), req(2), req(1), req(2)},
 			want:  []time.Duration{0, 250 * time.Millisecond, time.Second, 1250 * time.Millisecond},
 		},
@@ -105,56 +105,50 @@ func TestLimitsTurns(t *testing.T) {
 			// (an epoch-aligned one would at 1 s), and takes 1 + 2; the
 			// next at 2.5 s.
 			name:  "window from first use",
-			l:     &Limiter{Limits: []UnitLimit{{Unit: "requests", Window: Window{Count: 3, Per: time.Second, FirstUse: true}}}},
+			l:     &Limiter{Limits: []Limit{{Unit: "requests", Count: 3, Per: time.Second, Kind: FromFirstUse}}},
 			pause: 500 * time.Millisecond,
 			costs: []Cost{req(3), req(1), req(2), req(1)},
 			want:  []time.Duration{500 * time.Millisecond, 1500 * time.Millisecond, 1500 * time.Millisecond, 2500 * time.Millisecond},
 		},
 		{
-			name:   "window from first use and Sliding",
-			l:      &Limiter{Limits: []UnitLimit{{Unit: "requests", Window: Window{Count: 3, Per: time.Second, FirstUse: true, Sliding: true}}}},
+			name:   "a window of no kind",
+			l:      &Limiter{Limits: []Limit{{Unit: "requests", Count: 3, Per: time.Second, Kind: FromFirstUse + 1}}},
 			costs:  []Cost{req(1)},
 			want:   []time.Duration{0},
 			errors: []error{ErrInvalidLimit},
 		},
 		{
 			name:   "sliding log above MaxLogCount",
-			l:      &Limiter{Limits: []UnitLimit{{Unit: "requests", Window: Window{Count: MaxLogCount + 1, Per: time.Second, Log: true}}}},
-			costs:  []Cost{req(1)},
-			want:   []time.Duration{0},
-			errors: []error{ErrInvalidLimit},
-		},
-		{
-			name:   "sliding log and Sliding",
-			l:      &Limiter{Limits: []UnitLimit{{Unit: "requests", Window: Window{Count: 3, Per: time.Second, Log: true, Sliding: true}}}},
+			l:      &Limiter{Limits: []Limit{{Unit: "requests", Count: MaxLogCount + 1, Per: time.Second, Kind: SlidingLog}}},
 			costs:  []Cost{req(1)},
 			want:   []time.Duration{0},
 			errors: []error{ErrInvalidLimit},
 		},
 		{
 			name:  "sliding log at MaxLogCount",
-			l:     &Limiter{Limits: []UnitLimit{{Unit: "requests", Window: Window{Count: MaxLogCount, Per: time.Second, Log: true}}}},
+			l:     &Limiter{Limits: []Limit{{Unit: "requests", Count: MaxLogCount, Per: time.Second, Kind: SlidingLog}}},
 			costs: []Cost{req(MaxLogCount), req(1)},
 			want:  []time.Duration{0, time.Second},
 		},
 		{
 			// A bucket and a window in one unit: each takes the cost.
 			name:  "bucket and window",
-			l:     &Limiter{Limits: []UnitLimit{{Unit: "requests", Rate: Rate{Limit: 10, Burst: 2}, Window: Window{Count: 3, Per: time.Second}}}},
+			l:     &Limiter{Limits: []Limit{{Unit: "requests", Rate: 10, Burst: 2, Count: 3, Per: time.Second}}},
 			costs: []Cost{req(1), req(1), req(1), req(1)},
 			want:  []time.Duration{0, 0, 100 * time.Millisecond, time.Second},
 		},
 		{
 			name:   "errors",
-			l:      &Limiter{Limits: []UnitLimit{{Unit: "tokens", Rate: Rate{Limit: 10, Burst: 5}}}},
-			costs:  []Cost{tok(6), {Units: []UnitCost{{"bytes", 1}}}, tok(-1), tok(5)},
+			l:      &Limiter{Limits: []Limit{{Unit: "tokens", Rate: 10, Burst: 5}}},
+			costs:  []Cost{tok(6), {Units: map[string]int{"bytes": 1}}, tok(-1), tok(5)},
 			want:   []time.Duration{0, 0, 0, 0},
 			errors: []error{ErrCostExceedsBurst, ErrInvalidLimit, ErrInvalidLimit, nil},
 		},
 		{
-			name:   "no unit",
-			l:      &Limiter{Limits: []UnitLimit{{Rate: Rate{Limit: 10, Burst: 5}}}},
-			costs:  []Cost{{}},
+			// The first limit's units are a cost's N, never named.
+			name:   "the first limit's unit named",
+			l:      &Limiter{Limits: []Limit{{Rate: 10, Burst: 5}, {Unit: "tokens", Rate: 10, Burst: 5}}},
+			costs:  []Cost{{Units: map[string]int{"": 1}}},
 			want:   []time.Duration{0},
 			errors: []error{ErrInvalidLimit},
 		},
@@ -163,9 +157,9 @@ func TestLimitsTurns(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				l := tt.l
-				w := l.For("k").(CostWaiter)
+				w := l.For("k")
 				if tt.pause > 0 {
-					w.(Pauser).Pause(t.Context(), tt.pause)
+					w.Pause(t.Context(), tt.pause)
 				}
 				start := time.Now()
 				got := make([]time.Duration, len(tt.costs))
@@ -173,7 +167,7 @@ func TestLimitsTurns(t *testing.T) {
 				var wg sync.WaitGroup
 				for i, c := range tt.costs {
 					wg.Go(func() {
-						errs[i] = w.WaitCost(t.Context(), c)
+						errs[i] = w.Wait(t.Context(), c)
 						got[i] = time.Since(start)
 					})
 					synctest.Wait() // called in order
@@ -197,20 +191,20 @@ func TestLimitsTurns(t *testing.T) {
 // every limit: the wait behind it takes its turn.
 func TestLimitsCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := &Limiter{Limit: 10, Burst: 1, Limits: []UnitLimit{{Unit: "tokens", Rate: Rate{Limit: 10, Burst: 10}}}}
-		w := l.For("k").(CostWaiter)
-		tok := func(n int) Cost { return Cost{Units: []UnitCost{{"tokens", n}}} }
+		l := &Limiter{Limits: []Limit{{Rate: 10, Burst: 1}, {Unit: "tokens", Rate: 10, Burst: 10}}}
+		w := l.For("k")
+		tok := func(n int) Cost { return Cost{Units: map[string]int{"tokens": n}} }
 		start := time.Now()
-		if err := w.WaitCost(t.Context(), tok(10)); err != nil { // tokens until 1 s
+		if err := w.Wait(t.Context(), tok(10)); err != nil { // tokens until 1 s
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(t.Context())
 		var wg sync.WaitGroup
 		var errB, errC error
 		var atC time.Duration
-		wg.Go(func() { errB = w.WaitCost(ctx, tok(10)) }) // 1 s
+		wg.Go(func() { errB = w.Wait(ctx, tok(10)) }) // 1 s
 		synctest.Wait()
-		wg.Go(func() { errC = w.WaitCost(t.Context(), tok(10)); atC = time.Since(start) }) // 2 s, 1 s once B is gone
+		wg.Go(func() { errC = w.Wait(t.Context(), tok(10)); atC = time.Since(start) }) // 2 s, 1 s once B is gone
 		synctest.Wait()
 		time.Sleep(100 * time.Millisecond)
 		cancel()
@@ -239,9 +233,9 @@ func TestLimitsTransport(t *testing.T) {
 			}
 			return respond(r, http.StatusOK), nil
 		})
-		l := &Limiter{Limit: 1000, Burst: 10, Limits: []UnitLimit{{Unit: "tokens", Rate: Rate{Limit: 100, Burst: 100}}}}
+		l := &Limiter{Limits: []Limit{{Rate: 1000, Burst: 10}, {Unit: "tokens", Rate: 100, Burst: 100}}}
 		tr := &Transport{Base: base, Waiter: l, DisableAdaptive: true,
-			Units: func(*http.Request) []UnitCost { return []UnitCost{{"tokens", 60}} }}
+			CostOf: func(*http.Request) Cost { return Cost{Units: map[string]int{"tokens": 60}} }}
 		client := &http.Client{Transport: tr}
 		for range 3 {
 			resp, err := client.Get("http://api.example.com/")
@@ -264,36 +258,37 @@ func TestLimitsTransport(t *testing.T) {
 // holds once the queued waits have spent theirs, and Next behind them.
 func TestLimitsState(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := &Limiter{Limit: 100, Burst: 10, Limits: []UnitLimit{
-			{Unit: "tokens", Rate: Rate{Limit: 10, Burst: 10}},
-			{Unit: "requests", Window: Window{Count: 5, Per: time.Second}},
+		l := &Limiter{Limits: []Limit{
+			{Rate: 100, Burst: 10},
+			{Unit: "tokens", Rate: 10, Burst: 10},
+			{Unit: "requests", Count: 5, Per: time.Second},
 		}}
-		w := l.For("k").(CostWaiter)
-		cost := Cost{Units: []UnitCost{{"tokens", 8}, {"requests", 1}}}
-		if err := w.WaitCost(t.Context(), cost); err != nil {
+		w := l.For("k")
+		cost := Cost{Units: map[string]int{"tokens": 8, "requests": 1}}
+		if err := w.Wait(t.Context(), cost); err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		go w.WaitCost(ctx, cost) // queued until 600 ms (tokens)
+		go w.Wait(ctx, cost) // queued until 600 ms (tokens)
 		synctest.Wait()
-		ls, st := l.LimitStates("k"), l.State("k")
+		st := keyState(l, "k")
 		want := []LimitState{{Unit: "tokens", Remaining: -6}, {Unit: "requests", Window: true, Remaining: 3}}
-		if !slices.Equal(ls, want) || st.Next != 600*time.Millisecond {
-			t.Errorf("LimitStates %+v, State.Next %v; want %+v, 600ms", ls, st.Next, want)
+		if !slices.Equal(st.Limits, want) || st.Next != 600*time.Millisecond {
+			t.Errorf("State.Limits %+v, State.Next %v; want %+v, 600ms", st.Limits, st.Next, want)
 		}
 		cancel()
 		synctest.Wait()
 	})
 }
 
-// TestLimitsTry checks TryCost: spent on every limit now, or nothing,
+// TestLimitsTry checks Try of a cost: spent on every limit now, or nothing,
 // with the delay a wait would have.
 func TestLimitsTry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := &Limiter{Limit: 100, Burst: 10, Limits: []UnitLimit{{Unit: "tokens", Rate: Rate{Limit: 10, Burst: 10}}}}
-		w := l.For("k").(CostTrier)
-		tok := func(n int) Cost { return Cost{Units: []UnitCost{{"tokens", n}}} }
+		l := &Limiter{Limits: []Limit{{Rate: 100, Burst: 10}, {Unit: "tokens", Rate: 10, Burst: 10}}}
+		w := l.For("k")
+		tok := func(n int) Cost { return Cost{Units: map[string]int{"tokens": n}} }
 		for i, tt := range []struct {
 			tokens  int
 			ok      bool
@@ -304,32 +299,32 @@ func TestLimitsTry(t *testing.T) {
 			{2, true, 0},
 			{1, false, 100 * time.Millisecond},
 		} {
-			ok, d, err := w.TryCost(t.Context(), tok(tt.tokens))
+			ok, d, err := w.Try(t.Context(), tok(tt.tokens))
 			if ok != tt.ok || d != tt.retryIn || err != nil {
 				t.Errorf("try %d (%d tokens) = %v, %v, %v; want %v, %v, nil", i, tt.tokens, ok, d, err, tt.ok, tt.retryIn)
 			}
 		}
-		if st := l.State("k"); st.Tokens != 8 {
+		if st := keyState(l, "k"); st.Tokens != 8 {
 			t.Errorf("requests' bucket holds %v; want 8 (two tries went)", st.Tokens)
 		}
 	})
 }
 
-// TestLimitsOverrides checks that a key of LimitsOverrides has its own
+// TestLimitsOverrides checks that a key of Overrides has its own
 // further limits, and the others Limits.
 func TestLimitsOverrides(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := &Limiter{
-			Limits:          []UnitLimit{{Unit: "tokens", Rate: Rate{Limit: 10, Burst: 10}}},
-			LimitsOverrides: map[string][]UnitLimit{"big": {{Unit: "tokens", Rate: Rate{Limit: 10, Burst: 100}}}, "none": {}},
+			Limits:    []Limit{{Unit: "tokens", Rate: 10, Burst: 10}},
+			Overrides: map[string][]Limit{"big": {{Unit: "tokens", Rate: 10, Burst: 100}}, "none": {}},
 		}
-		tok := Cost{Units: []UnitCost{{"tokens", 50}}}
+		tok := Cost{Units: map[string]int{"tokens": 50}}
 		for _, tt := range []struct {
 			key  string
 			want error
 		}{{"k", ErrCostExceedsBurst}, {"big", nil}, {"none", ErrInvalidLimit}} {
-			if err := l.For(tt.key).(CostWaiter).WaitCost(t.Context(), tok); !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
-				t.Errorf("%q: WaitCost(50 tokens) = %v; want %v", tt.key, err, tt.want)
+			if err := l.For(tt.key).Wait(t.Context(), tok); !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
+				t.Errorf("%q: Wait(50 tokens) = %v; want %v", tt.key, err, tt.want)
 			}
 		}
 	})
@@ -341,9 +336,9 @@ func TestLimitsOverrides(t *testing.T) {
 // the next at 2.7 s (an epoch-aligned window would let it at 2 s).
 func TestLimitsFirstUse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := &Limiter{Limits: []UnitLimit{{Unit: "requests", Window: Window{Count: 3, Per: time.Second, FirstUse: true}}}}
-		w := l.For("k").(CostWaiter)
-		req := func(n int) Cost { return Cost{Units: []UnitCost{{"requests", n}}} }
+		l := &Limiter{Limits: []Limit{{Unit: "requests", Count: 3, Per: time.Second, Kind: FromFirstUse}}}
+		w := l.For("k")
+		req := func(n int) Cost { return Cost{Units: map[string]int{"requests": n}} }
 		start := time.Now()
 		for i, step := range []struct {
 			sleep time.Duration
@@ -351,12 +346,12 @@ func TestLimitsFirstUse(t *testing.T) {
 			want  time.Duration
 		}{{0, 3, 0}, {1700 * time.Millisecond, 3, 1700 * time.Millisecond}, {0, 1, 2700 * time.Millisecond}} {
 			time.Sleep(step.sleep)
-			if err := w.WaitCost(t.Context(), req(step.n)); err != nil || time.Since(start) != step.want {
+			if err := w.Wait(t.Context(), req(step.n)); err != nil || time.Since(start) != step.want {
 				t.Errorf("wait %d of %d: %v at %v; want nil at %v", i, step.n, err, time.Since(start), step.want)
 			}
 		}
-		if got := l.LimitStates("k"); len(got) != 1 || got[0].Remaining != 2 {
-			t.Errorf("LimitStates = %+v; want 2 remaining in the window from 2.7 s", got)
+		if got := keyState(l, "k").Limits; len(got) != 1 || got[0].Remaining != 2 {
+			t.Errorf("State.Limits = %+v; want 2 remaining in the window from 2.7 s", got)
 		}
 	})
 }
@@ -368,12 +363,12 @@ func TestLimitsFirstUse(t *testing.T) {
 // next joins.
 func TestLimitsLogBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := &Limiter{Limit: 25, Burst: 1, Limits: []UnitLimit{{Unit: "requests", Window: Window{Count: 5, Per: 200 * time.Millisecond, Log: true}}}}
-		w := l.For("k").(CostWaiter)
-		b := l.bucket("k")
+		l := &Limiter{Limits: []Limit{{Rate: 25, Burst: 1}, {Unit: "requests", Count: 5, Per: 200 * time.Millisecond, Kind: SlidingLog}}}
+		w := l.For("k")
+		b := l.key("k")
 		start := time.Now()
 		for i := range 100 {
-			if err := w.WaitCost(t.Context(), Cost{Units: []UnitCost{{"requests", 1}}}); err != nil {
+			if err := w.Wait(t.Context(), Cost{Units: map[string]int{"requests": 1}}); err != nil {
 				t.Fatal(err)
 			}
 			var n int
@@ -390,37 +385,37 @@ func TestLimitsLogBounded(t *testing.T) {
 	})
 }
 
-// TestReserveCost: a reservation of a cost takes its place on every
-// limit, as WaitCost does, and its Cancel gives every unit back: tokens
+// TestLimitsReserve: a reservation of a cost takes its place on every
+// limit, as Wait does, and its Cancel gives every unit back: tokens
 // 100/s burst 100, 60 tokens a reservation. The first goes at once; the
 // second's turn is 200 ms away (40 left, 20 more at 100/s); cancelled,
 // its tokens serve a try of 40 at once; a third then waits 600 ms.
-func TestReserveCost(t *testing.T) {
+func TestLimitsReserve(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := &Limiter{Limit: 100, Burst: 10, Limits: []UnitLimit{{Unit: "tokens", Rate: Rate{Limit: 100, Burst: 100}}}}
+		l := &Limiter{Limits: []Limit{{Rate: 100, Burst: 10}, {Unit: "tokens", Rate: 100, Burst: 100}}}
 		ctx := context.Background()
-		k := l.Key("k")
-		c := Cost{Units: []UnitCost{{Unit: "tokens", N: 60}}}
-		r1, err := k.ReserveCost(ctx, c)
+		k := l.For("k")
+		c := Cost{Units: map[string]int{"tokens": 60}}
+		r1, err := k.Reserve(ctx, c)
 		if err != nil || r1.Delay() != 0 {
 			t.Fatalf("first reservation = %v, delay %v; want at once", err, r1.Delay())
 		}
-		r2, err := k.ReserveCost(ctx, c)
+		r2, err := k.Reserve(ctx, c)
 		if err != nil || r2.Delay() != 200*time.Millisecond {
 			t.Fatalf("second reservation = %v, delay %v; want 200ms", err, r2.Delay())
 		}
 		r2.Cancel()
-		if ok, _, err := l.For("k").(CostTrier).TryCost(ctx, Cost{Units: []UnitCost{{Unit: "tokens", N: 40}}}); !ok || err != nil {
+		if ok, _, err := l.For("k").Try(ctx, Cost{Units: map[string]int{"tokens": 40}}); !ok || err != nil {
 			t.Fatalf("try of the 40 tokens left after the cancel = %v, %v; want it to go", ok, err)
 		}
-		r3, err := k.ReserveCost(ctx, c)
+		r3, err := k.Reserve(ctx, c)
 		if err != nil || r3.Delay() != 600*time.Millisecond {
 			t.Fatalf("third reservation = %v, delay %v; want 600ms (none left, 60 at 100/s)", err, r3.Delay())
 		}
 		if err := r3.Wait(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := k.ReserveCost(ctx, Cost{Units: []UnitCost{{Unit: "tokens", N: 101}}}); !errors.Is(err, ErrCostExceedsBurst) {
+		if _, err := k.Reserve(ctx, Cost{Units: map[string]int{"tokens": 101}}); !errors.Is(err, ErrCostExceedsBurst) {
 			t.Errorf("a reservation of 101 tokens = %v; want ErrCostExceedsBurst (burst 100)", err)
 		}
 	})

@@ -31,10 +31,10 @@ func llmRun(t *testing.T, goroutines int, settle bool, used [2]float64, run time
 	}
 	client := &http.Client{Transport: &throttle.Transport{
 		Base:   &throttletest.Direct{Handler: srv, Latency: 100 * time.Millisecond},
-		Waiter: &throttle.Limiter{Limit: rate, Burst: capacity},
-		Cost: func(r *http.Request) int { // the estimate: max_tokens
+		Waiter: &throttle.Limiter{Limits: []throttle.Limit{{Rate: rate, Burst: capacity}}},
+		CostOf: func(r *http.Request) throttle.Cost { // the estimate: max_tokens
 			n, _ := strconv.Atoi(r.Header.Get("X-Max-Tokens"))
-			return n
+			return throttle.Cost{N: n}
 		},
 	}}
 	start := time.Now()
@@ -60,7 +60,7 @@ func llmRun(t *testing.T, goroutines int, settle bool, used [2]float64, run time
 				err = json.NewDecoder(resp.Body).Decode(&out)
 				resp.Body.Close()
 				if settle && err == nil && resp.StatusCode == http.StatusOK {
-					if err := throttle.SettleResponse(resp, out.Usage.TotalTokens); err != nil {
+					if err := throttle.SettleResponse(resp, throttle.Cost{N: out.Usage.TotalTokens}); err != nil {
 						t.Error(err)
 					}
 				}

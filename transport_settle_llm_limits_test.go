@@ -31,24 +31,22 @@ const (
 	llmLatency     = 5 * time.Millisecond  // each way
 )
 
-// llmClient returns an http.Client through a Transport configured with
-// the limits of throttletest.LLM server s, on waiter w (a Limiter, or a
-// distributed.Quota with the same Limits), settling each response's
-// Units from its usage with SettleResponseUnits in do.
-func llmLimits() []throttle.UnitLimit {
-	return []throttle.UnitLimit{
-		{Unit: "requests", Window: throttle.Window{Count: llmRPM, Per: llmWindow}},
-		{Unit: "tokens", Window: throttle.Window{Count: llmTPM, Per: llmWindow}},
+// llmLimits are the limits of the throttletest.LLM server: requests a
+// minute (the first limit) and tokens a minute.
+func llmLimits() []throttle.Limit {
+	return []throttle.Limit{
+		{Count: llmRPM, Per: llmWindow},
+		{Unit: "tokens", Count: llmTPM, Per: llmWindow},
 	}
 }
 
-// llmUnits returns a request's cost: a request and its max_tokens
+// llmCost returns a request's cost: a request and its max_tokens
 // (the estimate) times reserve: 1 waits for the estimate, 1.5 for the
 // most a request may use (the estimate's +50%).
-func llmUnits(reserve float64) func(r *http.Request) []throttle.UnitCost {
-	return func(r *http.Request) []throttle.UnitCost {
+func llmCost(reserve float64) func(r *http.Request) throttle.Cost {
+	return func(r *http.Request) throttle.Cost {
 		n, _ := strconv.Atoi(r.Header.Get("X-Max-Tokens"))
-		return []throttle.UnitCost{{Unit: "requests", N: 1}, {Unit: "tokens", N: int(math.Ceil(reserve * float64(n)))}}
+		return throttle.Cost{Units: map[string]int{"tokens": int(math.Ceil(reserve * float64(n)))}}
 	}
 }
 
@@ -72,7 +70,7 @@ func llmDo(client *http.Client, est int) error {
 	if resp.StatusCode != http.StatusOK || err != nil {
 		return fmt.Errorf("status %d, %v", resp.StatusCode, err)
 	}
-	return throttle.SettleResponseUnits(resp, []throttle.UnitCost{{Unit: "requests", N: 1}, {Unit: "tokens", N: out.Usage.TotalTokens}})
+	return throttle.SettleResponse(resp, throttle.Cost{Units: map[string]int{"tokens": out.Usage.TotalTokens}})
 }
 
 // newLLMServer returns the fake API, its usage drawn from seed, and the
@@ -154,7 +152,7 @@ func TestLLMLimits(t *testing.T) {
 				client := &http.Client{Transport: &throttle.Transport{
 					Base:   &throttletest.Direct{Handler: srv, Latency: llmLatency},
 					Waiter: &throttle.Limiter{Limits: llmLimits(), InFlight: llmInFlight},
-					Units:  llmUnits(tt.reserve),
+					CostOf: llmCost(tt.reserve),
 				}}
 				llmLoad(t, client, 32, 1, start, run)
 				llmFigures(t, srv, *used, run, tt.max429)

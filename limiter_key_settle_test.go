@@ -14,10 +14,10 @@ import (
 	"github.com/throttle-go/throttle"
 )
 
-// settleKey returns key k of l as a Waiter and a Settler.
-func settleKey(l *throttle.Limiter) (throttle.Waiter, throttle.Settler) {
-	w := l.For("k")
-	return w, w.(throttle.Settler)
+// keyState returns key's state now (a Limiter key's State never fails).
+func keyState(l *throttle.Limiter, key string) throttle.State {
+	st, _ := l.For(key).State(context.Background())
+	return st
 }
 
 // waitAt starts a wait of n units and returns a channel that receives
@@ -55,14 +55,14 @@ func TestSettleMovesTurns(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				w, s := settleKey(&throttle.Limiter{Limit: 10, Burst: 5})
+				w := (&throttle.Limiter{Limits: []throttle.Limit{{Rate: 10, Burst: 5}}}).For("k")
 				start := time.Now()
 				if err := w.WaitN(t.Context(), 5); err != nil {
 					t.Fatal(err)
 				}
 				next := waitAt(t.Context(), w, 5, start)
 				time.Sleep(tt.at)
-				if err := s.Settle(t.Context(), 5, tt.actual); err != nil {
+				if err := w.Settle(t.Context(), throttle.Cost{N: 5}, throttle.Cost{N: tt.actual}); err != nil {
 					t.Fatalf("Settle(5, %d): %v", tt.actual, err)
 				}
 				if got := <-next; got.err != nil || got.at != tt.want {
@@ -82,12 +82,12 @@ func TestSettleNextWait(t *testing.T) {
 		want   time.Duration
 	}{{5, 400 * time.Millisecond}, {2, 100 * time.Millisecond}, {8, 700 * time.Millisecond}} {
 		synctest.Test(t, func(t *testing.T) {
-			w, s := settleKey(&throttle.Limiter{Limit: 10, Burst: 5})
+			w := (&throttle.Limiter{Limits: []throttle.Limit{{Rate: 10, Burst: 5}}}).For("k")
 			start := time.Now()
 			if err := w.WaitN(t.Context(), 5); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Settle(t.Context(), 5, tt.actual); err != nil {
+			if err := w.Settle(t.Context(), throttle.Cost{N: 5}, throttle.Cost{N: tt.actual}); err != nil {
 				t.Fatal(err)
 			}
 			if err := w.WaitN(t.Context(), 4); err != nil || time.Since(start) != tt.want {
@@ -104,12 +104,12 @@ func TestSettleNextWait(t *testing.T) {
 // a wait of 5 goes 200ms later.
 func TestSettleAfterIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		w, s := settleKey(&throttle.Limiter{Limit: 10, Burst: 5})
+		w := (&throttle.Limiter{Limits: []throttle.Limit{{Rate: 10, Burst: 5}}}).For("k")
 		if err := w.WaitN(t.Context(), 1); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Second)
-		if err := s.Settle(t.Context(), 1, 3); err != nil {
+		if err := w.Settle(t.Context(), throttle.Cost{N: 1}, throttle.Cost{N: 3}); err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()
@@ -124,16 +124,16 @@ func TestSettleAfterIdle(t *testing.T) {
 // nothing changed.
 func TestSettleBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := &throttle.Limiter{Limit: 10, Burst: 5}
-		w, s := settleKey(l)
+		l := &throttle.Limiter{Limits: []throttle.Limit{{Rate: 10, Burst: 5}}}
+		w := l.For("k")
 		if err := w.WaitN(t.Context(), 5); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Second) // the bucket is full again
-		if err := s.Settle(t.Context(), 5, 0); err != nil {
+		if err := w.Settle(t.Context(), throttle.Cost{N: 5}, throttle.Cost{N: 0}); err != nil {
 			t.Fatal(err)
 		}
-		if st := l.State("k"); st.Tokens != 5 {
+		if st := keyState(l, "k"); st.Tokens != 5 {
 			t.Errorf("5 units given back to a full bucket of 5: it holds %v; want 5", st.Tokens)
 		}
 		start := time.Now()
@@ -147,11 +147,11 @@ func TestSettleBounded(t *testing.T) {
 			spent, actual int
 			want          error
 		}{{2, -1, throttle.ErrInvalidLimit}, {-1, 0, throttle.ErrInvalidLimit}, {6, 0, throttle.ErrCostExceedsBurst}} {
-			if err := s.Settle(t.Context(), tt.spent, tt.actual); !errors.Is(err, tt.want) {
+			if err := w.Settle(t.Context(), throttle.Cost{N: tt.spent}, throttle.Cost{N: tt.actual}); !errors.Is(err, tt.want) {
 				t.Errorf("Settle(%d, %d) = %v; want %v", tt.spent, tt.actual, err, tt.want)
 			}
 		}
-		if st := l.State("k"); st.Next != 100*time.Millisecond {
+		if st := keyState(l, "k"); st.Next != 100*time.Millisecond {
 			t.Errorf("after refused settles, the next unit is in %v; want 100ms (nothing changed)", st.Next)
 		}
 	})
@@ -164,7 +164,7 @@ func TestSettleBounded(t *testing.T) {
 // (at 900ms), not two at once.
 func TestSettleBoundedQueued(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		w, s := settleKey(&throttle.Limiter{Limit: 10, Burst: 5})
+		w := (&throttle.Limiter{Limits: []throttle.Limit{{Rate: 10, Burst: 5}}}).For("k")
 		start := time.Now()
 		if err := w.WaitN(t.Context(), 5); err != nil {
 			t.Fatal(err)
@@ -173,7 +173,7 @@ func TestSettleBoundedQueued(t *testing.T) {
 		synctest.Wait()
 		third := waitAt(t.Context(), w, 5, start)
 		time.Sleep(400 * time.Millisecond)
-		if err := s.Settle(t.Context(), 5, 0); err != nil {
+		if err := w.Settle(t.Context(), throttle.Cost{N: 5}, throttle.Cost{N: 0}); err != nil {
 			t.Fatal(err)
 		}
 		for i, tt := range []struct {
@@ -191,7 +191,7 @@ func TestSettleBoundedQueued(t *testing.T) {
 // deadline ends it at once, its units given back.
 func TestSettleDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		w, s := settleKey(&throttle.Limiter{Limit: 10, Burst: 5})
+		w := (&throttle.Limiter{Limits: []throttle.Limit{{Rate: 10, Burst: 5}}}).For("k")
 		start := time.Now()
 		if err := w.WaitN(t.Context(), 5); err != nil {
 			t.Fatal(err)
@@ -200,7 +200,7 @@ func TestSettleDeadline(t *testing.T) {
 		defer cancel()
 		next := waitAt(ctx, w, 5, start)
 		time.Sleep(100 * time.Millisecond)
-		if err := s.Settle(t.Context(), 5, 8); err != nil {
+		if err := w.Settle(t.Context(), throttle.Cost{N: 5}, throttle.Cost{N: 8}); err != nil {
 			t.Fatal(err)
 		}
 		if got := <-next; !errors.Is(got.err, throttle.ErrWouldExceedDeadline) || got.at != 100*time.Millisecond {
@@ -229,7 +229,7 @@ func TestSettleNeverOver(t *testing.T) {
 		admit bool
 	}
 	synctest.Test(t, func(t *testing.T) {
-		w, s := settleKey(&throttle.Limiter{Limit: limit, Burst: burst})
+		w := (&throttle.Limiter{Limits: []throttle.Limit{{Rate: limit, Burst: burst}}}).For("k")
 		start := time.Now()
 		var (
 			mu     sync.Mutex
@@ -248,7 +248,7 @@ func TestSettleNeverOver(t *testing.T) {
 					at := time.Since(start)
 					time.Sleep(time.Duration(1+r.IntN(300)) * time.Millisecond)
 					actual := int(math.Round(float64(n) * (0.5 + r.Float64())))
-					if err := s.Settle(t.Context(), n, actual); err != nil {
+					if err := w.Settle(t.Context(), throttle.Cost{N: n}, throttle.Cost{N: actual}); err != nil {
 						t.Error(err)
 						return
 					}
@@ -319,4 +319,116 @@ func TestSettleNeverOver(t *testing.T) {
 			t.Errorf("%.0f units as settled in %v; want %.0f ± %d", settledUnits, run, ideal, 2*burst*goroutines)
 		}
 	})
+}
+
+// TestSettleUnits: a cost settled in the tokens unit moves the tokens
+// limits, exactly: a bucket's queued turn earlier by the units given back
+// (never past a full bucket), later by a charge; a window's count down by
+// a give-back (in the window the units went) and up by a charge.
+func TestSettleUnits(t *testing.T) {
+	tokens := func(n int) map[string]int { return map[string]int{"tokens": n} }
+	for _, tt := range []struct {
+		name   string
+		limit  throttle.Limit
+		used   int           // the first wait's 1,000 tokens, settled as used
+		second int           // the second wait's tokens
+		want   time.Duration // when the second wait goes
+	}{
+		// 1,000 tokens a second, 1,000 at once: 1,000 spent, 620 used →
+		// 380 back: 800 tokens go after 420 ms, not 800 ms.
+		{"bucket give-back", throttle.Limit{Unit: "tokens", Rate: 1000, Burst: 1000}, 620, 800, 420 * time.Millisecond},
+		// 1,500 used: a debt of 500, 800 tokens go after 1.3 s.
+		{"bucket charge", throttle.Limit{Unit: "tokens", Rate: 1000, Burst: 1000}, 1500, 800, 1300 * time.Millisecond},
+		// All given back: the bucket is full again, and no more than full
+		// (1,001 would exceed its burst: 1,000 go now, the 1,001st later).
+		{"bucket give-back all", throttle.Limit{Unit: "tokens", Rate: 1000, Burst: 1000}, 0, 1000, 0},
+		// 1,000 per 2 s window: 380 back leaves room for 380 more now.
+		{"window give-back", throttle.Limit{Unit: "tokens", Count: 1000, Per: 2 * time.Second}, 620, 380, 0},
+		{"window give-back short", throttle.Limit{Unit: "tokens", Count: 1000, Per: 2 * time.Second}, 620, 381, 2 * time.Second},
+		// 1,500 used in a window of 2,000: 500 left, not 1,000.
+		{"window charge", throttle.Limit{Unit: "tokens", Count: 2000, Per: 2 * time.Second}, 1500, 501, 2 * time.Second},
+		{"window charge fits", throttle.Limit{Unit: "tokens", Count: 2000, Per: 2 * time.Second}, 1500, 500, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				// Start on a window's boundary (the bubble's clock is
+				// 2000-01-01 UTC, a multiple of 2 s since the epoch).
+				lim := (&throttle.Limiter{Limits: []throttle.Limit{tt.limit}}).For("k")
+				ctx := context.Background()
+				spent := throttle.Cost{Units: tokens(1000)}
+				if err := lim.Wait(ctx, spent); err != nil {
+					t.Fatal(err)
+				}
+				if err := lim.Settle(ctx, spent, throttle.Cost{Units: tokens(tt.used)}); err != nil {
+					t.Fatal(err)
+				}
+				start := time.Now()
+				if err := lim.Wait(ctx, throttle.Cost{Units: tokens(tt.second)}); err != nil {
+					t.Fatal(err)
+				}
+				if got := time.Since(start); got != tt.want {
+					t.Errorf("second wait of %d tokens went after %v; want %v", tt.second, got, tt.want)
+				}
+			})
+		})
+	}
+}
+
+// TestSettleUnitsQueued: a give-back moves a queued wait's turn earlier at
+// once, and a charge later: its sleeper learns it.
+func TestSettleUnitsQueued(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		used int
+		want time.Duration
+	}{{"give-back", 600, 600 * time.Millisecond}, {"charge", 1200, 1200 * time.Millisecond}} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				lim := (&throttle.Limiter{Limits: []throttle.Limit{{Unit: "tokens", Rate: 1000, Burst: 1000}}}).For("k")
+				ctx := context.Background()
+				spent := throttle.Cost{Units: map[string]int{"tokens": 1000}}
+				if err := lim.Wait(ctx, spent); err != nil {
+					t.Fatal(err)
+				}
+				start := time.Now()
+				done := make(chan time.Duration)
+				go func() {
+					lim.Wait(ctx, spent) // queued: due at 1 s
+					done <- time.Since(start)
+				}()
+				synctest.Wait()
+				if err := lim.Settle(ctx, spent, throttle.Cost{Units: map[string]int{"tokens": tt.used}}); err != nil {
+					t.Fatal(err)
+				}
+				if got := <-done; got != tt.want {
+					t.Errorf("queued wait went after %v; want %v", got, tt.want)
+				}
+			})
+		})
+	}
+}
+
+// TestSettleUnitsErrors: a unit the key has no limit in, a negative cost,
+// or a spent cost no wait could spend fails and changes nothing.
+func TestSettleUnitsErrors(t *testing.T) {
+	lim := &throttle.Limiter{Limits: []throttle.Limit{{Unit: "tokens", Rate: 1000, Burst: 1000}}}
+	ctx := context.Background()
+	k := lim.For("a")
+	tok := func(n int) throttle.Cost { return throttle.Cost{Units: map[string]int{"tokens": n}} }
+	for _, tt := range []struct {
+		name          string
+		spent, actual throttle.Cost
+		want          error
+	}{
+		{"unknown unit", tok(10), throttle.Cost{Units: map[string]int{"bytes": 1}}, throttle.ErrInvalidLimit},
+		{"negative", tok(10), tok(-1), throttle.ErrInvalidLimit},
+		{"past burst", tok(1001), tok(10), throttle.ErrCostExceedsBurst},
+	} {
+		if err := k.Settle(ctx, tt.spent, tt.actual); !errors.Is(err, tt.want) {
+			t.Errorf("%s: Settle = %v; want %v", tt.name, err, tt.want)
+		}
+	}
+	if ok, _, _ := lim.For("a").Try(ctx, tok(1000)); !ok {
+		t.Errorf("after failed settles, Try(1000 tokens) on a full bucket = false")
+	}
 }

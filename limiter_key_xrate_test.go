@@ -14,21 +14,48 @@ import (
 )
 
 // x/time/rate's own test suite (rate_test.go, v0.16.0), ported to a
-// Limiter key through Key. Its times t0…t9 are multiples of d = 100 ms
-// (tick) from the first call; a synctest bubble's clock stands still
+// Limiter key's Quota: AllowN, ReserveN and WaitN there are x/time/rate's
+// names, and the x/time/rate methods a Quota lacks (Tokens, SetLimit,
+// SetBurst) are read from its State and set with Limiter.SetRate. Its
+// times t0…t9 are multiples of d = 100 ms (tick) from the first call; a
+// synctest bubble's clock stands still
 // between sleeps, so each step runs at exactly its time. Where
 // x/time/rate's semantics and a Limiter's differ (a cancelled
 // reservation's units; a clock that never jumps back) the port says so
 // and checks a Limiter's. The cancellation tests are ported as waits in
-// refund_test.go (TestDefect8RefundsPorted).
+// refund_test.go (TestRefundsXRatePorted).
 
-// xrate runs f in a bubble with a Key of limit and burst and a function
+// xkey is a Limiter key's Quota with the x/time/rate methods it lacks.
+type xkey struct {
+	Quota
+	l   *Limiter
+	key string
+}
+
+func newXKey(l *Limiter, key string) xkey { return xkey{l.For(key), l, key} }
+
+// Tokens is x/time/rate's Tokens: State's.
+func (k xkey) Tokens() float64 { return keyState(k.l, k.key).Tokens }
+
+// SetLimit is x/time/rate's SetLimit: SetRate with the configured burst.
+func (k xkey) SetLimit(r rate.Limit) error {
+	_, burst := k.l.key(k.key).k().Rate()
+	return k.l.SetRate(k.key, r, burst)
+}
+
+// SetBurst is x/time/rate's SetBurst: SetRate with the configured rate.
+func (k xkey) SetBurst(b int) error {
+	r, _ := k.l.key(k.key).k().Rate()
+	return k.l.SetRate(k.key, r, b)
+}
+
+// xrate runs f in a bubble with a key of limit and burst and a function
 // that sleeps until t0 + k·d.
-func xrate(t *testing.T, limit rate.Limit, burst int, f func(t *testing.T, k *Key, at func(int))) {
+func xrate(t *testing.T, limit rate.Limit, burst int, f func(t *testing.T, k xkey, at func(int))) {
 	t.Helper()
 	synctest.Test(t, func(t *testing.T) {
-		l := &Limiter{Overrides: map[string]Rate{"k": {Limit: limit, Burst: burst}}}
-		k := l.Key("k")
+		l := &Limiter{Overrides: map[string][]Limit{"k": {{Rate: limit, Burst: burst}}}}
+		k := newXKey(l, "k")
 		t0 := time.Now()
 		at := func(i int) {
 			if d := time.Until(t0.Add(time.Duration(i) * tick)); d > 0 {
@@ -46,7 +73,7 @@ type xallow struct {
 	ok   bool
 }
 
-func xrun(t *testing.T, k *Key, at func(int), allows []xallow) {
+func xrun(t *testing.T, k xkey, at func(int), allows []xallow) {
 	t.Helper()
 	for i, a := range allows {
 		at(a.t)
@@ -62,7 +89,7 @@ func xrun(t *testing.T, k *Key, at func(int), allows []xallow) {
 }
 
 func TestXRateLimiterBurst1(t *testing.T) {
-	xrate(t, 10, 1, func(t *testing.T, k *Key, at func(int)) {
+	xrate(t, 10, 1, func(t *testing.T, k xkey, at func(int)) {
 		xrun(t, k, at, []xallow{
 			{0, 1, 1, true},
 			{0, 0, 1, false},
@@ -78,7 +105,7 @@ func TestXRateLimiterBurst1(t *testing.T) {
 }
 
 func TestXRateLimiterBurst3(t *testing.T) {
-	xrate(t, 10, 3, func(t *testing.T, k *Key, at func(int)) {
+	xrate(t, 10, 3, func(t *testing.T, k xkey, at func(int)) {
 		xrun(t, k, at, []xallow{
 			{0, 3, 2, true},
 			{0, 1, 2, false},
@@ -102,7 +129,7 @@ func TestXRateLimiterBurst3(t *testing.T) {
 
 func TestXRateSimultaneousRequests(t *testing.T) {
 	const limit, burst, requests = 1, 5, 15
-	k := (&Limiter{Limit: limit, Burst: burst}).Key("")
+	k := (&Limiter{Limits: []Limit{{Rate: limit, Burst: burst}}}).For("")
 	var ok atomic.Int32
 	var wg sync.WaitGroup
 	for range requests {
@@ -122,7 +149,7 @@ func TestXRateSimultaneousRequests(t *testing.T) {
 
 // xreserve reserves n at tick t (with a deadline of max ticks from then
 // if max ≥ 0) and checks the turn (tick want) or the refusal (want < 0).
-func xreserve(t *testing.T, k *Key, at func(int), tt, n, want int, maxT time.Duration) Reservation {
+func xreserve(t *testing.T, k xkey, at func(int), tt, n, want int, maxT time.Duration) Reservation {
 	t.Helper()
 	at(tt)
 	ctx := context.Background()
@@ -148,7 +175,7 @@ func xreserve(t *testing.T, k *Key, at func(int), tt, n, want int, maxT time.Dur
 const noMax = -1
 
 func TestXRateSimpleReserve(t *testing.T) {
-	xrate(t, 10, 2, func(t *testing.T, k *Key, at func(int)) {
+	xrate(t, 10, 2, func(t *testing.T, k xkey, at func(int)) {
 		xreserve(t, k, at, 0, 2, 0, noMax)
 		xreserve(t, k, at, 0, 2, 2, noMax)
 		xreserve(t, k, at, 3, 2, 4, noMax)
@@ -156,7 +183,7 @@ func TestXRateSimpleReserve(t *testing.T) {
 }
 
 func TestXRateMix(t *testing.T) {
-	xrate(t, 10, 2, func(t *testing.T, k *Key, at func(int)) {
+	xrate(t, 10, 2, func(t *testing.T, k xkey, at func(int)) {
 		xreserve(t, k, at, 0, 3, -1, noMax) // n > burst: refused
 		xreserve(t, k, at, 0, 2, 0, noMax)
 		xrun(t, k, at, []xallow{{1, 1, 2, false}}) // not enough tokens
@@ -167,7 +194,7 @@ func TestXRateMix(t *testing.T) {
 }
 
 func TestXRateCancelInvalid(t *testing.T) {
-	xrate(t, 10, 2, func(t *testing.T, k *Key, at func(int)) {
+	xrate(t, 10, 2, func(t *testing.T, k xkey, at func(int)) {
 		xreserve(t, k, at, 0, 2, 0, noMax)
 		xreserve(t, k, at, 0, 3, -1, noMax) // refused: nothing to cancel
 		xreserve(t, k, at, 0, 2, 2, noMax)  // did not get extra tokens
@@ -179,7 +206,7 @@ func TestXRateCancelInvalid(t *testing.T) {
 // come at t2 (its units went), so Cancel gives nothing back and the last
 // reservation waits for units the bucket really gathers: t5, not t4.
 func TestXRateCancel1Token(t *testing.T) {
-	xrate(t, 10, 2, func(t *testing.T, k *Key, at func(int)) {
+	xrate(t, 10, 2, func(t *testing.T, k xkey, at func(int)) {
 		xreserve(t, k, at, 0, 2, 0, noMax)
 		r := xreserve(t, k, at, 0, 2, 2, noMax)
 		xreserve(t, k, at, 0, 1, 3, noMax)
@@ -194,7 +221,7 @@ func TestXRateCancel1Token(t *testing.T) {
 // back A's 3 units and C's 1 exactly: B moves up to t1 (it goes then),
 // and the last 3 units are gathered by t4.
 func TestXRateCancelMulti(t *testing.T) {
-	xrate(t, 10, 4, func(t *testing.T, k *Key, at func(int)) {
+	xrate(t, 10, 4, func(t *testing.T, k xkey, at func(int)) {
 		xreserve(t, k, at, 0, 4, 0, noMax)
 		rA := xreserve(t, k, at, 0, 3, 3, noMax)
 		rB := xreserve(t, k, at, 0, 1, 4, noMax)
@@ -213,7 +240,7 @@ func TestXRateCancelMulti(t *testing.T) {
 // 5/s; at 10/s it keeps it, so the queued 2 units go at t3 and the next
 // unit at t4 (x/time/rate: t4, the queued reservation staying at t4).
 func TestXRateReserveSetLimit(t *testing.T) {
-	xrate(t, 5, 2, func(t *testing.T, k *Key, at func(int)) {
+	xrate(t, 5, 2, func(t *testing.T, k xkey, at func(int)) {
 		xreserve(t, k, at, 0, 2, 0, noMax)
 		r := xreserve(t, k, at, 0, 2, 4, noMax)
 		at(2)
@@ -231,7 +258,7 @@ func TestXRateReserveSetLimit(t *testing.T) {
 // 4 units at 5/s take 8 ticks: t12. x/time/rate answers t9, which its
 // own test notes "violates Limit and Burst".
 func TestXRateReserveSetBurst(t *testing.T) {
-	xrate(t, 5, 2, func(t *testing.T, k *Key, at func(int)) {
+	xrate(t, 5, 2, func(t *testing.T, k xkey, at func(int)) {
 		xreserve(t, k, at, 0, 2, 0, noMax)
 		xreserve(t, k, at, 0, 2, 4, noMax)
 		at(3)
@@ -243,7 +270,7 @@ func TestXRateReserveSetBurst(t *testing.T) {
 }
 
 func TestXRateReserveSetLimitCancel(t *testing.T) {
-	xrate(t, 5, 2, func(t *testing.T, k *Key, at func(int)) {
+	xrate(t, 5, 2, func(t *testing.T, k xkey, at func(int)) {
 		xreserve(t, k, at, 0, 2, 0, noMax)
 		r := xreserve(t, k, at, 0, 2, 4, noMax)
 		at(2)
@@ -262,7 +289,7 @@ func TestXRateReserveSetLimitCancel(t *testing.T) {
 // deadline is a nanosecond past its turn, and the first check is the
 // refusal at the deadline.
 func TestXRateReserveMax(t *testing.T) {
-	xrate(t, 10, 2, func(t *testing.T, k *Key, at func(int)) {
+	xrate(t, 10, 2, func(t *testing.T, k xkey, at func(int)) {
 		xreserve(t, k, at, 0, 2, 0, tick)
 		xreserve(t, k, at, 0, 1, -1, tick)   // at the deadline: refused
 		xreserve(t, k, at, 0, 1, 1, tick+1)  // reserve for close future
@@ -272,7 +299,7 @@ func TestXRateReserveMax(t *testing.T) {
 
 // xwait waits for n and checks the error and the delay in ticks (exact:
 // the bubble's clock has no scheduling slop).
-func xwait(t *testing.T, k *Key, ctx context.Context, name string, n, delay int, nilErr bool) {
+func xwait(t *testing.T, k xkey, ctx context.Context, name string, n, delay int, nilErr bool) {
 	t.Helper()
 	start := time.Now()
 	err := k.WaitN(ctx, n)
@@ -283,7 +310,7 @@ func xwait(t *testing.T, k *Key, ctx context.Context, name string, n, delay int,
 }
 
 func TestXRateWaitSimple(t *testing.T) {
-	xrate(t, 10, 3, func(t *testing.T, k *Key, at func(int)) {
+	xrate(t, 10, 3, func(t *testing.T, k xkey, at func(int)) {
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
 		xwait(t, k, ctx, "already-cancelled", 1, 0, false)
@@ -294,7 +321,7 @@ func TestXRateWaitSimple(t *testing.T) {
 }
 
 func TestXRateWaitCancel(t *testing.T) {
-	xrate(t, 10, 3, func(t *testing.T, k *Key, at func(int)) {
+	xrate(t, 10, 3, func(t *testing.T, k xkey, at func(int)) {
 		ctx, cancel := context.WithCancel(t.Context())
 		xwait(t, k, ctx, "act-now", 2, 0, true) // 1 token left
 		time.AfterFunc(tick, cancel)
@@ -305,7 +332,7 @@ func TestXRateWaitCancel(t *testing.T) {
 }
 
 func TestXRateWaitTimeout(t *testing.T) {
-	xrate(t, 10, 3, func(t *testing.T, k *Key, at func(int)) {
+	xrate(t, 10, 3, func(t *testing.T, k xkey, at func(int)) {
 		ctx, cancel := context.WithTimeout(t.Context(), tick)
 		defer cancel()
 		xwait(t, k, ctx, "act-now", 2, 0, true)
@@ -314,13 +341,13 @@ func TestXRateWaitTimeout(t *testing.T) {
 }
 
 func TestXRateWaitInf(t *testing.T) {
-	xrate(t, rate.Inf, 0, func(t *testing.T, k *Key, at func(int)) {
+	xrate(t, rate.Inf, 0, func(t *testing.T, k xkey, at func(int)) {
 		xwait(t, k, t.Context(), "exceed-burst-no-error", 3, 0, true)
 	})
 }
 
 func TestXRateZeroLimit(t *testing.T) {
-	k := (&Limiter{Limit: 0, Burst: 1}).Key("")
+	k := (&Limiter{Limits: []Limit{{Rate: 0, Burst: 1}}}).For("")
 	if !k.Allow() {
 		t.Errorf("Limit(0, 1) want true when first used")
 	}
@@ -330,7 +357,7 @@ func TestXRateZeroLimit(t *testing.T) {
 }
 
 func TestXRateSetAfterZeroLimit(t *testing.T) {
-	xrate(t, 0, 1, func(t *testing.T, k *Key, at func(int)) {
+	xrate(t, 0, 1, func(t *testing.T, k xkey, at func(int)) {
 		if !k.Allow() {
 			t.Errorf("Limit(0, 1) want true when first used")
 		}
@@ -347,7 +374,7 @@ func TestXRateSetAfterZeroLimit(t *testing.T) {
 
 func TestXRateTinyLimit(t *testing.T) {
 	for _, l := range []rate.Limit{1e-10, 1e-300, math.SmallestNonzeroFloat64} {
-		k := (&Limiter{Limit: l, Burst: 1}).Key("")
+		k := (&Limiter{Limits: []Limit{{Rate: l, Burst: 1}}}).For("")
 		if !k.Allow() {
 			t.Errorf("Limit(%v, 1) want true when first used", l)
 		}
@@ -360,10 +387,10 @@ func TestXRateTinyLimit(t *testing.T) {
 // TestZeroRate: the zero Rate is no limit (the zero Limiter, an empty
 // override); Limit 0 with a Burst lets the burst through and then
 // nothing: a wait with a deadline is refused at once, one without sleeps
-// until its ctx ends, and State shows Limit 0.
+// until its ctx ends, and State shows Rate 0 (rate.Inf for no limit).
 func TestZeroRate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := &Limiter{Overrides: map[string]Rate{"empty": {}, "stop": {Burst: 3}}}
+		l := &Limiter{Overrides: map[string][]Limit{"empty": {}, "stop": {{Burst: 3}}}}
 		for _, key := range []string{"", "empty", "other"} {
 			for i := range 100 {
 				if err := l.For(key).WaitN(t.Context(), 5); err != nil {
@@ -371,7 +398,7 @@ func TestZeroRate(t *testing.T) {
 				}
 			}
 		}
-		k := l.Key("stop")
+		k := l.For("stop")
 		if err := k.WaitN(t.Context(), 3); err != nil {
 			t.Fatalf("the burst of a Limit 0 key: %v", err)
 		}
@@ -387,14 +414,11 @@ func TestZeroRate(t *testing.T) {
 		if err := k.WaitN(ctx2, 1); !errors.Is(err, context.Canceled) || time.Since(start) != 1000*time.Hour {
 			t.Errorf("a wait past a Limit 0 key's burst: %v after %v, want context.Canceled after 1000h", err, time.Since(start))
 		}
-		if st := l.State("stop"); st.Limit != 0 || st.Tokens != 0 {
-			t.Errorf("State of a spent Limit 0 key: Limit %v, Tokens %v; want 0, 0", st.Limit, st.Tokens)
+		if st := keyState(l, "stop"); st.Rate != 0 || st.Tokens != 0 {
+			t.Errorf("State of a spent Limit 0 key: Rate %v, Tokens %v; want 0, 0", st.Rate, st.Tokens)
 		}
-		if got := k.Limit(); got != 0 {
-			t.Errorf("Key.Limit() = %v, want 0", got)
-		}
-		if got := l.Key("empty").Limit(); got != rate.Inf {
-			t.Errorf("Key.Limit() of the zero Rate = %v, want rate.Inf", got)
+		if got := keyState(l, "empty").Rate; got != rate.Inf {
+			t.Errorf("State.Rate of the zero Rate = %v, want rate.Inf", got)
 		}
 	})
 }
