@@ -110,7 +110,7 @@ func TestTransportDryRunUnits(t *testing.T) {
 				{Rate: 100, Burst: 10},
 				{Unit: "tokens", Rate: 100, Burst: 100},
 			}},
-			CostOf:  func(*http.Request) Cost { return Cost{Units: map[string]int{"tokens": 60}} },
+			CostOf:  func(*http.Request) Cost { return Cost{N: 1, Units: map[string]int{"tokens": 60}} },
 			DryRun:  true,
 			OnEvent: ev.add,
 		}

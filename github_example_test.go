@@ -38,9 +38,9 @@ func ExampleTransport_github() {
 		CostOf: func(r *http.Request) throttle.Cost {
 			switch r.Method {
 			case http.MethodGet, http.MethodHead, http.MethodOptions:
-				return throttle.Cost{Units: map[string]int{"points": 1}}
+				return throttle.Cost{N: 1, Units: map[string]int{"points": 1}}
 			}
-			return throttle.Cost{Units: map[string]int{"points": 5}}
+			return throttle.Cost{N: 1, Units: map[string]int{"points": 5}}
 		},
 	}}
 

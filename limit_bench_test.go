@@ -21,7 +21,7 @@ func BenchmarkLimitsWait(b *testing.B) {
 		l.For("host-" + strconv.Itoa(i))
 	}
 	ctx := context.Background()
-	cost := Cost{Units: map[string]int{"tokens": 500}}
+	cost := Cost{N: 1, Units: map[string]int{"tokens": 500}}
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := l.For("api.example.com").Wait(ctx, cost); err != nil {
@@ -45,7 +45,7 @@ func BenchmarkLimitsRatio(b *testing.B) {
 		two.For("host-" + strconv.Itoa(i))
 	}
 	ctx := context.Background()
-	cost := Cost{Units: map[string]int{"tokens": 500}}
+	cost := Cost{N: 1, Units: map[string]int{"tokens": 500}}
 	var t1, t2 time.Duration
 	b.ReportAllocs()
 	for b.Loop() {
@@ -69,7 +69,7 @@ func BenchmarkLimitsRatio(b *testing.B) {
 func BenchmarkLimitsLogTry(b *testing.B) {
 	l := &Limiter{Limits: []Limit{{Unit: "requests", Count: MaxLogCount, Per: time.Hour, Kind: SlidingLog}}}
 	ctx := context.Background()
-	one := Cost{Units: map[string]int{"requests": 1}}
+	one := Cost{N: 1, Units: map[string]int{"requests": 1}}
 	w := l.For("api.example.com")
 	for range MaxLogCount {
 		if ok, _, err := w.Try(ctx, one); !ok || err != nil {

@@ -23,7 +23,7 @@ func ExampleLimit_tokens() {
 	key := lim.For("api.openai.com")
 	for i, tokens := range []int{400, 400, 400, 0, 100} {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := key.Wait(ctx, throttle.Cost{Units: map[string]int{"tokens": tokens}})
+		err := key.Wait(ctx, throttle.Cost{N: 1, Units: map[string]int{"tokens": tokens}})
 		cancel()
 		var de *throttle.DeadlineError
 		switch {

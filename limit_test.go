@@ -18,8 +18,8 @@ import (
 // each wait called at 0 in order (a goroutine each, FIFO), against the
 // turns worked out by hand from schedule_limits.go's rule.
 func TestLimitsTurns(t *testing.T) {
-	tok := func(n int) Cost { return Cost{Units: map[string]int{"tokens": n}} }
-	req := func(n int) Cost { return Cost{Units: map[string]int{"requests": n}} }
+	tok := func(n int) Cost { return Cost{N: 1, Units: map[string]int{"tokens": n}} }
+	req := func(n int) Cost { return Cost{N: 1, Units: map[string]int{"requests": n}} }
 	tests := []struct {
 		name   string
 		l      *Limiter
@@ -40,7 +40,7 @@ func TestLimitsTurns(t *testing.T) {
 			// Requests bind: 1/s burst 1; the tokens' bucket is deep.
 			name:  "requests bind",
 			l:     &Limiter{Limits: []Limit{{Rate: 1, Burst: 1}, {Unit: "tokens", Rate: 1000, Burst: 1000}}},
-			costs: []Cost{tok(10), tok(10), {}},
+			costs: []Cost{tok(10), tok(10), {N: 1}},
 			want:  []time.Duration{0, time.Second, 2 * time.Second},
 		},
 		{
@@ -50,7 +50,7 @@ func TestLimitsTurns(t *testing.T) {
 			name:  "no credit from before a wait could go",
 			l:     &Limiter{Limits: []Limit{{Unit: "tokens", Rate: 10, Burst: 5}}},
 			pause: 10 * time.Second,
-			costs: []Cost{tok(5), tok(5), {}},
+			costs: []Cost{tok(5), tok(5), {N: 1}},
 			want:  []time.Duration{10 * time.Second, 10500 * time.Millisecond, 10500 * time.Millisecond},
 		},
 		{
@@ -193,7 +193,7 @@ func TestLimitsCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := &Limiter{Limits: []Limit{{Rate: 10, Burst: 1}, {Unit: "tokens", Rate: 10, Burst: 10}}}
 		w := l.For("k")
-		tok := func(n int) Cost { return Cost{Units: map[string]int{"tokens": n}} }
+		tok := func(n int) Cost { return Cost{N: 1, Units: map[string]int{"tokens": n}} }
 		start := time.Now()
 		if err := w.Wait(t.Context(), tok(10)); err != nil { // tokens until 1 s
 			t.Fatal(err)
@@ -235,7 +235,7 @@ func TestLimitsTransport(t *testing.T) {
 		})
 		l := &Limiter{Limits: []Limit{{Rate: 1000, Burst: 10}, {Unit: "tokens", Rate: 100, Burst: 100}}}
 		tr := &Transport{Base: base, Waiter: l, DisableAdaptive: true,
-			CostOf: func(*http.Request) Cost { return Cost{Units: map[string]int{"tokens": 60}} }}
+			CostOf: func(*http.Request) Cost { return Cost{N: 1, Units: map[string]int{"tokens": 60}} }}
 		client := &http.Client{Transport: tr}
 		for range 3 {
 			resp, err := client.Get("http://api.example.com/")
@@ -264,7 +264,7 @@ func TestLimitsState(t *testing.T) {
 			{Unit: "requests", Count: 5, Per: time.Second},
 		}}
 		w := l.For("k")
-		cost := Cost{Units: map[string]int{"tokens": 8, "requests": 1}}
+		cost := Cost{N: 1, Units: map[string]int{"tokens": 8, "requests": 1}}
 		if err := w.Wait(t.Context(), cost); err != nil {
 			t.Fatal(err)
 		}
@@ -288,7 +288,7 @@ func TestLimitsTry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := &Limiter{Limits: []Limit{{Rate: 100, Burst: 10}, {Unit: "tokens", Rate: 10, Burst: 10}}}
 		w := l.For("k")
-		tok := func(n int) Cost { return Cost{Units: map[string]int{"tokens": n}} }
+		tok := func(n int) Cost { return Cost{N: 1, Units: map[string]int{"tokens": n}} }
 		for i, tt := range []struct {
 			tokens  int
 			ok      bool
@@ -318,7 +318,7 @@ func TestLimitsOverrides(t *testing.T) {
 			Limits:    []Limit{{Unit: "tokens", Rate: 10, Burst: 10}},
 			Overrides: map[string][]Limit{"big": {{Unit: "tokens", Rate: 10, Burst: 100}}, "none": {}},
 		}
-		tok := Cost{Units: map[string]int{"tokens": 50}}
+		tok := Cost{N: 1, Units: map[string]int{"tokens": 50}}
 		for _, tt := range []struct {
 			key  string
 			want error
@@ -338,7 +338,7 @@ func TestLimitsFirstUse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := &Limiter{Limits: []Limit{{Unit: "requests", Count: 3, Per: time.Second, Kind: FromFirstUse}}}
 		w := l.For("k")
-		req := func(n int) Cost { return Cost{Units: map[string]int{"requests": n}} }
+		req := func(n int) Cost { return Cost{N: 1, Units: map[string]int{"requests": n}} }
 		start := time.Now()
 		for i, step := range []struct {
 			sleep time.Duration
@@ -368,7 +368,7 @@ func TestLimitsLogBounded(t *testing.T) {
 		b := l.key("k")
 		start := time.Now()
 		for i := range 100 {
-			if err := w.Wait(t.Context(), Cost{Units: map[string]int{"requests": 1}}); err != nil {
+			if err := w.Wait(t.Context(), Cost{N: 1, Units: map[string]int{"requests": 1}}); err != nil {
 				t.Fatal(err)
 			}
 			var n int
@@ -395,7 +395,7 @@ func TestLimitsReserve(t *testing.T) {
 		l := &Limiter{Limits: []Limit{{Rate: 100, Burst: 10}, {Unit: "tokens", Rate: 100, Burst: 100}}}
 		ctx := context.Background()
 		k := l.For("k")
-		c := Cost{Units: map[string]int{"tokens": 60}}
+		c := Cost{N: 1, Units: map[string]int{"tokens": 60}}
 		r1, err := k.Reserve(ctx, c)
 		if err != nil || r1.Delay() != 0 {
 			t.Fatalf("first reservation = %v, delay %v; want at once", err, r1.Delay())
@@ -405,7 +405,7 @@ func TestLimitsReserve(t *testing.T) {
 			t.Fatalf("second reservation = %v, delay %v; want 200ms", err, r2.Delay())
 		}
 		r2.Cancel()
-		if ok, _, err := l.For("k").Try(ctx, Cost{Units: map[string]int{"tokens": 40}}); !ok || err != nil {
+		if ok, _, err := l.For("k").Try(ctx, Cost{N: 1, Units: map[string]int{"tokens": 40}}); !ok || err != nil {
 			t.Fatalf("try of the 40 tokens left after the cancel = %v, %v; want it to go", ok, err)
 		}
 		r3, err := k.Reserve(ctx, c)
@@ -415,7 +415,7 @@ func TestLimitsReserve(t *testing.T) {
 		if err := r3.Wait(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := k.Reserve(ctx, Cost{Units: map[string]int{"tokens": 101}}); !errors.Is(err, ErrCostExceedsBurst) {
+		if _, err := k.Reserve(ctx, Cost{N: 1, Units: map[string]int{"tokens": 101}}); !errors.Is(err, ErrCostExceedsBurst) {
 			t.Errorf("a reservation of 101 tokens = %v; want ErrCostExceedsBurst (burst 100)", err)
 		}
 	})

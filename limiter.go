@@ -154,7 +154,7 @@ func (l *Limiter) key(key string) *limiterKey {
 	if key == "" {
 		return (*limiterKey)(l.def)
 	}
-	return (*limiterKey)(l.keys.Get(key))
+	return (*limiterKey)(l.keys.For(key))
 }
 
 // For returns key's quota: see [Quota]. The key "" is the Limiter's own

@@ -34,7 +34,7 @@ func (q *limiterKey) Wait(ctx context.Context, cost ...Cost) error {
 	if err != nil {
 		return err
 	}
-	return keyErr(q.k().Name(), q.k().Wait(ctx, c.n(), v, queueOf(c)))
+	return keyErr(q.k().Name(), q.k().Wait(ctx, c.N, v, queueOf(c)))
 }
 
 // queueOf returns the queue a cost waits in.
@@ -55,7 +55,7 @@ func (q *limiterKey) Try(ctx context.Context, cost ...Cost) (bool, time.Duration
 	if err != nil {
 		return false, 0, err
 	}
-	ok, d, err := q.k().Try(ctx, c.n(), v)
+	ok, d, err := q.k().Try(ctx, c.N, v)
 	return ok, d, keyErr(q.k().Name(), err)
 }
 
@@ -81,7 +81,7 @@ func (q *limiterKey) Reserve(ctx context.Context, cost ...Cost) (Reservation, er
 	if err != nil {
 		return nil, err
 	}
-	return q.reserve(ctx, c.n(), v, queueOf(c))
+	return q.reserve(ctx, c.N, v, queueOf(c))
 }
 
 // ReserveN takes a turn for n units of the first limit: see [Quota].
@@ -136,7 +136,7 @@ func (q *limiterKey) Settle(ctx context.Context, spent, actual Cost) error {
 	if err != nil {
 		return err
 	}
-	return keyErr(k.Name(), k.Settle(spent.n(), actual.n(), d, l.listener(ctx, k.Name())))
+	return keyErr(k.Name(), k.Settle(spent.N, actual.N, d, l.listener(ctx, k.Name())))
 }
 
 // Acquire takes n units under the key's in-flight cap: see [Quota]. A
@@ -233,7 +233,7 @@ func (l *Limiter) costOf(k *local.Key, c Cost) ([]float64, error) {
 	v := make([]float64, len(units))
 	for i, u := range units {
 		if u == "" {
-			v[i] = float64(c.n())
+			v[i] = float64(c.N)
 		} else {
 			v[i] = float64(c.Units[u])
 		}
@@ -281,7 +281,7 @@ func (l *Limiter) settleUnits(k *local.Key, spent, actual Cost) ([]float64, erro
 	for i, u := range units {
 		switch n, named := actual.Units[u]; {
 		case u == "":
-			d[i] = float64(actual.n()) - s[i]
+			d[i] = float64(actual.N) - s[i]
 		case named:
 			d[i] = float64(n) - s[i]
 		}

@@ -39,7 +39,8 @@ type settled struct {
 // TestSettleMovesTurns: at 10/s, burst 5, a wait of 5 empties the bucket
 // and the next wait of 5 sleeps until 500ms. Settling the first as 2
 // (3 units back) at 50ms wakes it to go at 200ms; as 8 (a charge of 3)
-// at 100ms, at 800ms; as 15, a debt of 10 units past the burst, at 1.5 s.
+// at 100ms, at 800ms; as 15, a charge of 10 clamped to the burst's 5
+// (EventClamp), at 1 s.
 func TestSettleMovesTurns(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
@@ -51,7 +52,7 @@ func TestSettleMovesTurns(t *testing.T) {
 		{"give back 3", 50 * time.Millisecond, 2, 200 * time.Millisecond},
 		{"give back all", 50 * time.Millisecond, 0, 50 * time.Millisecond},
 		{"charge 3", 100 * time.Millisecond, 8, 800 * time.Millisecond},
-		{"debt past the burst", 100 * time.Millisecond, 15, 1500 * time.Millisecond},
+		{"charge past the burst", 100 * time.Millisecond, 15, time.Second},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -355,15 +356,15 @@ func TestSettleUnits(t *testing.T) {
 				// 2000-01-01 UTC, a multiple of 2 s since the epoch).
 				lim := (&throttle.Limiter{Limits: []throttle.Limit{tt.limit}}).For("k")
 				ctx := context.Background()
-				spent := throttle.Cost{Units: tokens(1000)}
+				spent := throttle.Cost{N: 1, Units: tokens(1000)}
 				if err := lim.Wait(ctx, spent); err != nil {
 					t.Fatal(err)
 				}
-				if err := lim.Settle(ctx, spent, throttle.Cost{Units: tokens(tt.used)}); err != nil {
+				if err := lim.Settle(ctx, spent, throttle.Cost{N: 1, Units: tokens(tt.used)}); err != nil {
 					t.Fatal(err)
 				}
 				start := time.Now()
-				if err := lim.Wait(ctx, throttle.Cost{Units: tokens(tt.second)}); err != nil {
+				if err := lim.Wait(ctx, throttle.Cost{N: 1, Units: tokens(tt.second)}); err != nil {
 					t.Fatal(err)
 				}
 				if got := time.Since(start); got != tt.want {
@@ -386,7 +387,7 @@ func TestSettleUnitsQueued(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				lim := (&throttle.Limiter{Limits: []throttle.Limit{{Unit: "tokens", Rate: 1000, Burst: 1000}}}).For("k")
 				ctx := context.Background()
-				spent := throttle.Cost{Units: map[string]int{"tokens": 1000}}
+				spent := throttle.Cost{N: 1, Units: map[string]int{"tokens": 1000}}
 				if err := lim.Wait(ctx, spent); err != nil {
 					t.Fatal(err)
 				}
@@ -397,7 +398,7 @@ func TestSettleUnitsQueued(t *testing.T) {
 					done <- time.Since(start)
 				}()
 				synctest.Wait()
-				if err := lim.Settle(ctx, spent, throttle.Cost{Units: map[string]int{"tokens": tt.used}}); err != nil {
+				if err := lim.Settle(ctx, spent, throttle.Cost{N: 1, Units: map[string]int{"tokens": tt.used}}); err != nil {
 					t.Fatal(err)
 				}
 				if got := <-done; got != tt.want {
@@ -414,13 +415,13 @@ func TestSettleUnitsErrors(t *testing.T) {
 	lim := &throttle.Limiter{Limits: []throttle.Limit{{Unit: "tokens", Rate: 1000, Burst: 1000}}}
 	ctx := context.Background()
 	k := lim.For("a")
-	tok := func(n int) throttle.Cost { return throttle.Cost{Units: map[string]int{"tokens": n}} }
+	tok := func(n int) throttle.Cost { return throttle.Cost{N: 1, Units: map[string]int{"tokens": n}} }
 	for _, tt := range []struct {
 		name          string
 		spent, actual throttle.Cost
 		want          error
 	}{
-		{"unknown unit", tok(10), throttle.Cost{Units: map[string]int{"bytes": 1}}, throttle.ErrInvalidLimit},
+		{"unknown unit", tok(10), throttle.Cost{N: 1, Units: map[string]int{"bytes": 1}}, throttle.ErrInvalidLimit},
 		{"negative", tok(10), tok(-1), throttle.ErrInvalidLimit},
 		{"past burst", tok(1001), tok(10), throttle.ErrCostExceedsBurst},
 	} {

@@ -35,7 +35,7 @@ func ExampleSettleResponse_limits() {
 	client := &http.Client{Transport: &throttle.Transport{
 		Waiter: lim,
 		CostOf: func(*http.Request) throttle.Cost {
-			return throttle.Cost{Units: map[string]int{"tokens": 20 + 500}} // prompt + max_tokens
+			return throttle.Cost{N: 1, Units: map[string]int{"tokens": 20 + 500}} // prompt + max_tokens
 		},
 	}}
 	show := func(what string, host string) {
@@ -65,7 +65,7 @@ func ExampleSettleResponse_limits() {
 	}
 	host := resp.Request.URL.Host
 	show("sent", host)
-	used := throttle.Cost{Units: map[string]int{"tokens": body.Usage.TotalTokens}}
+	used := throttle.Cost{N: 1, Units: map[string]int{"tokens": body.Usage.TotalTokens}}
 	if err := throttle.SettleResponse(resp, used); err != nil {
 		fmt.Println(err)
 	}

@@ -151,7 +151,7 @@ func ExampleQuota_Reserve() {
 	}}
 	key := lim.For("acme")
 	ctx := context.Background()
-	job := throttle.Cost{Units: map[string]int{"tokens": 60}}
+	job := throttle.Cost{N: 1, Units: map[string]int{"tokens": 60}}
 	for i := range 3 {
 		r, err := key.Reserve(ctx, job)
 		if err != nil {

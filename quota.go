@@ -79,8 +79,9 @@ type Quota interface {
 	// debt the next waits pay. Units given back never make a limit hold
 	// more than it holds at once, and a charge is at most what a limit
 	// holds at once beyond spent (more is dropped, and reported as an
-	// [EventClamp]). Settle each wait at most once, with what it spent:
-	// the quota keeps no receipt.
+	// [EventClamp]). actual is the whole cost: its N, and each unit it
+	// names (a unit it does not name stays as spent). Settle each wait at
+	// most once, with what it spent: the quota keeps no receipt.
 	Settle(ctx context.Context, spent, actual Cost) error
 
 	// Acquire waits until n units fit under the key's in-flight cap and
@@ -103,23 +104,20 @@ type Quota interface {
 	State(ctx context.Context) (State, error)
 }
 
-// Cost is what a wait spends: N units of the key's first limit (0 means
-// 1), and Units in the further limits by unit, e.g. {"tokens": 500}. A
-// unit named here must be one of the key's limits'.
+// Cost is what a wait spends: N units of the key's first limit (the unit
+// WaitN counts: a request, for a Transport), and Units of its further
+// limits by unit, e.g.
+//
+//	throttle.Cost{N: 1, Units: map[string]int{"tokens": 500}}
+//
+// A unit named must be one of the key's limits'. The zero Cost spends
+// nothing; an operation given no Cost spends one unit of the first limit.
 type Cost struct {
 	N     int
 	Units map[string]int
 	// Retry: the cost of a retry, which goes ahead of first attempts (a
 	// [Transport]'s retries).
 	Retry bool
-}
-
-// n returns the units of the first limit.
-func (c Cost) n() int {
-	if c.N == 0 {
-		return 1
-	}
-	return c.N
 }
 
 // sum adds costs up: none is one unit of the first limit.
@@ -132,7 +130,7 @@ func sum(cs []Cost) Cost {
 	}
 	var t Cost
 	for _, c := range cs {
-		t.N += c.n()
+		t.N += c.N
 		t.Retry = t.Retry || c.Retry
 		for u, v := range c.Units {
 			if t.Units == nil {

@@ -39,8 +39,8 @@ import (
 // a request would spend its attempts on one moment of overload. Else
 // after a jittered exponential backoff
 // (cenkalti/backoff/v4: InitialInterval × Multiplier^attempt, each ±50%,
-// at most MaxInterval). A bare 429 or 503 that slowed the key's waiter
-// down (an [Adapter], unless DisableAdaptive) is retried after
+// at most MaxInterval). A bare 429 or 503 that slowed the key's quota
+// down (unless DisableAdaptive) is retried after
 // InitialInterval (±50%) each time instead: the key's slower pace, shared
 // by every request, is then what backs off, and a per-request backoff
 // growing on top of it would hold a request back for seconds after the
@@ -48,8 +48,7 @@ import (
 // server's timing, not its budget (a rare refusal under a limit told
 // exactly, which leaves the key's pace as it is), is retried at once: it
 // takes the key's next paced turn. Every retry then waits for quota like
-// any request, ahead of first attempts when the waiter is a
-// [RetryWaiter].
+// any request, ahead of first attempts ([Cost].Retry).
 //
 // The bounds below hold whatever Classify says. A retry is given up, and
 // the last response returned, when its delay or its wait for quota would

@@ -72,8 +72,8 @@ type Transport struct {
 
 	// Key names the quota a request spends. Nil means [HostKey]: the
 	// request's host, lowercased, without a default port, so each API gets
-	// its own quota. Keys of a [Limiter]'s Overrides are written in the
-	// form Key returns.
+	// its own quota. Keys of a [Limiter]'s Overrides are written as Key
+	// gives them.
 	Key func(*http.Request) string
 
 	// CostOf is what a request costs: N units of the key's first limit
@@ -197,7 +197,7 @@ func (t *Transport) cost(req *http.Request) Cost {
 		return Cost{N: 1}
 	}
 	c := t.CostOf(req)
-	c.N, c.Retry = c.n(), false
+	c.Retry = false
 	return c
 }
 
@@ -239,6 +239,10 @@ type chain struct {
 	w Waiter
 }
 
+// NoInFlightCap reports that the chain has no in-flight cap: the
+// Transport's own keys have none.
+func (c chain) NoInFlightCap() bool { return true }
+
 func (c chain) WaitN(ctx context.Context, n int) error {
 	if err := c.Quota.WaitN(ctx, n); err != nil || c.w == nil {
 		return err
@@ -248,10 +252,10 @@ func (c chain) WaitN(ctx context.Context, n int) error {
 
 func (c chain) Wait(ctx context.Context, cost ...Cost) error {
 	s := sum(cost)
-	if err := c.Quota.Wait(ctx, Cost{N: s.n(), Retry: s.Retry}); err != nil || c.w == nil {
+	if err := c.Quota.Wait(ctx, Cost{N: s.N, Retry: s.Retry}); err != nil || c.w == nil {
 		return err
 	}
-	return c.w.WaitN(ctx, s.n())
+	return c.w.WaitN(ctx, s.N)
 }
 
 func (t *Transport) emit(e Event) {

@@ -46,7 +46,7 @@ func llmLimits() []throttle.Limit {
 func llmCost(reserve float64) func(r *http.Request) throttle.Cost {
 	return func(r *http.Request) throttle.Cost {
 		n, _ := strconv.Atoi(r.Header.Get("X-Max-Tokens"))
-		return throttle.Cost{Units: map[string]int{"tokens": int(math.Ceil(reserve * float64(n)))}}
+		return throttle.Cost{N: 1, Units: map[string]int{"tokens": int(math.Ceil(reserve * float64(n)))}}
 	}
 }
 
@@ -70,7 +70,7 @@ func llmDo(client *http.Client, est int) error {
 	if resp.StatusCode != http.StatusOK || err != nil {
 		return fmt.Errorf("status %d, %v", resp.StatusCode, err)
 	}
-	return throttle.SettleResponse(resp, throttle.Cost{Units: map[string]int{"tokens": out.Usage.TotalTokens}})
+	return throttle.SettleResponse(resp, throttle.Cost{N: 1, Units: map[string]int{"tokens": out.Usage.TotalTokens}})
 }
 
 // newLLMServer returns the fake API, its usage drawn from seed, and the

@@ -202,11 +202,11 @@ func TestTransportSettleUnits(t *testing.T) {
 					Waiter: &throttle.Limiter{
 						Limits: []throttle.Limit{{Unit: "tokens", Rate: 1000, Burst: 1000}},
 					},
-					CostOf: func(*http.Request) throttle.Cost { return throttle.Cost{Units: map[string]int{"tokens": 1000}} },
+					CostOf: func(*http.Request) throttle.Cost { return throttle.Cost{N: 1, Units: map[string]int{"tokens": 1000}} },
 				}
 				used := func(resp *http.Response) throttle.Cost {
 					n, _ := strconv.Atoi(resp.Header.Get("X-Used"))
-					return throttle.Cost{Units: map[string]int{"tokens": n}}
+					return throttle.Cost{N: 1, Units: map[string]int{"tokens": n}}
 				}
 				if tt.hook {
 					tr.Usage = func(resp *http.Response) (throttle.Cost, bool) { return used(resp), true }

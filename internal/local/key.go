@@ -58,6 +58,7 @@ type Key struct {
 	changed  chan struct{} // closed when turns may have moved; nil if no one sleeps
 	sleepers int           // waits sleeping on s
 	dead     bool          // forgotten: new calls re-resolve through ks
+	detached bool          // made by For, not yet remembered: a change attaches it
 	slots    slots         // the in-flight cap (inflight.go)
 	strict   strict.Key    // the strict-server rules' state
 	xzero    []float64     // a cost of nothing in the further limits (read-only)
@@ -74,16 +75,22 @@ func (k *Key) Owner() any { return k.ks.c.Owner }
 // Name returns the key's name.
 func (k *Key) Name() string { return k.key }
 
-// lock locks the key and returns it, or, if it was forgotten, the key of
-// the same name now in the set, locked.
+// lock locks the key and returns it, remembered: a key For made is
+// remembered now (or the key of its name remembered meanwhile is
+// returned), and a key that was forgotten is resolved again by name.
 func (k *Key) lock() *Key {
 	for {
 		k.mu.Lock()
-		if !k.dead {
+		if !k.dead && !k.detached {
 			return k
 		}
+		detached := k.detached
 		k.mu.Unlock()
-		k = k.ks.Get(k.key)
+		if detached {
+			k = k.ks.attach(k)
+		} else {
+			k = k.ks.For(k.key)
+		}
 	}
 }
 
@@ -141,20 +148,6 @@ func (k *Key) Rate() (rate.Limit, int) {
 	k = k.lock()
 	defer k.mu.Unlock()
 	return k.limit, k.burst
-}
-
-// Most returns the most units of each further limit a wait may cost
-// (nil for a key without further limits).
-func (k *Key) Most() []float64 {
-	lim := k.s.Limits() // the limits' shapes never change
-	if lim == nil {
-		return nil
-	}
-	m := make([]float64, len(lim))
-	for i := range lim {
-		m[i] = lim[i].Most()
-	}
-	return m
 }
 
 // advanceLocked advances the key's state at now and wakes its sleepers

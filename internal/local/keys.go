@@ -78,32 +78,34 @@ func (ks *Keys) Epoch() time.Time { return ks.epoch }
 // Len reports how many keys are remembered now.
 func (ks *Keys) Len() int { return int(ks.count.Load()) }
 
-// Get returns key, made if it is not remembered.
-func (ks *Keys) Get(key string) *Key {
+// For returns key: the one remembered, or a new key, which is
+// remembered once an operation changes it (reading its state does not).
+func (ks *Keys) For(key string) *Key {
 	if v, ok := ks.m.Load(key); ok {
 		return v.(*Key)
 	}
+	k := ks.newKey(key)
+	k.detached = true
+	return k
+}
+
+// attach remembers k, a key For made, and returns it; or the key of its
+// name remembered meanwhile.
+func (ks *Keys) attach(k *Key) *Key {
 	ks.insertMu.Lock()
 	defer ks.insertMu.Unlock()
-	if v, ok := ks.m.Load(key); ok {
+	if v, ok := ks.m.Load(k.key); ok {
 		return v.(*Key)
 	}
 	if ks.count.Load() >= ks.next {
 		ks.sweep()
 	}
-	k := ks.newKey(key)
-	ks.m.Store(key, k)
+	k.mu.Lock()
+	k.detached = false
+	k.mu.Unlock()
+	ks.m.Store(k.key, k)
 	ks.count.Add(1)
 	return k
-}
-
-// Peek returns key if it is remembered, else a new key that is not (the
-// state of a key never seen).
-func (ks *Keys) Peek(key string) *Key {
-	if v, ok := ks.m.Load(key); ok {
-		return v.(*Key)
-	}
-	return ks.newKey(key)
 }
 
 // Lookup returns key if it is remembered.
