@@ -450,23 +450,15 @@ func (s *State) isNew() bool {
 }
 
 // tidy is the write-back's: a cut fully over (regrown, its strike
-// window past) with no trim is the state of a key never cut; and a state
-// with nothing beyond its core (no holes, tickets of several units,
-// window, cut, trim, hidden budget, further limits or declared pace)
-// keeps no pace last in force, no map of earlier arrivals and no trim
-// count: the next advance starts them from the pace in force.
+// window past) with no trim is the state of a key never cut, and the
+// units a window counted past its reset count for a learned budget's
+// window only.
 func (s *State) tidy(now float64, c Config) {
 	if s.cut.moved && s.cut.rate(now, c.Sec) == 0 && now-s.cut.last > strikeWindow*c.Sec && s.trim == 0 {
 		s.cut = cut{}
 	}
 	if !s.win.rolls {
-		s.win.past = 0 // counted for a learned window only
-	}
-	q0, q1 := &s.q[0], &s.q[1]
-	if len(q0.holes)+len(q0.big)+len(q1.holes)+len(q1.big) == 0 && !s.win.valid && !s.cut.moved &&
-		s.trim == 0 && s.x == nil && !s.hb.on && s.dInt == 0 {
-		s.credInt, s.credTau, s.spAt, s.spK, s.spRho, s.trimGone = 0, 0, 0, 0, 0, 0
-		s.win = window{}
+		s.win.past = 0
 	}
 }
 
