@@ -92,7 +92,12 @@ local function cutRate(t)
 	if not c.open then
 		return 0
 	end
-	local r = c.wMax * (1 + CUT_PROBE) ^ (d - CUT_RECOVER)
+	local r = c.wMax -- times CUT_GROW a step, as schedule_window.go's rate
+	local j = (d - CUT_RECOVER) / CUT_STEP
+	while j > 0 and r < 10 * c.wMax do
+		r = r * CUT_GROW
+		j = j - 1
+	end
 	if r >= 10 * c.wMax then
 		return 0
 	end
