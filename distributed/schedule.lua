@@ -111,6 +111,7 @@ local function fastGo(now, idle, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I,
 		pd = 0
 	end
 	local k = fin - rel
+	local queued = k > 0
 	if k > 0 and now >= hold then
 		local from = tat
 		if hold > from then
@@ -143,8 +144,10 @@ local function fastGo(now, idle, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I,
 		end
 	end
 	-- The bucket fills to its burst and no further (every ticket is of
-	-- one unit here, and τ ≥ I: see advance).
-	if now > tat then
+	-- one unit here, and τ ≥ I: see advance), once units were queued and
+	-- the hold is over, as advance's floorTat; enqueue floors the bucket
+	-- of an empty queue.
+	if queued and now >= hold and now > tat then
 		tat = now
 	end
 	return tat, rel, pd, lg, ss, sc, sp, bs
@@ -187,9 +190,14 @@ end
 if tag == CORE_BARE and (op == 'wait' or op == 'try') and ARGV[5] == '1' and ARGV[6] == '1' then
 	local _, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau, tail = struct.unpack(CORE_FMT, coreRaw)
 	if r0 == e0 and fastTail(tail, ARGV[8]) then
+		local was = {tat, rel, pd, lg, ss, sc, sp, bs, mc}
 		tat, rel, pd, lg, ss, sc, sp, bs = fastGo(now, PENDING_IDLE * SEC, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I, tau)
+		local tat1, mc1 = tat, mc -- after advance: what a try puts back
 		if mc < 1 then
 			mc = 1
+		end
+		if rel == fin and now > tat then
+			tat = now -- enqueue's floor
 		end
 		fin = fin + 1
 		local t = hold
@@ -214,7 +222,21 @@ if tag == CORE_BARE and (op == 'wait' or op == 'try') and ARGV[5] == '1' and ARG
 		end
 		local maxwait = tonumber(ARGV[7])
 		if maxwait ~= nil and wt >= maxwait and wt > 0 then
-			-- Nothing kept: the ticket is not given, the state not written.
+			-- Nothing kept: the ticket is not given. The state is written
+			-- only if the advance changed it, as the general path's is (a
+			-- try's own changes taken back: the largest cost, and the
+			-- bucket's floor when nothing was queued).
+			fin = fin - 1
+			if op == 'try' then
+				tat, mc = tat1, mc1
+			end
+			local now_ = {tat, rel, pd, lg, ss, sc, sp, bs, mc}
+			for i = 1, 9 do
+				if now_[i] ~= was[i] then
+					fastStore(key, tail, CORE_FMT, CORE_BARE, now, -1e300, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
+					break
+				end
+			end
 			return struct.pack('<dddddd', 0, wt, id, 0, -1, now)
 		end
 		if t <= now then
@@ -362,6 +384,7 @@ end
 if tag == CORE_BARE and op == 'lease' then
 	local _, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau, tail = struct.unpack(CORE_FMT, coreRaw)
 	local fast = r0 == e0 and fastTail(tail, ARGV[10])
+	local was = {tat, rel, pd, lg, ss, sc, sp, bs, mc}
 	if fast then
 		tat, rel, pd, lg, ss, sc, sp, bs = fastGo(now, PENDING_IDLE * SEC, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I, tau)
 	end
@@ -379,20 +402,36 @@ if tag == CORE_BARE and op == 'lease' then
 	if fast then
 		local k, need, maxwait = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 		local lrate, late = tonumber(ARGV[8]), tonumber(ARGV[9])
-		if mc < 1 then
+		if mc < 1 and k > 0 then
 			mc = 1
 		end
-		local credited = false
+		-- The state as the general path writes it when no ticket is
+		-- given: written if it changed.
+		local function storeChanged()
+			local cur = {tat, rel, pd, lg, ss, sc, sp, bs, mc}
+			for i = 1, 9 do
+				if cur[i] ~= was[i] then
+					fastStore(key, tail, CORE_FMT, CORE_BARE, now, -1e300, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
+					return
+				end
+			end
+		end
 		if spent > 0 and fin == rel and now >= hold and I > 0 then
 			-- The op's rule for spent turns given back: settled to no cost
 			-- (the bucket's units back, to its burst and no further),
 			-- while no ticket is queued, so that no turn moves.
-			tat, credited = tat - spent * I, true
+			if now > tat then
+				tat = now
+			end
+			tat = tat - spent * I
 			if now > tat then
 				tat = now
 			end
 		end
 		local waits, due = {}, false
+		if k > 0 and fin == rel and now > tat then
+			tat = now -- enqueue's floor
+		end
 		local from = tat
 		if hold > from then
 			from = hold
@@ -414,10 +453,8 @@ if tag == CORE_BARE and op == 'lease' then
 			end
 			if not keep then
 				if j == 1 then
-					if credited then
-						fastStore(key, tail, CORE_FMT, CORE_BARE, now, -1e300, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
-					end
-					return struct.pack('<dddddd', 0, id, 0, -1, now, wt) -- nothing kept, nothing else written
+					storeChanged()
+					return struct.pack('<dddddd', 0, id, 0, -1, now, wt) -- nothing kept
 				end
 				break
 			end
@@ -428,9 +465,7 @@ if tag == CORE_BARE and op == 'lease' then
 			end
 		end
 		if #waits == 0 then
-			if credited then
-				fastStore(key, tail, CORE_FMT, CORE_BARE, now, -1e300, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
-			end
+			storeChanged()
 			return struct.pack('<dddddd', 0, id, 0, -1, now, 0)
 		end
 		if due then
