@@ -38,9 +38,10 @@ end
 -- Seeding: a process whose tickets came from another state (Redis lost
 -- this one: a restart, an eviction, a failover) carries what it knows
 -- across: its last turn (Redis's, or its local fallback's), and a pause.
+-- Returns whether it carried anything.
 local function seed(knownId, floorRel, holdRel)
 	if knownId == '' or tonumber(knownId) == s.id then
-		return
+		return false
 	end
 	local f = tonumber(floorRel)
 	if f ~= nil and f > 0 then
@@ -51,6 +52,7 @@ local function seed(knownId, floorRel, holdRel)
 	if h ~= nil and h > 0 then
 		s.hold = math.max(s.hold, now + h)
 	end
+	return (f ~= nil and f > 0) or (h ~= nil and h > 0)
 end
 
 local reply
@@ -224,10 +226,12 @@ elseif op == 'try' or op == 'mtry' then
 	-- {status, wait µs, id, end, -1, now}: status 1 if the units went, 0
 	-- (wait: its turn) if not.
 	local n, qi = tonumber(ARGV[5]), tonumber(ARGV[6])
-	seed(ARGV[8], ARGV[9], ARGV[10])
+	local seeded = seed(ARGV[8], ARGV[9], ARGV[10])
 	advance()
 	-- What enqueue may change besides the ticket, to put back.
 	local maxCost, tat, wasMoved, win = s.maxCost, s.tat, moved, {}
+	local floor = M and M.floor
+	local cred = {s.credInt, s.credTau, s.spAt, s.spK, s.spRho}
 	for k, v in pairs(w) do
 		win[k] = v
 	end
@@ -242,11 +246,15 @@ elseif op == 'try' or op == 'mtry' then
 		-- The tail's ticket is taken back outright: the queue is as it was.
 		cancelTicket(s.q[qi], e, n)
 		s.maxCost, s.tat, moved = maxCost, tat, wasMoved
+		if M ~= nil then
+			M.floor = floor
+		end
+		s.credInt, s.credTau, s.spAt, s.spK, s.spRho = cred[1], cred[2], cred[3], cred[4], cred[5]
 		for k, v in pairs(win) do
 			w[k] = v
 		end
 		reply = {0, waitOf(t), s.id, 0, -1, now}
-		if fresh then
+		if fresh and not seeded then
 			return reply -- no state to write for a key that had none
 		end
 	end
