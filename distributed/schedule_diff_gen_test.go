@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -77,7 +78,7 @@ func fnum(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 // genConfig draws a configuration: no limit, whole or fractional µs
 // intervals, bursts from 1, and (half the time, if limits) one to three
 // further limits of every kind.
-func genConfig(r *rand.Rand, limits bool) dcfg {
+func genConfig(r *rand.Rand, limits, exact bool) dcfg {
 	var c dcfg
 	switch r.IntN(6) {
 	case 0:
@@ -92,6 +93,9 @@ func genConfig(r *rand.Rand, limits bool) dcfg {
 		c.iv = 1e6 / float64(1+r.IntN(5)) // slow
 	default:
 		c.iv = math.Round(r.Float64()*1e5*100) / 100
+	}
+	if exact {
+		c.iv = math.Round(c.iv)
 	}
 	c.burst = 1 + r.IntN(10)
 	if r.IntN(4) == 0 {
@@ -216,14 +220,15 @@ func (g *gen) seed() *schedule.Known {
 	return k
 }
 
-// ticket picks a ticket given earlier (gone or not), or a made-up one.
-func (g *gen) ticket() ticketN {
-	if len(g.tickets) == 0 || g.r.IntN(8) == 0 {
-		return ticketN{schedule.Ticket{Queue: g.r.IntN(2), End: int64(1 + g.r.IntN(30))}, int64(1 + g.r.IntN(3))}
+// ticket picks a ticket given earlier (gone or not); ok is false if
+// none was given (the op then names a lost state).
+func (g *gen) ticket() (t ticketN, ok bool) {
+	if len(g.tickets) == 0 {
+		return ticketN{schedule.Ticket{Queue: schedule.First, End: 1}, 1}, false
 	}
 	// The newest most often: the live ones.
 	i := len(g.tickets) - 1 - int(math.Floor(math.Abs(g.r.NormFloat64())*3))
-	return g.tickets[max(i, 0)]
+	return g.tickets[max(i, 0)], true
 }
 
 // next draws the next op.
@@ -252,14 +257,16 @@ func (g *gen) next() dop {
 		}
 		op = schedule.Try{N: g.cost(), Queue: q, Cost: g.xcost(), Seed: g.seed()}
 	case k < 48:
-		t := g.ticket()
-		op = schedule.Cancel{Ticket: t.Ticket, N: t.n, Lost: r.IntN(10) == 0}
+		t, ok := g.ticket()
+		op = schedule.Cancel{Ticket: t.Ticket, N: t.n, Lost: !ok || r.IntN(10) == 0}
 	case k < 53:
 		var ts []schedule.Ticket
+		lost := r.IntN(10) == 0
 		for range 1 + r.IntN(3) {
-			ts = append(ts, g.ticket().Ticket)
+			t, ok := g.ticket()
+			ts, lost = append(ts, t.Ticket), lost || !ok
 		}
-		op = schedule.Turns{Tickets: ts, Lost: r.IntN(10) == 0}
+		op = schedule.Turns{Tickets: ts, Lost: lost}
 	case k < 57:
 		op = schedule.Pause{D: float64(1 + r.IntN(2e6))}
 	case k < 75:
@@ -348,6 +355,14 @@ func (g *gen) lease() schedule.Lease {
 	return l
 }
 
+// forget drops the ticket (qi, e) from those to name: it was given back.
+func (g *gen) forget(qi int, e int64) {
+	g.tickets = slices.DeleteFunc(g.tickets, func(t ticketN) bool { return t.Queue == qi && t.End == e })
+	if qi == schedule.First {
+		g.leased = slices.DeleteFunc(g.leased, func(l int64) bool { return l == e })
+	}
+}
+
 // saw records what an op's reply gave: tickets to cancel, ask or give back.
 func (g *gen) saw(o dop, rep schedule.Reply) {
 	switch op := o.op.(type) {
@@ -355,7 +370,13 @@ func (g *gen) saw(o dop, rep schedule.Reply) {
 		if rep.OK {
 			g.tickets = append(g.tickets, ticketN{schedule.Ticket{Queue: op.Queue, End: rep.End}, op.N})
 		}
+	case schedule.Cancel:
+		// A ticket is given back once: its numbers may be given out again.
+		g.forget(op.Queue, op.End)
 	case schedule.Lease:
+		for _, e := range op.Back {
+			g.forget(schedule.First, e)
+		}
 		if rep.OK {
 			for e := rep.End - int64(len(rep.Turns)) + 1; e <= rep.End; e++ {
 				g.leased = append(g.leased, e)

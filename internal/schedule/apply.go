@@ -208,7 +208,9 @@ func (s *State) Apply(now float64, c Config, op Op) Reply {
 			case s.Gone(t.Queue, t.End):
 				r.Turns[i] = math.Inf(-1)
 			default:
-				r.Turns[i] = s.Turn(now, c, t.Queue, t.End)
+				// A ticket given back and not queued (a key with further
+				// limits finds none in its walk): as good as come.
+				r.Turns[i] = max(s.Turn(now, c, t.Queue, t.End), now)
 			}
 		}
 		r.Recheck = s.Recheck(now, c)
@@ -225,9 +227,6 @@ func (s *State) Apply(now float64, c Config, op Op) Reply {
 	case Adapt:
 		r = s.applyAdapt(now, c, o)
 	case Settle:
-		if o.Diff == nil && o.Actual <= o.Spent && s.isNew() {
-			return Reply{OK: true} // a give-back to a full bucket: nothing to write
-		}
 		s.Advance(now, c)
 		r.OK = true
 		r.Moved = s.Settle(now, c, o.Spent, o.Actual)
@@ -235,15 +234,15 @@ func (s *State) Apply(now float64, c Config, op Op) Reply {
 			r.Moved = true
 		}
 	case Try:
-		fresh := s.isNew()
 		s.seed(now, c, o.Seed)
 		s.Advance(now, c)
+		// A try that goes with a larger cost than any before moves the
+		// turns queued past a window or under a cut, as enqueue says.
+		grew := float64(o.N) > s.maxCost && (s.win.valid || s.cut.r0 != 0) && s.Queued() > 0
 		r.OK, r.Turn = s.Try(now, c, o.Queue, o.N, o.Cost)
 		if r.OK {
 			r.End = s.q[o.Queue].rel
-		} else if fresh {
-			s.Init(s.Limits())
-			return r // nothing to write for a key that had no state
+			r.Moved = grew
 		}
 	case Lease:
 		r = s.applyLease(now, c, o)
@@ -426,39 +425,26 @@ func (s *State) applyLease(now float64, c Config, o Lease) Reply {
 	return r
 }
 
-// isNew reports whether s is the state Init made and no op has written
-// since: a store keeps nothing for it.
-func (s *State) isNew() bool {
-	n := State{}
-	n.Init(nil)
-	if s.x != nil && (s.x.floor != math.Inf(-1) || s.x.q[0].len()+s.x.q[1].len() > 0) {
-		return false
-	}
-	if s.x != nil {
-		for i := range s.x.lim {
-			l := &s.x.lim[i]
-			if l.tat != math.Inf(-1) || l.idx != math.Inf(-1) || l.cur != 0 || l.prev != 0 || len(l.log) > 0 ||
-				(l.kind == KindFirst && l.start != math.Inf(-1)) {
-				return false
-			}
-		}
-	}
-	return s.tat == n.tat && s.hold == 0 && s.lastGo == n.lastGo && s.q[0].end == 0 && s.q[1].end == 0 &&
-		!s.win.valid && s.cut == cut{} && s.credInt == 0 && s.credTau == 0 && s.pending == 0 &&
-		s.sentSec == 0 && s.sentCur == 0 && s.sentPrev == 0 && s.maxCost == 0 && s.busySince == 0 &&
-		s.trim == 0 && !s.hb.on && s.spAt == 0 && s.dInt == 0
-}
-
 // tidy is the write-back's: a cut fully over (regrown, its strike
-// window past) with no trim is the state of a key never cut, and the
-// units a window counted past its reset count for a learned budget's
-// window only.
+// window past) with no trim is the state of a key never cut; the units
+// a window counted past its reset count for a learned budget's window
+// only; and a state with nothing beyond its core (no holes, tickets of
+// several units, window, cut, trim, hidden budget, further limits or
+// declared pace) keeps no pace last in force, no map of earlier
+// arrivals and no trim count: the next advance starts them from the pace
+// in force, which is then the configured one, and a window learned later
+// has no turn before now, where the map would apply.
 func (s *State) tidy(now float64, c Config) {
 	if s.cut.moved && s.cut.rate(now, c.Sec) == 0 && now-s.cut.last > strikeWindow*c.Sec && s.trim == 0 {
 		s.cut = cut{}
 	}
 	if !s.win.rolls {
 		s.win.past = 0
+	}
+	q0, q1 := &s.q[0], &s.q[1]
+	if len(q0.holes)+len(q0.big)+len(q1.holes)+len(q1.big) == 0 && !s.win.valid && !s.cut.moved &&
+		s.trim == 0 && s.x == nil && !s.hb.on && s.dInt == 0 {
+		s.credInt, s.credTau, s.spAt, s.spK, s.spRho, s.trimGone = 0, 0, 0, 0, 0, 0
 	}
 }
 
