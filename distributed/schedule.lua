@@ -118,8 +118,17 @@ local function fastGo(now, idle, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I,
 			from = hold
 		end
 		if I > 0 then
-			local f = (now - from + tau) / I + 1e-9
+			-- The most units whose turns (from + (f·I − τ), as turnAt's
+			-- head) have come, as dueUnits counts them: the quotient's
+			-- floor, then exact.
+			local f = (now - from + tau) / I
 			f = f - f % 1
+			while f > 0 and from + (f * I - tau) > now + 1e-3 do
+				f = f - 1
+			end
+			while f < k and from + ((f + 1) * I - tau) <= now + 1e-3 do
+				f = f + 1
+			end
 			if f < k then
 				k = f
 			end

@@ -327,7 +327,7 @@ elseif op == 'lease' then
 			e = take(s.q[1], 1)
 			local t = s.hold
 			if iv > 0 then
-				t = math.max(s.hold, from + (p1 + j - 1) * iv - tau)
+				t = math.max(s.hold, from + ((p1 + j - 1) * iv - tau)) -- head's turn
 			end
 			wt = waitOf(t)
 		end

@@ -389,7 +389,7 @@ func (s *State) applyLease(now float64, c Config, o Lease) Reply {
 			e = s.q[First].take(1)
 			t = s.hold
 			if iv > 0 {
-				t = max(s.hold, from+(p1+float64(j)-1)*iv-tau)
+				t = max(s.hold, from+((p1+float64(j)-1)*iv-tau)) // head's turn
 			}
 		}
 		wt := WaitOf(now, t)
