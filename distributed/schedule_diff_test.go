@@ -281,6 +281,14 @@ func wantReply(op schedule.Op, r schedule.Reply, now float64, id int64) []int64 
 // diffFields returns the fields whose values differ (== or both NaN is
 // equal), and those only one side has, one line each.
 func diffFields(goF, luaF []schedule.Field) []string {
+	same := len(goF) == len(luaF)
+	for i := 0; same && i < len(goF); i++ {
+		g, l := goF[i], luaF[i]
+		same = g.Name == l.Name && (g.Value == l.Value || math.IsNaN(g.Value) && math.IsNaN(l.Value))
+	}
+	if same {
+		return nil
+	}
 	lua := make(map[string]float64, len(luaF))
 	for _, f := range luaF {
 		lua[f.Name] = f.Value
@@ -377,6 +385,9 @@ func (q *dseq) check(o dop, reply any, err error, h map[string]string) string {
 // turns only, and the first ticket moves to its own time): goF is
 // returned without them.
 func (q *dseq) untouchedX(goF, luaF []schedule.Field) []schedule.Field {
+	if len(q.c.lims) == 0 {
+		return goF
+	}
 	for _, f := range luaF {
 		if strings.HasPrefix(f.Name, "x.") {
 			return goF
@@ -440,10 +451,30 @@ func (q *dseq) prepare(o dop) dop {
 	return o
 }
 
+// coverage counts the ops after which the state had each feature: so
+// that a run shows it reached them.
+type coverage map[string]int
+
+func (cv coverage) count(fs []schedule.Field) {
+	for _, f := range fs {
+		switch {
+		case f.Value == 0:
+		case f.Name == "win.valid", f.Name == "win.rolls", f.Name == "win.started", f.Name == "win.tight",
+			f.Name == "cut.r0", f.Name == "trim", f.Name == "hb.on", f.Name == "win.probed", f.Name == "win.spreadLeft",
+			f.Name == "hold":
+			cv[f.Name]++
+		case f.Name == "hb.ended" && f.Value >= 2:
+			cv["hb.ended>=2"]++
+		case strings.HasSuffix(f.Name, ".holes[0].n"), strings.HasSuffix(f.Name, ".big[0].n"), strings.HasSuffix(f.Name, "log[1].t"):
+			cv[f.Name[strings.IndexByte(f.Name, '.')+1:]]++
+		}
+	}
+}
+
 // diffRun runs n sequences of up to length ops each, par at a time,
 // pipelining one op of each per round trip. It returns the ops run and the
 // first failure (a sequence, the failing op's index, what differed).
-func diffRun(tb testing.TB, c *redis.Client, script *redis.Script, seed uint64, n, par, length int, prefix string) (ops int, fail *dseq, at int) {
+func diffRun(tb testing.TB, c *redis.Client, script *redis.Script, seed uint64, n, par, length int, prefix string, cv coverage) (ops int, fail *dseq, at int) {
 	exact := os.Getenv("THROTTLE_DIFF_EXACT") != ""
 	ctx := context.Background()
 	if err := script.Load(ctx, c).Err(); err != nil {
@@ -494,6 +525,9 @@ func diffRun(tb testing.TB, c *redis.Client, script *redis.Script, seed uint64, 
 			if msg := q.check(cl.o, cl.ev.Val(), cl.ev.Err(), h); msg != "" {
 				q.fail = msg
 				return ops, q, len(q.ops) - 1
+			}
+			if cv != nil && ops%7 == 0 {
+				cv.count(q.s.Fields())
 			}
 			if len(q.ops) < length {
 				keep = append(keep, q)
@@ -573,8 +607,7 @@ func reproduction(cfg dcfg, ops []dop, msg string) string {
 // times, equal reply for reply and field for field. THROTTLE_LONG=1 runs
 // ten times as many.
 func TestScheduleMatchesScript(t *testing.T) {
-	_, c := startRedis(t)
-	n, length := 1200, 60
+	n, length := 900, 60
 	if os.Getenv("THROTTLE_LONG") != "" {
 		n *= 10
 	}
@@ -588,11 +621,16 @@ func TestScheduleMatchesScript(t *testing.T) {
 			name = "general"
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // a server each: the machine's cores
+			_, c := startRedis(t)
 			script := pinnedScript(t, fast)
 			start := time.Now()
-			ops, fail, at := diffRun(t, c, script, seed, n, 400, length, name)
+			cv := coverage{}
+			ops, fail, at := diffRun(t, c, script, seed, n, 400, length, name, cv)
 			el := time.Since(start)
-			t.Logf("seed %d: %d ops of %d sequences in %v: %.0f ops/s", seed, ops, n, el.Round(time.Millisecond), float64(ops)/el.Seconds())
+			t.Logf("seed %d: %d ops of %d sequences in %v: %.0f ops/s, %.0f sequences/s", seed, ops, n, el.Round(time.Millisecond),
+				float64(ops)/el.Seconds(), float64(n)/el.Seconds())
+			t.Logf("states seen (1 op in 7): %v", map[string]int(cv))
 			if fail != nil {
 				t.Logf("sequence %s failed at op %d (%v):\n\t%s", fail.key, at, fail.ops[at], fail.fail)
 				small, msg := shrink(t, c, script, fail.c, fail.ops, fail.key+":shrink")
