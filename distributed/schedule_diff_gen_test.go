@@ -133,6 +133,11 @@ type gen struct {
 	tickets []ticketN // tickets given, gone or not
 	leased  []int64   // leased tickets not given back
 	named   bool      // an op named the further limits
+	// budget: a hidden budget's server (see schedule_budget.go): cycles
+	// of budget units at the pace, each ended by a refusal with a
+	// Retry-After, and acceptances of units past a learned window's
+	// reset; 0 for none.
+	budget, sent int
 }
 
 type ticketN struct {
@@ -231,8 +236,41 @@ func (g *gen) ticket() (t ticketN, ok bool) {
 	return g.tickets[max(i, 0)], true
 }
 
+// budgetOp draws the next op of a hidden budget's cycles, or nil for a
+// random one.
+func (g *gen) budgetOp() schedule.Op {
+	r := g.r
+	switch k := r.IntN(20); {
+	case k == 0:
+		return nil
+	case k < 3:
+		// A unit sent past a learned window's reset, accepted.
+		return schedule.Adapt{Cost: 1, Age: float64(r.IntN(20000)), Accepted: schedule.AcceptedUnit}
+	case g.sent >= g.budget:
+		g.sent = 0
+		return schedule.Adapt{Cost: 1, Pause: 1e6, Refused: true, Age: float64(r.IntN(20000))}
+	}
+	g.sent++
+	return schedule.Wait{N: 1, Queue: schedule.First, MaxWait: math.Inf(1)}
+}
+
 // next draws the next op.
 func (g *gen) next() dop {
+	if g.budget > 0 {
+		op := g.budgetOp()
+		if op != nil {
+			switch op.(type) {
+			case schedule.Wait:
+				g.now += math.Ceil(max(g.c.iv, 1000) * (0.9 + 0.2*g.r.Float64()))
+			default:
+				g.now += float64(g.r.IntN(5000))
+			}
+			if _, ok := op.(schedule.Adapt); ok && g.sent == 0 {
+				g.now += 1e6 // the Retry-After
+			}
+			return dop{now: g.now, op: op}
+		}
+	}
 	g.step()
 	r := g.r
 	x := len(g.c.lims) > 0

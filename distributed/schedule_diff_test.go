@@ -486,6 +486,9 @@ func diffRun(tb testing.TB, c *redis.Client, script *redis.Script, seed uint64, 
 		cfg := genConfig(r, r.IntN(3) == 0, exact)
 		q := &dseq{key: fmt.Sprintf("{%s}:%d:%d", prefix, seed, next), c: cfg}
 		q.g = gen{r: r, c: cfg, now: 1.7e15 + float64(r.IntN(1e12))}
+		if len(cfg.lims) == 0 && r.IntN(4) == 0 {
+			q.g.budget = 3 + r.IntN(20)
+		}
 		q.s.Init(cfg.limits())
 		next++
 		return q
