@@ -17,10 +17,22 @@ import "math"
 //
 //	wait µs     = WaitOf(now, turn): 0 if turn ≤ now, else ⌈turn − now⌉
 //	recheck µs  = WaitOf(now, Recheck), or −1 for +Inf
-//	pause µs    = ⌈Hold − now⌉ (op pause), WaitOf(now, Until) (op adapt)
-//	gone ticket = −1 (Turn −Inf), lost state = −2 (Lost)
+//	pause µs    = ⌈Until − now⌉ (op pause), WaitOf(now, Until) (op adapt)
+//	gone ticket = −1 (Turns −Inf), lost state = −2 (Turns NaN)
+//	reset µs    = WaitOf(now, Reset), appended when Learned
 //
-// and the state op's view as View (see StateView).
+// and the state op's view from View: ⌊Tokens·1e6⌋, ⌊Remaining⌋, the
+// waits of Next and Hold, Queued, ⌊1e6/Interval·1e6 + ½⌋, ⌊Burst·1e6⌋,
+// Cut, Window, ⌊WindowLeft·1e6⌋ and WindowReset's wait (+Inf: 2^53);
+// mstate's ⌊Remaining·1e6⌋ each. The state id and the TTL are the
+// store's: Apply has neither.
+//
+// # State
+//
+// Apply keeps the state as the script writes it back (tidy): the suite
+// in the distributed package compares them field by field (Fields). A
+// state the script keeps none of (a give-back or a refused try on a key
+// without one) is one the engine finds Idle.
 
 // Op is one operation: a value of one of the types below.
 type Op interface{ isOp() }
@@ -165,8 +177,9 @@ type Reply struct {
 	// Until: Pause: the hold's end; Adapt: the pause it set (now + its
 	// pause, or earlier for a learned budget's refused probe; 0: none).
 	Until float64
-	// Turns: Turns: each ticket's turn (−Inf: gone; NaN: Lost); Lease:
-	// the turn of each ticket given, or of the refused first.
+	// Turns: Turns: each ticket's turn (−Inf: gone; NaN: Lost; now for a
+	// ticket given back, which no queued ticket ends at); Lease: the turn
+	// of each ticket given, or of the refused first.
 	Turns []float64
 	View  View        // StateView
 	Views []LimitView // StateView with Limits
