@@ -295,6 +295,12 @@ func (s *State) applyWait(now float64, c Config, o Wait) Reply {
 	var r Reply
 	s.seed(now, c, o.Seed)
 	s.Advance(now, c)
+	if e, ok := s.GoNow(now, c, o.Queue, o.N, o.Cost); ok {
+		// The common wait of a key nothing holds back: enqueue, turn and
+		// advance in one step, to the same state.
+		r.OK, r.Turn, r.End, r.Recheck = true, now, e, math.Inf(1)
+		return r
+	}
 	e, moved := s.Enqueue(now, c, o.Queue, o.N, o.Cost)
 	r.Moved = moved
 	t := s.Turn(now, c, o.Queue, e)
