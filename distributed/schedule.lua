@@ -184,7 +184,7 @@ local function fastStore(key, tail, fmt, tag, now, ex, id, tat, hold, r0, e0, re
 		expire = now + 60e6
 	end
 	local newXe = xe
-	if expire > xe then
+	if expire >= xe then
 		newXe = expire + 1e6 -- a second more, so that most calls keep the TTL
 	end
 	redis.call('HSET', key, 'c', struct.pack(fmt, tag, id, tat, hold, r0, e0, rel, fin, pd, lg,

@@ -198,7 +198,7 @@ end
 -- the state outlives it.
 local function store(ext, inCore, expire)
 	local newXe = xe
-	if expire > xe then
+	if expire >= xe then
 		newXe = expire + SEC -- a second more, so that most calls keep the TTL
 	end
 	local t, set = CORE_BARE, {}
