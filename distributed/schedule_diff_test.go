@@ -370,6 +370,31 @@ func (q *dseq) check(o dop, reply any, err error, h map[string]string) string {
 	if _, moved := h["moved"]; moved != r.Moved {
 		msgs = append(msgs, fmt.Sprintf("moved: script %v, go %v", moved, r.Moved))
 	}
+	if _, view := o.op.(schedule.StateView); !view && len(h) > 0 && len(q.c.lims) == 0 && len(q.ops)%4 == 0 {
+		// The TTL: Redis forgets the state at xe (the core's 14th
+		// number); the engine must find it a new key's by then, else a
+		// store's expiry would drop a state that still paces.
+		c := h["c"]
+		xe := math.Float64frombits(binary.LittleEndian.Uint64([]byte(c[1+8*13 : 9+8*13])))
+		// Time passes without ops until xe, the queued units going at
+		// their turns (advanced at each one, at the cut's steps, and each
+		// quarter second), not late at xe.
+		later := q.s // no further limits: Advance writes none of what they share
+		cf := q.c.conf()
+		for t := o.now; t < xe; {
+			next := min(xe, t+250000, later.Recheck(t, cf))
+			if n := later.Queued(); n > 0 {
+				if turn := later.TurnAt(t, cf, 1); turn > t {
+					next = min(next, turn)
+				}
+			}
+			t = next
+			later.Advance(t, cf)
+		}
+		if !later.Idle(xe, q.c.conf()) {
+			msgs = append(msgs, fmt.Sprintf("ttl: the script's state expires %.0f µs from now, where the engine's is not idle", xe-o.now))
+		}
+	}
 	q.g.saw(o, r)
 	q.id = ""
 	if c, ok := h["c"]; ok && len(c) >= 9 {
