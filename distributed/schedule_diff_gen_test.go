@@ -21,6 +21,16 @@ type dcfg struct {
 	iv    float64
 	burst int
 	lims  []dlim
+	ver   int // the Quota's Version: a higher one replaces the state's configuration
+}
+
+// burstArg is the script's ARGV[3]: the burst, and ":version" after it
+// when there is a Version.
+func (c dcfg) burstArg() string {
+	if c.ver == 0 {
+		return strconv.Itoa(c.burst)
+	}
+	return strconv.Itoa(c.burst) + ":" + strconv.Itoa(c.ver)
 }
 
 // dlim is a further limit as the script's spec says it: kind (a
@@ -66,7 +76,7 @@ func (c dcfg) limits() []schedule.Limit {
 }
 
 func (c dcfg) String() string {
-	s := fmt.Sprintf("interval %v µs, burst %d", c.iv, c.burst)
+	s := fmt.Sprintf("interval %v µs, burst %d, version %d", c.iv, c.burst, c.ver)
 	if len(c.lims) > 0 {
 		s += ", limits " + c.spec()
 	}
@@ -116,13 +126,23 @@ func genConfig(r *rand.Rand, limits, exact bool) dcfg {
 	return c
 }
 
-// dop is one op of a sequence at its time now (µs of the pinned clock).
+// dop is one op of a sequence at its time now (µs of the pinned clock);
+// c, if set, is a new configuration the op is called with (a higher
+// Version: the script replaces the state's, which keeps its units at the
+// new pace).
 type dop struct {
 	now float64
 	op  schedule.Op
+	c   *dcfg
 }
 
-func (o dop) String() string { return fmt.Sprintf("at %.0f: %T%+v", o.now, o.op, o.op) }
+func (o dop) String() string {
+	s := fmt.Sprintf("at %.0f: %T%+v", o.now, o.op, o.op)
+	if o.c != nil {
+		s += fmt.Sprintf(" under %v", *o.c)
+	}
+	return s
+}
 
 // gen draws a sequence's ops one at a time, from what the engine's state
 // and replies tell (the tickets given, the leased ones).
@@ -273,6 +293,13 @@ func (g *gen) next() dop {
 	}
 	g.step()
 	r := g.r
+	var nc *dcfg
+	if r.IntN(100) == 0 {
+		// The fleet deploys a new limit with a higher Version.
+		c := genConfig(r, false, g.c.iv == math.Round(g.c.iv))
+		c.lims, c.ver = g.c.lims, g.c.ver+1
+		g.c, nc = c, &c
+	}
 	x := len(g.c.lims) > 0
 	var op schedule.Op
 	k := r.IntN(100)
@@ -325,7 +352,7 @@ func (g *gen) next() dop {
 	default:
 		op = schedule.StateView{Limits: x && r.IntN(2) == 0}
 	}
-	return dop{now: g.now, op: op}
+	return dop{now: g.now, op: op, c: nc}
 }
 
 // adapt draws a response's feedback of every shape the Quota sends.

@@ -173,7 +173,7 @@ func scriptArgs(c dcfg, id string, known bool, o dop) []any {
 	default:
 		panic(fmt.Sprintf("op %T", o.op))
 	}
-	all := append([]any{name, fnum(c.iv), strconv.Itoa(c.burst), "diff"}, args...)
+	all := append([]any{name, fnum(c.iv), c.burstArg(), "diff"}, args...)
 	return append(all, fnum(o.now))
 }
 
@@ -533,6 +533,9 @@ func diffRun(tb testing.TB, c *redis.Client, script *redis.Script, seed uint64, 
 		calls := make([]call, len(live))
 		for i, q := range live {
 			o := q.prepare(q.g.next())
+			if o.c != nil {
+				q.c = *o.c
+			}
 			known := q.id != "" && q.g.r.IntN(2) == 0
 			args := scriptArgs(q.c, q.id, known, o)
 			calls[i] = call{o: o, seq: q}
@@ -579,7 +582,10 @@ func replay(tb testing.TB, c *redis.Client, script *redis.Script, cfg dcfg, ops 
 	q.g = gen{r: rand.New(rand.NewPCG(1, 1)), c: cfg}
 	for i, o := range ops {
 		o = q.prepare(o)
-		ev := script.Run(ctx, c, []string{key}, scriptArgs(cfg, q.id, false, o)...)
+		if o.c != nil {
+			q.c = *o.c
+		}
+		ev := script.Run(ctx, c, []string{key}, scriptArgs(q.c, q.id, false, o)...)
 		h, err := c.HGetAll(ctx, key).Result()
 		if err != nil {
 			tb.Fatalf("HGETALL: %v", err)
@@ -624,7 +630,11 @@ func reproduction(cfg dcfg, ops []dop, msg string) string {
 	fmt.Fprintf(&b, "config: %v\n", cfg)
 	t0 := ops[0].now
 	for i, o := range ops {
-		fmt.Fprintf(&b, "%3d  +%.0fµs  %T%+v\n", i, o.now-t0, o.op, o.op)
+		fmt.Fprintf(&b, "%3d  +%.0fµs  %T%+v", i, o.now-t0, o.op, o.op)
+		if o.c != nil {
+			fmt.Fprintf(&b, "  under %v", *o.c)
+		}
+		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "at op %d:\n\t%s", len(ops)-1, msg)
 	return b.String()
