@@ -194,12 +194,18 @@ local function fastStore(key, tail, fmt, tag, now, ex, id, tat, hold, r0, e0, re
 	end
 end
 
+-- fastChanged: whether a fast path's tat, rel, pd, lg, ss, sc, sp, bs and
+-- mc differ from the nine it read (after them); no table, no upvalue.
+local function fastChanged(tat, rel, pd, lg, ss, sc, sp, bs, mc, tat0, rel0, pd0, lg0, ss0, sc0, sp0, bs0, mc0)
+	return tat ~= tat0 or rel ~= rel0 or pd ~= pd0 or lg ~= lg0 or ss ~= ss0 or sc ~= sc0 or sp ~= sp0 or bs ~= bs0 or mc ~= mc0
+end
+
 -- The fast path: see above. A try of one unit is a wait whose max wait
--- is 0 (ARGV[7] is "0"): gone at once, or refused with nothing written.
+-- is 0 (ARGV[7] is "0"): gone at once, or refused with nothing kept.
 if tag == CORE_BARE and (op == 'wait' or op == 'try') and ARGV[5] == '1' and ARGV[6] == '1' then
 	local _, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau, tail = struct.unpack(CORE_FMT, coreRaw)
 	if r0 == e0 and fastTail(tail, ARGV[8]) then
-		local was = {tat, rel, pd, lg, ss, sc, sp, bs, mc}
+		local tat0, rel0, pd0, lg0, ss0, sc0, sp0, bs0, mc0 = tat, rel, pd, lg, ss, sc, sp, bs, mc
 		tat, rel, pd, lg, ss, sc, sp, bs = fastGo(now, PENDING_IDLE * SEC, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I, tau)
 		local tat1, mc1 = tat, mc -- after advance: what a try puts back
 		if mc < 1 then
@@ -239,12 +245,8 @@ if tag == CORE_BARE and (op == 'wait' or op == 'try') and ARGV[5] == '1' and ARG
 			if op == 'try' then
 				tat, mc = tat1, mc1
 			end
-			local now_ = {tat, rel, pd, lg, ss, sc, sp, bs, mc}
-			for i = 1, 9 do
-				if now_[i] ~= was[i] then
-					fastStore(key, tail, CORE_FMT, CORE_BARE, now, -1e300, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
-					break
-				end
+			if fastChanged(tat, rel, pd, lg, ss, sc, sp, bs, mc, tat0, rel0, pd0, lg0, ss0, sc0, sp0, bs0, mc0) then
+				fastStore(key, tail, CORE_FMT, CORE_BARE, now, -1e300, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
 			end
 			return struct.pack('<dddddd', 0, wt, id, 0, -1, now)
 		end
@@ -393,7 +395,7 @@ end
 if tag == CORE_BARE and op == 'lease' then
 	local _, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau, tail = struct.unpack(CORE_FMT, coreRaw)
 	local fast = r0 == e0 and fastTail(tail, ARGV[10])
-	local was = {tat, rel, pd, lg, ss, sc, sp, bs, mc}
+	local tat0, rel0, pd0, lg0, ss0, sc0, sp0, bs0, mc0 = tat, rel, pd, lg, ss, sc, sp, bs, mc
 	if fast then
 		tat, rel, pd, lg, ss, sc, sp, bs = fastGo(now, PENDING_IDLE * SEC, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I, tau)
 	end
@@ -413,17 +415,6 @@ if tag == CORE_BARE and op == 'lease' then
 		local lrate, late = tonumber(ARGV[8]), tonumber(ARGV[9])
 		if mc < 1 and k > 0 then
 			mc = 1
-		end
-		-- The state as the general path writes it when no ticket is
-		-- given: written if it changed.
-		local function storeChanged()
-			local cur = {tat, rel, pd, lg, ss, sc, sp, bs, mc}
-			for i = 1, 9 do
-				if cur[i] ~= was[i] then
-					fastStore(key, tail, CORE_FMT, CORE_BARE, now, -1e300, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
-					return
-				end
-			end
 		end
 		if spent > 0 and fin == rel and now >= hold and I > 0 then
 			-- The op's rule for spent turns given back: settled to no cost
@@ -462,7 +453,11 @@ if tag == CORE_BARE and op == 'lease' then
 			end
 			if not keep then
 				if j == 1 then
-					storeChanged()
+					-- The state as the general path writes it when no
+					-- ticket is given: written if it changed.
+					if fastChanged(tat, rel, pd, lg, ss, sc, sp, bs, mc, tat0, rel0, pd0, lg0, ss0, sc0, sp0, bs0, mc0) then
+						fastStore(key, tail, CORE_FMT, CORE_BARE, now, -1e300, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
+					end
 					return struct.pack('<dddddd', 0, id, 0, -1, now, wt) -- nothing kept
 				end
 				break
@@ -474,7 +469,9 @@ if tag == CORE_BARE and op == 'lease' then
 			end
 		end
 		if #waits == 0 then
-			storeChanged()
+			if fastChanged(tat, rel, pd, lg, ss, sc, sp, bs, mc, tat0, rel0, pd0, lg0, ss0, sc0, sp0, bs0, mc0) then
+				fastStore(key, tail, CORE_FMT, CORE_BARE, now, -1e300, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
+			end
 			return struct.pack('<dddddd', 0, id, 0, -1, now, 0)
 		end
 		if due then
