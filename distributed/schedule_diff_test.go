@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -316,14 +317,13 @@ func diffFields(goF, luaF []schedule.Field) []string {
 // dseq is one sequence in flight: its key, configuration, generator, the
 // engine's state, and the ops so far.
 type dseq struct {
-	key   string
-	c     dcfg
-	g     gen
-	s     schedule.State
-	ops   []dop
-	id    string // the script's state id; "" while the key has none
-	known bool   // the next op names the state it knows
-	fail  string
+	key  string
+	c    dcfg
+	g    gen
+	s    schedule.State
+	ops  []dop
+	id   string // the script's state id; "" while the key has none
+	fail string
 }
 
 // check applies the sequence's op o to the engine, and compares its reply
@@ -348,7 +348,7 @@ func (q *dseq) check(o dop, reply any, err error, h map[string]string) string {
 	}
 	want := wantReply(o.op, r, o.now, id)
 	var msgs []string
-	if !slicesEqual(got, want) {
+	if !slices.Equal(got, want) {
 		msgs = append(msgs, fmt.Sprintf("reply: script %v, go %v (go %+v)", got, want, r))
 	}
 	if len(h) == 0 {
@@ -442,18 +442,6 @@ func (q *dseq) untouchedX(goF, luaF []schedule.Field) []schedule.Field {
 // luaCoreID returns the state id a core holds.
 func luaCoreID(c string) float64 {
 	return math.Float64frombits(binary.LittleEndian.Uint64([]byte(c[1:9])))
-}
-
-func slicesEqual(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // prepare sets the op's arguments that depend on the script's state: a
