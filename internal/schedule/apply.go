@@ -177,9 +177,9 @@ type Reply struct {
 	// Until: Pause: the hold's end; Adapt: the pause it set (now + its
 	// pause, or earlier for a learned budget's refused probe; 0: none).
 	Until float64
-	// Turns: Turns: each ticket's turn (−Inf: gone; NaN: Lost; now for a
-	// ticket given back, which no queued ticket ends at); Lease: the turn
-	// of each ticket given, or of the refused first.
+	// Turns: Turns: each ticket's turn, no earlier than now (−Inf: gone;
+	// NaN: Lost; now for a ticket given back, which no queued ticket ends
+	// at); Lease: the turn of each ticket given, or of the refused first.
 	Turns []float64
 	View  View        // StateView
 	Views []LimitView // StateView with Limits
