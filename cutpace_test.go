@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/throttle-go/throttle/internal/schedule"
+	"github.com/throttle-go/throttle/internal/strict"
 )
 
 // TestCutPaceIsTheCutRate: a cut to r a second spaces units by 1/r, not
@@ -22,7 +23,7 @@ func TestCutPaceIsTheCutRate(t *testing.T) {
 		// past it cuts to schedule.CutBeta·10/s.
 		adapt(l, "k", Feedback{Throttled: true})
 		time.Sleep(time.Second)
-		for b := l.bucket("k"); b.s.CutRate(l.now(), b.pacing) == 0; {
+		for cutRate(l.bucket("k")) == 0 {
 			adapt(l, "k", Feedback{Throttled: true})
 		}
 		cutAt := time.Now()
@@ -56,4 +57,14 @@ func TestCutPaceIsTheCutRate(t *testing.T) {
 			}
 		}
 	})
+}
+
+// cutRate returns the pace of the cut in force on b's key, units a
+// second; 0 for none.
+func cutRate(b *bucket) float64 {
+	var r float64
+	b.k().Inspect(func(now float64, s *schedule.State, c schedule.Config, _ *strict.Key) {
+		r = s.CutRate(now, c)
+	})
+	return r
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/throttle-go/throttle/internal/learn"
 	"github.com/throttle-go/throttle/ratelimit"
 	"golang.org/x/time/rate"
 )
@@ -59,7 +60,7 @@ func (t *Transport) feedback(resp *http.Response, q ratelimit.Reading, age time.
 	unit := t.unit()
 	best := math.Inf(1)
 	for _, p := range q.Policies {
-		if !sameUnit(p.Unit, unit) {
+		if !learn.SameUnit(p.Unit, unit) {
 			continue
 		}
 		// Windows are tracked when they are long enough for whole-second
@@ -76,9 +77,9 @@ func (t *Transport) feedback(resp *http.Response, q ratelimit.Reading, age time.
 		// long before. It paces the key by its declared rate (below), and
 		// a spent one pauses the key one unit's refill time (the wait
 		// above, from Reading.Wait).
-		long := p.Reset >= minTrackedWindow+time.Second
+		long := p.Reset >= learn.MinTrackedWindow+time.Second
 		if p.HasWindow {
-			long = p.Window >= minTrackedWindow
+			long = p.Window >= learn.MinTrackedWindow
 		}
 		tracked := p.HasRemaining && p.HasReset && p.Reset > 0 && long && !p.Refills
 		if tracked {
@@ -118,7 +119,7 @@ func (t *Transport) feedback(resp *http.Response, q ratelimit.Reading, age time.
 			}
 			if !f.HasDeclared || l < f.DeclaredRate {
 				burst := int(min(p.Limit, math.MaxInt32))
-				if p.Window < minTrackedWindow && !p.Refills {
+				if p.Window < learn.MinTrackedWindow && !p.Refills {
 					// A window too short to track is a pace: its units
 					// spread evenly fill every window exactly, where a
 					// burst at the window's start spends it and must wait
@@ -133,7 +134,7 @@ func (t *Transport) feedback(resp *http.Response, q ratelimit.Reading, age time.
 }
 
 // paceWindows returns q's wait without its spent windows that are too
-// short to track (under minTrackedWindow, of the counted unit, declaring
+// short to track (under learn.MinTrackedWindow, of the counted unit, declaring
 // their pace: see feedback), and whether there were such: a waiter that
 // follows the declared pace needs no pause to their reset, which a
 // whole-second t puts up to a second late (the declared pace, and what
@@ -143,7 +144,7 @@ func paceWindows(q ratelimit.Reading, unit string) (wait time.Duration, ok, shor
 	rest := q
 	rest.Policies = nil
 	for _, p := range q.Policies {
-		if p.Exhausted() && sameUnit(p.Unit, unit) && !p.Refills && p.HasLimit && p.Limit > 0 && p.HasWindow && p.Window > 0 && p.Window < minTrackedWindow {
+		if p.Exhausted() && learn.SameUnit(p.Unit, unit) && !p.Refills && p.HasLimit && p.Limit > 0 && p.HasWindow && p.Window > 0 && p.Window < learn.MinTrackedWindow {
 			short = true
 			continue
 		}
@@ -163,9 +164,7 @@ func followsDeclared(w Waiter) bool {
 	if !ok {
 		return false
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.pacing.Interval == 0
+	return !b.k().Configured()
 }
 
 // unit returns the unit Cost counts: CostUnit, "requests" when unset.
@@ -175,9 +174,6 @@ func (t *Transport) unit() string {
 	}
 	return t.CostUnit
 }
-
-// minTrackedWindow: shorter windows are not tracked (see feedback).
-const minTrackedWindow = 2 * time.Second
 
 // observe reads resp's rate-limit headers into o, classifies o, and tells
 // the key's waiter what the headers and the decision say: a pause when
@@ -192,7 +188,7 @@ func (t *Transport) observe(ctx context.Context, o *Outcome, w Waiter, key strin
 	// The limits in other units than Cost's, read in Cost's unit where
 	// the key's responses told what a request costs in them (otherunits.go).
 	rejected := resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable
-	q := t.learned.read(key, o.Reading, t.unit(), n, rejected, now)
+	q := t.learned.Read(key, o.Reading, t.unit(), n, rejected, now)
 	f, wait, said := t.feedback(resp, q, now.Sub(sent), followsDeclared(w))
 	f.Cost = n
 	f.Accepted = !rejected

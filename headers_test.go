@@ -298,8 +298,8 @@ func FuzzFeedback(f *testing.F) {
 		now := time.Now()
 		h1 := http.Header{}
 		h1.Add(k1, v1)
-		tr.learned.read("k", ratelimit.Parse(h1, now), "requests", 1, false, now)
-		q := tr.learned.read("k", ratelimit.Parse(h, now.Add(time.Second)), "requests", 1, false, now.Add(time.Second))
+		tr.learned.Read("k", ratelimit.Parse(h1, now), "requests", 1, false, now)
+		q := tr.learned.Read("k", ratelimit.Parse(h, now.Add(time.Second)), "requests", 1, false, now.Add(time.Second))
 		for _, p := range q.Policies {
 			if p.Limit < 0 || p.Remaining < 0 || p.Reset < 0 || p.Window < 0 {
 				t.Fatalf("policy %+v: a negative number", p)

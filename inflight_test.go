@@ -104,7 +104,7 @@ func TestAcquireFIFO(t *testing.T) {
 			t.Errorf("granted %v; want %v", order, want)
 		}
 		rels["D1"]()
-		if h := l.bucket("k").inflight.held; h != 0 {
+		if h := l.bucket("k").k().Held(); h != 0 {
 			t.Errorf("held %d after every release; want 0", h)
 		}
 	})
@@ -144,7 +144,7 @@ func TestAcquireDeadline(t *testing.T) {
 			t.Errorf("the acquisition behind went after %v; want 1s (when the head's deadline passed)", behind)
 		}
 		hold()
-		if h := l.bucket("k").inflight.held; h != 0 {
+		if h := l.bucket("k").k().Held(); h != 0 {
 			t.Errorf("held %d; want 0", h)
 		}
 	})
@@ -211,7 +211,7 @@ func TestReleaseOnce(t *testing.T) {
 		}
 		r2()
 		r3()
-		if h := l.bucket("k").inflight.held; h != 0 {
+		if h := l.bucket("k").k().Held(); h != 0 {
 			t.Errorf("held %d; want 0", h)
 		}
 	})
@@ -349,7 +349,7 @@ func TestTransportHoldsSlot(t *testing.T) {
 					}
 					mu.Unlock()
 				}
-				if h := tr.Waiter.(*Limiter).bucket("api.test").inflight.held; h != 0 {
+				if h := tr.Waiter.(*Limiter).bucket("api.test").k().Held(); h != 0 {
 					t.Errorf("held %d at the end; want 0", h)
 				}
 			})
@@ -396,7 +396,7 @@ func TestTransportSlotPerAttempt(t *testing.T) {
 		if _, err := tr.RoundTrip(req); !errors.Is(err, ErrWouldExceedDeadline) {
 			t.Errorf("RoundTrip with its turn past the deadline = %v; want ErrWouldExceedDeadline", err)
 		}
-		if h := lim.bucket("api.test").inflight.held; h != 0 {
+		if h := lim.bucket("api.test").k().Held(); h != 0 {
 			t.Errorf("held %d after a failed wait; want 0", h)
 		}
 	})
@@ -424,8 +424,79 @@ func TestTransportSlotMaxWait(t *testing.T) {
 			t.Errorf("RoundTrip with the only slot held = %v after %v, %d sent; want ErrWouldExceedDeadline after MaxWait 1s, 1 sent", err, time.Since(start), sent)
 		}
 		first.Body.Close()
-		if h := lim.bucket("api.test").inflight.held; h != 0 {
+		if h := lim.bucket("api.test").k().Held(); h != 0 {
 			t.Errorf("held %d; want 0", h)
 		}
 	})
+}
+
+// TestPanickingHookReleasesInFlight: a hook that panics during a request
+// (OnEvent, on the pause a 429's Retry-After sets and on the wait before
+// the attempt; a Base that panics) gives back the in-flight units the
+// attempt held, so that the next request under a cap of 1 is not blocked
+// for ever.
+func TestPanickingHookReleasesInFlight(t *testing.T) {
+	cases := []struct {
+		name  string
+		panic func(Event) bool // OnEvent panics on such events
+		base  bool             // the Base panics
+	}{
+		{name: "OnEvent on a pause", panic: func(e Event) bool { return e.Kind == EventPause }},
+		{name: "OnEvent on the wait", panic: func(e Event) bool { return e.Kind == EventWait }},
+		{name: "Base", base: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				calls := 0
+				base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+					calls++
+					if tc.base && calls == 1 {
+						panic("base")
+					}
+					resp := okResponse(r, "slow down")
+					if calls == 1 {
+						resp.StatusCode = http.StatusTooManyRequests
+						resp.Header.Set("Retry-After", "1")
+					}
+					return resp, nil
+				})
+				armed := true
+				lim := &Limiter{Limit: 1, Burst: 1, InFlight: 1}
+				tr := &Transport{Base: base, Waiter: lim, OnEvent: func(e Event) {
+					if armed && tc.panic != nil && tc.panic(e) {
+						armed = false
+						panic("on event")
+					}
+				}}
+				if tc.panic != nil && tc.panic(Event{Kind: EventWait}) {
+					// The first wait blocks only behind another unit.
+					_ = lim.For("api.test").WaitN(t.Context(), 1)
+				}
+				func() {
+					defer func() {
+						if recover() == nil {
+							t.Fatal("the first request did not panic")
+						}
+					}()
+					req, _ := http.NewRequest("GET", "http://api.test/", nil)
+					resp, err := tr.RoundTrip(req)
+					if err == nil {
+						resp.Body.Close()
+					}
+				}()
+				if h := lim.bucket("api.test").k().Held(); h != 0 {
+					t.Errorf("held %d after the panic; want 0", h)
+				}
+				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+				defer cancel()
+				req, _ := http.NewRequestWithContext(ctx, "GET", "http://api.test/", nil)
+				resp, err := tr.RoundTrip(req)
+				if err != nil {
+					t.Fatalf("the next request: %v; want its slot", err)
+				}
+				resp.Body.Close()
+			})
+		})
+	}
 }

@@ -2,13 +2,13 @@ package throttle
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/throttle-go/throttle/internal/local"
 	"github.com/throttle-go/throttle/internal/schedule"
-	"github.com/throttle-go/throttle/internal/strict"
 	"golang.org/x/time/rate"
 )
 
@@ -49,10 +49,10 @@ type Rate struct {
 // deep, once refused, goes no sooner than an interval after the server
 // may have taken its last request, and every key moves its turns once per
 // busy period by the spread of its first burst's round trips (both at
-// most a tenth of an interval; see anchor.go).
+// most a tenth of an interval; see internal/strict).
 // A turn is never stored: it follows from the key's state whenever it is
 // asked for, so that pauses, slow-downs and refunds move every queued turn
-// at once (see schedule.go for the model and its invariants).
+// at once (see internal/schedule for the model and its invariants).
 //
 // Memory is bounded however many distinct keys arrive: a key whose bucket is
 // full again, with nothing queued, paused, cut or windowed, and no units
@@ -144,19 +144,13 @@ type Limiter struct {
 	// then, a few seconds). It must not block.
 	OnEvent func(Event)
 
-	once     sync.Once
-	epoch    time.Time          // time zero of the schedules; monotonic
-	rates    map[string]Rate    // copy of Overrides and SetRate's rates; insertMu after once
-	caps     map[string]int     // copy of InFlightOverrides
-	keys     sync.Map           // string -> *bucket
-	count    atomic.Int64       // entries in keys
-	insertMu sync.Mutex         // serializes insertions and sweeps, so count never passes MaxKeys
-	next     int64              // count at which the next sweep runs; insertMu
-	def      *bucket            // the bucket of WaitN on the Limiter itself
-	xlim     []schedule.Limit   // Limits as the schedule keeps them; each key a copy
-	xunits   []string           // their units
-	xerr     error              // Limits invalid: every wait fails with it
-	xkeys    map[string]xconfig // LimitsOverrides as the schedule keeps them
+	once  sync.Once
+	keys  *local.Keys        // the keys
+	def   *local.Key         // the Limiter's own quota (WaitN on the Limiter)
+	xlim  []schedule.Limit   // Limits as the schedule keeps them; each key a copy
+	xunit []string           // their units
+	xerr  error              // Limits invalid: every wait fails with it
+	xkeys map[string]xconfig // LimitsOverrides as the schedule keeps them
 }
 
 // xconfig is a key's further limits as the schedule keeps them.
@@ -166,49 +160,16 @@ type xconfig struct {
 	err   error
 }
 
-// bucket is one key's schedule and the waits sleeping on it.
-type bucket struct {
-	l   *Limiter
-	key string
-
-	mu       sync.Mutex // protects the fields below
-	limit    rate.Limit // rate.Inf: no limit
-	burst    int
-	pacing   schedule.Config
-	s        schedule.State // the key's state
-	changed  chan struct{}  // closed when turns may have moved; nil if no one sleeps
-	sleepers int            // waits sleeping on s
-	dead     bool           // forgotten by l: new waits re-resolve through l
-	inflight slots          // the in-flight cap (inflight.go)
-	strict   strict.Key     // the strict-server rules' state (internal/strict)
-	xunits   []string       // the units of s.x's limits (l.xunits)
-	xcost    []float64      // a wait's cost in them, converted under mu
-	xerr     error          // l.xerr
-
-	// The slow-down in force, for EventRecovered (see events_limiter.go).
-	recovery  *time.Timer // reports the cut's end; nil if none armed
-	recoverTo func(Event) // the last Transport's OnEvent to tell, if any
-}
-
 func (l *Limiter) init() {
-	l.epoch = time.Now()
-	l.rates = make(map[string]Rate, len(l.Overrides))
-	for k, r := range l.Overrides {
-		l.rates[k] = r
-	}
-	l.caps = make(map[string]int, len(l.InFlightOverrides))
-	for k, c := range l.InFlightOverrides {
-		l.caps[k] = c
-	}
-	l.next = min(minSweep, l.maxKeys())
-	l.xlim, l.xunits, l.xerr = l.xlimits(l.Limits)
+	l.keys = local.New(local.Config{MaxKeys: l.maxKeys(), Key: l.keyConfig, Owner: l, Decided: l.decided})
+	l.xlim, l.xunit, l.xerr = l.xlimits(l.Limits)
 	l.xkeys = make(map[string]xconfig, len(l.LimitsOverrides))
 	for k, u := range l.LimitsOverrides {
 		var x xconfig
 		x.lim, x.units, x.err = l.xlimits(u)
 		l.xkeys[k] = x
 	}
-	l.def = l.newBucket("")
+	l.def = l.keys.Own("")
 }
 
 func (l *Limiter) maxKeys() int64 {
@@ -218,33 +179,46 @@ func (l *Limiter) maxKeys() int64 {
 	return 1 << 20
 }
 
-func (l *Limiter) newBucket(key string) *bucket {
-	r, ok := l.rates[key]
+// keyConfig returns a new key's configuration: its override, or the
+// Limiter's.
+func (l *Limiter) keyConfig(key string) local.KeyConfig {
+	r, ok := l.Overrides[key]
 	if !ok {
 		r = Rate{Limit: l.Limit, Burst: l.Burst}
 	}
-	b := &bucket{l: l, key: key}
-	b.setRate(r)
-	b.inflight.limit = int64(l.inFlight(key))
-	x := xconfig{l.xlim, l.xunits, l.xerr}
-	if o, ok := l.xkeys[key]; ok {
-		x = o
+	c := local.KeyConfig{Limit: r.Limit, Burst: r.Burst, Limits: l.xlim, Err: l.xerr, InFlight: int64(max(l.InFlight, 0))}
+	if x, ok := l.xkeys[key]; ok {
+		c.Limits, c.Err = x.lim, x.err
 	}
-	var lim []schedule.Limit
-	if x.lim != nil {
-		lim = append([]schedule.Limit(nil), x.lim...)
-		b.xunits, b.xcost = x.units, make([]float64, len(x.lim))
+	if v, ok := l.InFlightOverrides[key]; ok {
+		c.InFlight = int64(max(v, 0))
 	}
-	b.s.Init(lim)
-	b.xerr = x.err
-	return b
+	return c
 }
 
-// WaitN waits for n units of the Limiter's own quota (the key ""), so that
-// a Limiter is a [Waiter] like a *rate.Limiter.
-func (l *Limiter) WaitN(ctx context.Context, n int) error {
+// unitsOf returns the units of key's further limits.
+func (l *Limiter) unitsOf(key string) []string {
+	if x, ok := l.xkeys[key]; ok {
+		return x.units
+	}
+	return l.xunit
+}
+
+// decided tells OnEvent of a decision a key took from no call (a
+// slow-down's end).
+func (l *Limiter) decided(key string, d local.Decision) {
+	if l.OnEvent != nil {
+		l.OnEvent(eventOf(key, d))
+	}
+}
+
+// bucket returns key's bucket; "" is the Limiter's own quota.
+func (l *Limiter) bucket(key string) *bucket {
 	l.once.Do(l.init)
-	return l.def.WaitN(ctx, n)
+	if key == "" {
+		return (*bucket)(l.def)
+	}
+	return (*bucket)(l.keys.Get(key))
 }
 
 // For returns the waiter of key's quota; it also implements [Pauser],
@@ -253,187 +227,134 @@ func (l *Limiter) WaitN(ctx context.Context, n int) error {
 // allocates only the first time a key is seen (or seen again after it was
 // forgotten).
 func (l *Limiter) For(key string) Waiter {
-	return l.bucket(key)
-}
-
-func (l *Limiter) bucket(key string) *bucket {
 	l.once.Do(l.init)
-	if v, ok := l.keys.Load(key); ok {
-		return v.(*bucket)
-	}
-	l.insertMu.Lock()
-	defer l.insertMu.Unlock()
-	if v, ok := l.keys.Load(key); ok {
-		return v.(*bucket)
-	}
-	if l.count.Load() >= l.next {
-		l.sweep()
-	}
-	b := l.newBucket(key)
-	l.keys.Store(key, b)
-	l.count.Add(1)
-	return b
-}
-
-// now returns the time since l.epoch in nanoseconds, read from the
-// monotonic clock.
-func (l *Limiter) now() float64 {
-	return float64(time.Since(l.epoch))
-}
-
-// duration converts a span of schedule time to a Duration, rounded up and
-// saturated: a pace slower than one unit per 292 years still waits (for
-// ever, in effect) instead of overflowing to no wait at all.
-func duration(ns float64) time.Duration {
-	if ns >= math.MaxInt64 {
-		return math.MaxInt64
-	}
-	if ns <= 0 || math.IsNaN(ns) {
-		return 0
-	}
-	return time.Duration(math.Ceil(ns))
-}
-
-// Pause holds off every caller of the key until d from now: the queued
-// waits included, which then go at the key's pace from the pause's end (a
-// burst at most at once). A pause never shortens a longer one. It does not
-// block and never fails.
-func (b *bucket) Pause(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	b.mu.Lock()
-	if b.dead {
-		b.mu.Unlock()
-		return b.l.bucket(b.key).Pause(ctx, d)
-	}
-	now := b.l.now()
-	b.advanceLocked(now)
-	sink := sinkFrom(ctx)
-	var w schedule.Watch
-	listen := b.listening(sink)
-	if listen {
-		w = b.watchLocked(now, false)
-	}
-	var ev decided
-	if b.s.Pause(now + float64(d)) {
-		if listen {
-			ev = b.decideLocked(now, w, sink)
-		}
-		b.notifyLocked()
-	}
-	b.mu.Unlock()
-	ev.emit(b.l.OnEvent, sink)
-	return nil
-}
-
-// Adapt applies what a server said about the key's quota: see [Adapter].
-// It never blocks and never fails.
-func (b *bucket) Adapt(ctx context.Context, f Feedback) error {
-	b.adapt(ctx, f)
-	return nil
-}
-
-// AdaptReport is Adapt, and reports what it did: see [AdaptReporter].
-func (b *bucket) AdaptReport(ctx context.Context, f Feedback) (Adapted, error) {
-	timing, pause := b.adapt(ctx, f)
-	return Adapted{Pause: pause, Timing: timing}, nil
-}
-
-// adapt is Adapt; it reports whether f was a bare refusal of the strict
-// server's timing, which left the pace as it was (anchor.go: jitter), and
-// the pause it set when that is shorter than f's (a learned budget's
-// refused probe: schedule_budget.go), else f.Pause.
-func (b *bucket) adapt(ctx context.Context, f Feedback) (timing bool, pause time.Duration) {
-	pause = f.Pause
-	b.mu.Lock()
-	if b.dead {
-		b.mu.Unlock()
-		return b.l.bucket(b.key).adapt(ctx, f)
-	}
-	now := b.l.now()
-	s := &b.s
-	b.advanceLocked(now)
-	sink := sinkFrom(ctx)
-	var w schedule.Watch
-	listen := b.listening(sink)
-	if listen {
-		w = b.watchLocked(now, f.Throttled)
-	}
-	units := float64(max(f.Cost, 1))
-	s.Answered(units)
-	moved := false
-	sent := now - float64(max(f.Age, 0))
-	if f.Pause > 0 {
-		until := now + float64(f.Pause)
-		if f.Refused && !f.HasRemaining && !f.HasDeclared && !f.HasAvailable {
-			// A refusal that says only when to come back: a hidden
-			// budget's cycle (schedule_budget.go).
-			var m bool
-			until, m = s.BudgetRefused(now, sent, units, float64(f.Pause), b.pacing)
-			moved = m
-			pause = min(pause, time.Duration(math.Ceil(until-now)))
-		}
-		if s.Pause(until) {
-			moved = true
-		}
-		if f.Refused && s.Refused(now, b.pacing) {
-			moved = true
-		}
-	}
-	if f.Accepted && s.BudgetAccepted(now, sent, b.pacing) {
-		moved = true
-	}
-	if f.HasDeclared && b.pacing.Interval == 0 && f.DeclaredRate > 0 && f.DeclaredRate != rate.Inf && !math.IsNaN(float64(f.DeclaredRate)) {
-		s.Declare(now, b.pacing, 1e9/float64(f.DeclaredRate), float64(max(f.DeclaredBurst, 1)))
-		moved = true
-	}
-	if f.HasRemaining && !math.IsNaN(f.Remaining) && !math.IsNaN(f.Size) {
-		s.Window(now, max(f.Remaining, 0), float64(max(f.Reset, 0)), max(f.Size, 0), float64(max(f.Window, 0)), b.pacing)
-		moved = true
-	}
-	if f.HasAvailable && !math.IsNaN(f.Available) && s.Level(now, b.pacing, f.Available) {
-		moved = true
-	}
-	k := &b.strict
-	k.RoundTrip(float64(f.Age))
-	if !f.Refused && !f.Throttled && f.Pause == 0 && k.Took(s, now, b.pacing, float64(f.Age)) {
-		moved = true
-	}
-	switch {
-	case f.Throttled && k.Timing(s, now, b.pacing, sent):
-		// A refusal of the strict server's timing: the pace stays
-		// (internal/strict).
-		timing = true
-	case f.Throttled:
-		k.Refused()
-		if s.Reject(now, sent, units, b.pacing) {
-			moved = true
-		}
-	case f.Refused:
-		k.Refused()
-	default:
-		k.Answered(units)
-	}
-	var ev decided
-	if moved {
-		if listen {
-			ev = b.decideLocked(now, w, sink)
-		}
-		b.notifyLocked()
-	}
-	b.mu.Unlock()
-	ev.emit(b.l.OnEvent, sink)
-	return timing, pause
-}
-
-// Pause holds off every caller of the Limiter's own quota (key "").
-func (l *Limiter) Pause(ctx context.Context, d time.Duration) error {
-	l.once.Do(l.init)
-	return l.def.Pause(ctx, d)
+	return (*bucket)(l.keys.Get(key))
 }
 
 // Len reports how many keys the Limiter remembers now.
 func (l *Limiter) Len() int {
-	return int(l.count.Load())
+	l.once.Do(l.init)
+	return l.keys.Len()
+}
+
+// now returns the schedules' time now, in ns.
+func (l *Limiter) now() float64 {
+	l.once.Do(l.init)
+	return l.keys.Now()
+}
+
+// State returns the state of key's quota now, without creating the key:
+// a key the Limiter does not remember (never seen, or forgotten) shows
+// the state of a new key. The key "" is the Limiter's own quota (WaitN on
+// the Limiter).
+func (l *Limiter) State(key string) State {
+	l.once.Do(l.init)
+	k := l.def
+	if key != "" {
+		k = l.keys.Peek(key)
+	}
+	return stateOf(k.View(false), time.Now())
+}
+
+// LimitStates returns the state of key's further limits now
+// ([Limiter.Limits], in their order; a limit with both a Rate and a
+// Window shows as two), without creating the key; nil if it has none.
+func (l *Limiter) LimitStates(key string) []LimitState {
+	l.once.Do(l.init)
+	k := l.def
+	if key != "" {
+		k = l.keys.Peek(key)
+	}
+	v := k.View(true)
+	if len(v.Limits) == 0 {
+		return nil
+	}
+	units := l.unitsOf(key)
+	ls := make([]LimitState, len(v.Limits))
+	for i, x := range v.Limits {
+		ls[i] = LimitState{Unit: units[i], Window: x.Window, Remaining: x.Remaining}
+	}
+	return ls
+}
+
+// SetRate changes key's rate while the Limiter runs: the waits queued on
+// the key go at the new pace from now on (their turns follow from the
+// key's state, so a change of pace moves them all at once), and the
+// bucket keeps the units it holds now, up to the new burst (as a change
+// of pace by a server's declared limit does). The key "" is the
+// Limiter's own quota (WaitN on the Limiter), and For("").
+//
+// The rate lasts while the key is remembered: a key whose rate was set
+// is not forgotten when idle, and one forgotten past MaxKeys gets its
+// configured rate (Limit and Burst, or its entry of Overrides) back, so
+// that memory stays bounded by MaxKeys.
+//
+// r's zero fields mean what they mean in [Rate]: the zero Rate is no
+// limit, Limit 0 with a Burst lets no more through than the bucket holds,
+// Burst 0 with a Limit is 1. A wait queued for more units than the new
+// burst fails with [ErrCostExceedsBurst] only when it is made, not once
+// queued: it goes when the bucket has gathered its units. A negative or
+// NaN Limit, or a negative Burst, is refused with [ErrInvalidLimit] and
+// changes nothing. SetRate never blocks on a wait and is safe for
+// concurrent use.
+func (l *Limiter) SetRate(key string, r Rate) error {
+	if r.Limit < 0 || math.IsNaN(float64(r.Limit)) || r.Burst < 0 {
+		return fmt.Errorf("throttle: SetRate(%q) with limit %v, burst %d: give a limit ≥ 0 (rate.Inf: none) and a burst ≥ 0: %w", key, r.Limit, r.Burst, ErrInvalidLimit)
+	}
+	l.bucket(key).k().SetRate(r.Limit, r.Burst)
+	return nil
+}
+
+// The Limiter's own quota (the key ""), so that a Limiter is a waiter
+// like a *rate.Limiter: each method is that of For("").
+
+// WaitN waits for n units of the Limiter's own quota (the key ""), so that
+// a Limiter is a [Waiter] like a *rate.Limiter.
+func (l *Limiter) WaitN(ctx context.Context, n int) error { return l.bucket("").WaitN(ctx, n) }
+
+// WaitCost waits for c on the Limiter's own quota: see [CostWaiter].
+func (l *Limiter) WaitCost(ctx context.Context, c Cost) error { return l.bucket("").WaitCost(ctx, c) }
+
+// TryN spends n units of the Limiter's own quota now, or nothing: see
+// [Trier].
+func (l *Limiter) TryN(ctx context.Context, n int) (bool, time.Duration, error) {
+	return l.bucket("").TryN(ctx, n)
+}
+
+// Allow spends one unit of the Limiter's own quota now, or nothing.
+func (l *Limiter) Allow() bool { return l.bucket("").Allow() }
+
+// ReserveN takes a turn for n units of the Limiter's own quota: see
+// [Reservation].
+func (l *Limiter) ReserveN(ctx context.Context, n int) (Reservation, error) {
+	return l.bucket("").ReserveN(ctx, n)
+}
+
+// ReserveCost takes a turn for c on the Limiter's own quota: see
+// [CostReserver].
+func (l *Limiter) ReserveCost(ctx context.Context, c Cost) (Reservation, error) {
+	return l.bucket("").ReserveCost(ctx, c)
+}
+
+// Pause holds off every caller of the Limiter's own quota.
+func (l *Limiter) Pause(ctx context.Context, d time.Duration) error {
+	return l.bucket("").Pause(ctx, d)
+}
+
+// Settle amends the cost of a wait on the Limiter's own quota: see
+// [Settler].
+func (l *Limiter) Settle(ctx context.Context, spent, actual int) error {
+	return l.bucket("").Settle(ctx, spent, actual)
+}
+
+// SettleCost amends a wait on the Limiter's own quota: see
+// [CostSettler].
+func (l *Limiter) SettleCost(ctx context.Context, spent, actual Cost) error {
+	return l.bucket("").SettleCost(ctx, spent, actual)
+}
+
+// AcquireN waits until n units fit under the in-flight cap of the
+// Limiter's own quota and takes them: see [Acquirer].
+func (l *Limiter) AcquireN(ctx context.Context, n int) (func(), error) {
+	return l.bucket("").AcquireN(ctx, n)
 }

@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/throttle-go/throttle/internal/local"
 	"golang.org/x/time/rate"
 )
 
@@ -269,8 +270,8 @@ func TestLimiterManyKeys(t *testing.T) {
 		}
 		// Buckets refill in 10 ms, so only the last 100 keys hold state;
 		// sweeps run when the count doubles from at least 1024.
-		if peak > 2*minSweep {
-			t.Errorf("%d distinct keys: peak of %d remembered; want at most %d", n, peak, 2*minSweep)
+		if peak > 2*local.MinSweep {
+			t.Errorf("%d distinct keys: peak of %d remembered; want at most %d", n, peak, 2*local.MinSweep)
 		}
 	})
 	synctest.Test(t, func(t *testing.T) {
@@ -293,7 +294,7 @@ func TestLimiterForgottenHandle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := &Limiter{Limit: 1, Burst: 1}
 		old := l.For("k")
-		for i := range 3 * minSweep { // forces sweeps; "k" is full and forgotten
+		for i := range 3 * local.MinSweep { // forces sweeps; "k" is full and forgotten
 			l.For(fmt.Sprint(i))
 		}
 		start := time.Now()
@@ -303,4 +304,39 @@ func TestLimiterForgottenHandle(t *testing.T) {
 			t.Errorf("waits through an old and a new handle took %v; want %v", got, want)
 		}
 	})
+}
+
+// TestSetRateBoundedByMaxKeys: SetRate on many keys remembers at most
+// MaxKeys of them (a rate set lasts while its key is remembered), and a
+// key forgotten past MaxKeys gets its configured rate back; a key whose
+// rate was set is not forgotten for being idle.
+func TestSetRateBoundedByMaxKeys(t *testing.T) {
+	const maxKeys = 2000
+	l := &Limiter{Limit: 10, Burst: 1, MaxKeys: maxKeys}
+	for i := range 5 * maxKeys {
+		if err := l.SetRate(fmt.Sprint("k", i), Rate{Limit: 1, Burst: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if n := l.Len(); n > maxKeys {
+			t.Fatalf("after %d keys set, %d remembered; want ≤ %d", i+1, n, maxKeys)
+		}
+	}
+	if got := l.State("k0").Limit; got != 10 {
+		t.Errorf("a key set and forgotten past MaxKeys: limit %v; want 10 (its configured rate)", got)
+	}
+	last := fmt.Sprint("k", 5*maxKeys-1)
+	if got := l.State(last).Limit; got != 1 {
+		t.Errorf("the key set last: limit %v; want 1 (the rate set)", got)
+	}
+	// An idle key whose rate was set outlives the sweep of idle keys.
+	m := &Limiter{Limit: 10, Burst: 1, MaxKeys: 1 << 20}
+	if err := m.SetRate("set", Rate{Limit: 1, Burst: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 * local.MinSweep {
+		m.For(fmt.Sprint("idle", i))
+	}
+	if got := m.State("set").Limit; got != 1 {
+		t.Errorf("an idle key whose rate was set, after sweeps: limit %v; want 1", got)
+	}
 }

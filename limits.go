@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/throttle-go/throttle/internal/local"
 	"github.com/throttle-go/throttle/internal/schedule"
 	"golang.org/x/time/rate"
 )
@@ -156,49 +157,9 @@ type CostReserver interface {
 }
 
 // ReserveCost takes a turn for c on the key's limits: see [CostReserver].
-func (b *bucket) ReserveCost(ctx context.Context, c Cost) (Reservation, error) {
-	n, qi := c.turn()
-	return b.reserveUnits(ctx, n, c.Units, qi)
-}
-
 // ReserveCost takes a turn for c on the Limiter's own quota (the key
 // ""): see [CostReserver].
-func (l *Limiter) ReserveCost(ctx context.Context, c Cost) (Reservation, error) {
-	l.once.Do(l.init)
-	return l.def.ReserveCost(ctx, c)
-}
-
 // TryCost spends c on the key's limits now, or nothing: see [CostTrier].
-func (b *bucket) TryCost(ctx context.Context, c Cost) (bool, time.Duration, error) {
-	if err := ctx.Err(); err != nil {
-		return false, 0, err
-	}
-	n := c.First()
-	b.mu.Lock()
-	if b.dead {
-		b.mu.Unlock()
-		return b.l.bucket(b.key).TryCost(ctx, c)
-	}
-	if err := b.check(n); err != nil {
-		b.mu.Unlock()
-		return false, 0, err
-	}
-	cost, err := b.costOf(c.Units)
-	if err != nil {
-		b.mu.Unlock()
-		return false, 0, err
-	}
-	now := b.l.now()
-	b.advanceLocked(now)
-	ok, turn := b.s.Try(now, b.pacing, schedule.First, int64(n), cost)
-	b.wakeIfSped()
-	b.mu.Unlock()
-	if ok {
-		return true, 0, nil
-	}
-	return false, duration(turn - now), nil
-}
-
 // xlimits converts l.Limits to the schedule's further limits and their
 // units; an error for a configuration no wait can use.
 func (l *Limiter) xlimits(limits []UnitLimit) ([]schedule.Limit, []string, error) {
@@ -221,7 +182,7 @@ func (l *Limiter) xlimits(limits []UnitLimit) ([]schedule.Limit, []string, error
 			return nil, nil, fmt.Errorf("throttle: Limits[%d] (%q) has a sliding log of %d per %v, more than MaxLogCount (%d) times a key keeps: use Sliding (the sliding window counter) for counts this large: %w", i, u.Unit, w.Count, w.Per, MaxLogCount, ErrInvalidLimit)
 		}
 		if r.Limit != rate.Inf && (r.Limit != 0 || r.Burst != 0) {
-			b := schedule.BucketLimit(min(1e9/float64(r.Limit), neverInterval), float64(max(r.Burst, 1)))
+			b := schedule.BucketLimit(min(1e9/float64(r.Limit), local.NeverInterval), float64(max(r.Burst, 1)))
 			lim, units = append(lim, b), append(units, u.Unit)
 		}
 		if w.Per > 0 {
@@ -235,7 +196,7 @@ func (l *Limiter) xlimits(limits []UnitLimit) ([]schedule.Limit, []string, error
 				kind = schedule.KindFirst
 			}
 			// Aligned to the Unix epoch: schedule times count from l.epoch.
-			off := float64(l.epoch.UnixNano() % int64(w.Per))
+			off := float64(l.keys.Epoch().UnixNano() % int64(w.Per))
 			lim, units = append(lim, schedule.WindowLimit(kind, float64(w.Per), float64(w.Count), off)), append(units, u.Unit)
 		}
 	}
@@ -247,46 +208,8 @@ func (l *Limiter) xlimits(limits []UnitLimit) ([]schedule.Limit, []string, error
 
 // costOf converts units to the further limits' costs, in b.xcost (nil
 // for a key without further limits). It requires b.mu.
-func (b *bucket) costOf(units []UnitCost) ([]float64, error) {
-	clear(b.xcost)
-	for _, u := range units {
-		if u.N < 0 {
-			return nil, fmt.Errorf("throttle: wait for %d %s of %q: %w", u.N, u.Unit, b.key, ErrInvalidLimit)
-		}
-		found := false
-		for i, v := range b.xunits {
-			if v != u.Unit {
-				continue
-			}
-			found = true
-			b.xcost[i] += float64(u.N)
-			if l := &b.s.Limits()[i]; b.xcost[i] > l.Most() {
-				return nil, fmt.Errorf("throttle: wait for %v %s of %q, more than one of its limits allows at once: %w", b.xcost[i], u.Unit, b.key, ErrCostExceedsBurst)
-			}
-		}
-		if !found {
-			return nil, fmt.Errorf("throttle: %q has no limit in unit %q: %w", b.key, u.Unit, ErrInvalidLimit)
-		}
-	}
-	return b.xcost, nil
-}
-
 // WaitCost waits for c on the key's limits: see [CostWaiter].
-func (b *bucket) WaitCost(ctx context.Context, c Cost) error {
-	n, qi := c.turn()
-	return b.waitUnits(ctx, n, c.Units, qi)
-}
-
 // WaitCost waits for c on the Limiter's own quota (the key ""): see
 // [CostWaiter].
-func (l *Limiter) WaitCost(ctx context.Context, c Cost) error {
-	l.once.Do(l.init)
-	return l.def.WaitCost(ctx, c)
-}
-
 // xcost0 returns the cost of a wait that names no unit: nothing of the
 // further limits. It requires b.mu.
-func (b *bucket) xcost0() []float64 {
-	clear(b.xcost)
-	return b.xcost
-}

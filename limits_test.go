@@ -9,6 +9,9 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/throttle-go/throttle/internal/schedule"
+	"github.com/throttle-go/throttle/internal/strict"
 )
 
 // TestLimitsTurns checks the turns of waits on a key with two limits,
@@ -373,9 +376,10 @@ func TestLimitsLogBounded(t *testing.T) {
 			if err := w.WaitCost(t.Context(), Cost{Units: []UnitCost{{"requests", 1}}}); err != nil {
 				t.Fatal(err)
 			}
-			b.mu.Lock()
-			n := b.s.Limits()[0].Entries()
-			b.mu.Unlock()
+			var n int
+			b.k().Inspect(func(_ float64, s *schedule.State, _ schedule.Config, _ *strict.Key) {
+				n = s.Limits()[0].Entries()
+			})
 			if want := min(i+1, 5); n != want {
 				t.Fatalf("after wait %d the log holds %d entries; want %d", i, n, want)
 			}

@@ -53,6 +53,12 @@ func (t *Transport) wait(ctx context.Context, rs *retries, w Waiter, a Acquirer,
 		if err != nil {
 			release = noRelease
 		}
+		defer func() {
+			if p := recover(); p != nil {
+				release() // a hook panicked: the caller never gets it
+				panic(p)
+			}
+		}()
 	}
 	var units []UnitCost
 	rs.units = nil
@@ -114,3 +120,6 @@ func (t *Transport) tooLateToSend(ctx context.Context, now time.Time) bool {
 	est := t.rtt.estimate(now)
 	return est > 0 && !now.Before(dl.Add(-est))
 }
+
+// noRelease is the release of an acquisition that holds nothing.
+func noRelease() {}

@@ -2,7 +2,6 @@ package throttle
 
 import (
 	"context"
-	"fmt"
 )
 
 // Settler is a Waiter whose costs can be settled after the fact: a wait
@@ -35,41 +34,10 @@ type Settler interface {
 // Settle amends the cost of a wait of the key that spent spent units to
 // actual: see [Settler]. It never blocks, and fails only for a cost the
 // key could not have spent.
-func (b *bucket) Settle(ctx context.Context, spent, actual int) error {
-	b.mu.Lock()
-	if b.dead {
-		b.mu.Unlock()
-		return b.l.bucket(b.key).Settle(ctx, spent, actual)
-	}
-	if err := b.checkSettle(spent, actual); err != nil || spent == actual {
-		b.mu.Unlock()
-		return err
-	}
-	now := b.l.now()
-	b.advanceLocked(now)
-	if b.s.Settle(now, b.pacing, float64(spent), float64(actual)) {
-		b.notifyLocked()
-	}
-	b.mu.Unlock()
-	return nil
-}
-
 // checkSettle validates a settle of spent units to actual. It requires
 // b.mu.
-func (b *bucket) checkSettle(spent, actual int) error {
-	if spent < 0 || actual < 0 {
-		return fmt.Errorf("throttle: settle %d units of %q as %d: costs are never negative: %w", spent, b.key, actual, ErrInvalidLimit)
-	}
-	return b.check(spent)
-}
-
 // Settle amends the cost of a wait on the Limiter's own quota (the key
 // ""): see [Settler].
-func (l *Limiter) Settle(ctx context.Context, spent, actual int) error {
-	l.once.Do(l.init)
-	return l.def.Settle(ctx, spent, actual)
-}
-
 // Settle amends the cost of a wait on the key that spent spent units to
 // actual: see [Settler].
 func (k *Key) Settle(ctx context.Context, spent, actual int) error {

@@ -2,8 +2,6 @@ package throttle
 
 import (
 	"context"
-	"fmt"
-	"slices"
 )
 
 // CostSettler is a [Settler] whose keys carry several limits: SettleCost
@@ -37,80 +35,12 @@ type CostSettler interface {
 }
 
 // SettleCost amends a wait of spent to actual: see [CostSettler].
-func (b *bucket) SettleCost(ctx context.Context, spent, actual Cost) error {
-	sn, an := spent.First(), actual.First()
-	b.mu.Lock()
-	if b.dead {
-		b.mu.Unlock()
-		return b.l.bucket(b.key).SettleCost(ctx, spent, actual)
-	}
-	if err := b.checkSettle(sn, an); err != nil {
-		b.mu.Unlock()
-		return err
-	}
-	d, err := b.settleUnits(spent.Units, actual.Units)
-	if err != nil {
-		b.mu.Unlock()
-		return err
-	}
-	now := b.l.now()
-	b.advanceLocked(now)
-	moved := b.s.Settle(now, b.pacing, float64(sn), float64(an))
-	if b.s.SettleLimits(now, d) {
-		moved = true
-	}
-	if moved {
-		b.notifyLocked()
-	}
-	b.mu.Unlock()
-	return nil
-}
-
 // settleUnits returns, per further limit, actual − spent, in b.xcost
 // (nil for a key without further limits, which then names no unit). It
 // checks spent as a wait's cost (costOf) and actual's units as known and
 // not negative. It requires b.mu.
-func (b *bucket) settleUnits(spent, actual []UnitCost) ([]float64, error) {
-	if len(spent) == 0 && len(actual) == 0 {
-		return b.xcost0(), nil
-	}
-	d, err := b.costOf(spent)
-	if err != nil {
-		return nil, err
-	}
-	// A unit actual does not name stays as spent.
-	for i, v := range b.xunits {
-		if slices.ContainsFunc(actual, func(u UnitCost) bool { return u.Unit == v }) {
-			d[i] = -d[i]
-		} else {
-			d[i] = 0
-		}
-	}
-	for _, u := range actual {
-		if u.N < 0 {
-			return nil, fmt.Errorf("throttle: settle %d %s of %q: costs are never negative: %w", u.N, u.Unit, b.key, ErrInvalidLimit)
-		}
-		found := false
-		for i, v := range b.xunits {
-			if v == u.Unit {
-				found = true
-				d[i] += float64(u.N)
-			}
-		}
-		if !found {
-			return nil, fmt.Errorf("throttle: %q has no limit in unit %q: %w", b.key, u.Unit, ErrInvalidLimit)
-		}
-	}
-	return d, nil
-}
-
 // SettleCost amends a wait on the Limiter's own quota (the key ""): see
 // [CostSettler].
-func (l *Limiter) SettleCost(ctx context.Context, spent, actual Cost) error {
-	l.once.Do(l.init)
-	return l.def.SettleCost(ctx, spent, actual)
-}
-
 // SettleCost amends a wait on the key: see [CostSettler].
 func (k *Key) SettleCost(ctx context.Context, spent, actual Cost) error {
 	return k.bucket().SettleCost(ctx, spent, actual)

@@ -65,66 +65,23 @@ type Inspector interface {
 
 // State returns the key's state now: see [State]. It never fails for a
 // Limiter's key.
-func (b *bucket) State(ctx context.Context) (State, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	at := time.Now()
-	now := b.l.now()
-	// advance only lets go what has gone already (it is how the state is
-	// read lazily): the view is that of any call at now.
-	b.advanceLocked(now)
-	return b.state(now, at), nil
-}
-
 // state converts the schedule's view at now to a State taken at at. It
 // requires b.mu, after advance.
-func (b *bucket) state(now float64, at time.Time) State {
-	v := b.s.View(now, b.pacing)
-	// A wait of one unit goes after every queued wait, whichever limit
-	// holds them (FIFO).
-	next := max(v.Next, b.s.LimitsView(now, b.pacing, nil))
-	st := State{
-		At:        at,
-		Tokens:    v.Tokens,
-		Remaining: v.Remaining,
-		Next:      duration(next - now),
-		Paused:    duration(v.Hold - now),
-		Queued:    int64(v.Queued),
-		Limit:     rate.Inf,
-		Burst:     v.Burst,
-		Cut:       v.Cut,
-		Declared:  v.Declared,
-	}
-	switch {
-	case v.Interval >= neverInterval:
-		st.Limit = 0 // a bucket that does not refill (Limit 0)
-	case v.Interval > 0:
-		st.Limit = rate.Limit(b.pacing.Sec / v.Interval)
-	}
-	if v.Window {
-		st.Window, st.WindowLeft = true, v.WindowLeft
-		st.WindowReset = duration(v.WindowReset - now)
-	}
-	return st
-}
-
 // State returns the state of key's quota now, without creating the key:
 // a key the Limiter does not remember (never seen, or forgotten) shows
 // the state of a new key. The key "" is the Limiter's own quota (WaitN on
 // the Limiter).
-func (l *Limiter) State(key string) State {
-	l.once.Do(l.init)
-	if key == "" {
-		st, _ := l.def.State(context.Background())
-		return st
-	}
-	if v, ok := l.keys.Load(key); ok {
-		st, _ := v.(*bucket).State(context.Background())
-		return st
-	}
-	l.insertMu.Lock()
-	b := l.newBucket(key) // not stored
-	l.insertMu.Unlock()
-	st, _ := b.State(context.Background())
-	return st
+
+// LimitState is one of a key's further limits ([Limiter.Limits]) as
+// [Limiter.LimitStates] shows it. (The key's [State] is its first
+// limit's, but for Next, which counts every limit.)
+type LimitState struct {
+	// Unit is the limit's unit; Window reports a window (else a bucket).
+	Unit   string
+	Window bool
+	// Remaining is how many of its units a wait could spend at once now,
+	// once the waits queued have spent theirs (a bucket's level, what a
+	// window has left; negative while queued waits owe more than it
+	// holds): x/time/rate's Tokens for this limit.
+	Remaining float64
 }

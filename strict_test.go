@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/throttle-go/throttle/internal/schedule"
 	"github.com/throttle-go/throttle/internal/strict"
 	"github.com/throttle-go/throttle/throttletest"
 )
@@ -304,7 +305,9 @@ func TestAnchorWakeLag(t *testing.T) {
 		a := k.(Adapter)
 		a.Adapt(ctx, Feedback{Cost: 1, Throttled: true, Refused: true, Age: 2 * ms}) // shows the server strict
 		time.Sleep(time.Second)
-		k.(*bucket).strict.Assume(0, float64(500*time.Microsecond))
+		inspect(k.(*bucket), func(_ float64, _ *schedule.State, _ schedule.Config, st *strict.Key) {
+			st.Assume(0, float64(500*time.Microsecond))
+		})
 		if err := k.WaitN(ctx, 1); err != nil {
 			t.Fatal(err)
 		}
@@ -409,38 +412,47 @@ func TestSpinLead(t *testing.T) {
 		const ms = 1e6 // ns
 		l := &Limiter{Limit: 50, Burst: 1}
 		b := l.For("k").(*bucket)
-		lead := func() float64 {
-			b.mu.Lock()
-			defer b.mu.Unlock()
-			return b.strict.SpinLead(&b.s, l.now(), b.pacing)
+		var lead func() float64
+		assume := func(late float64) {
+			inspect(b, func(_ float64, _ *schedule.State, _ schedule.Config, st *strict.Key) { st.Assume(late, 0) })
 		}
-		b.strict.Assume(0.5*ms, 0)
+		var interval float64
+		lead = func() float64 {
+			var d float64
+			inspect(b, func(now float64, s *schedule.State, c schedule.Config, st *strict.Key) {
+				d = st.SpinLead(s, now, c)
+				interval, _ = s.Pace(now, c)
+			})
+			return d
+		}
+		assume(0.5 * ms)
 		if got := lead(); got != 0 {
 			t.Errorf("not anchored, timers 0.5 ms late: lead %v; want 0", got)
 		}
 		b.Adapt(ctx, Feedback{Cost: 1, Throttled: true, Refused: true, Age: 2 * time.Millisecond}) // anchors it
-		interval, _ := b.s.Pace(l.now(), b.pacing)
 		if got := lead(); got != 1*ms {
 			t.Errorf("anchored, timers 0.5 ms late: lead %.3f ms; want 1 ms (twice the lateness)", got/ms)
 		}
-		b.strict.Assume(1.5*ms, 0)
+		assume(1.5 * ms)
 		if got, want := lead(), strict.AnchorMax*interval; got != want {
 			t.Errorf("anchored, timers 1.5 ms late: lead %.3f ms; want %.3f ms (strict.AnchorMax of an interval)", got/ms, want/ms)
 		}
-		b.strict.Assume(strict.SpinShare*interval, 0)
+		assume(strict.SpinShare * interval)
 		if got := lead(); got != 0 {
 			t.Errorf("anchored, timers late by strict.SpinShare of an interval: lead %v; want 0", got)
 		}
 		// A bubble's timers fire on time: waits never spin there.
-		b.strict.Assume(0, 0)
+		assume(0)
 		for range 5 {
 			if err := b.WaitN(ctx, 1); err != nil {
 				t.Fatal(err)
 			}
 		}
 		// (A timer's duration is its time rounded up to the ns.)
-		if b.strict.Late() > 1 || lead() != 0 {
-			t.Errorf("timers in a bubble: %v ns late, lead %v; want at most 1 ns late, lead 0", b.strict.Late(), lead())
+		var late float64
+		inspect(b, func(_ float64, _ *schedule.State, _ schedule.Config, st *strict.Key) { late = st.Late() })
+		if late > 1 || lead() != 0 {
+			t.Errorf("timers in a bubble: %v ns late, lead %v; want at most 1 ns late, lead 0", late, lead())
 		}
 	})
 }
@@ -462,10 +474,11 @@ func TestSpinOnTime(t *testing.T) {
 	b.Adapt(ctx, Feedback{Cost: 1, Throttled: true, Refused: true, Age: 2 * time.Millisecond}) // anchors it
 	var lates []float64
 	for range 20 {
-		b.mu.Lock()
-		b.strict.Assume(0.8e6, 0) // timers as Go's fire on Linux
-		turn := b.s.Tat()         // the next unit's turn: burst 1, nothing queued
-		b.mu.Unlock()
+		var turn float64
+		inspect(b, func(_ float64, s *schedule.State, _ schedule.Config, st *strict.Key) {
+			st.Assume(0.8e6, 0) // timers as Go's fire on Linux
+			turn = s.Tat()      // the next unit's turn: burst 1, nothing queued
+		})
 		if err := b.WaitN(ctx, 1); err != nil {
 			t.Fatal(err)
 		}
@@ -475,4 +488,10 @@ func TestSpinOnTime(t *testing.T) {
 	if med := lates[len(lates)/2]; med > 0.1e6 {
 		t.Errorf("median wake-up %.3f ms after the turn (all: %.3f … %.3f ms); want < 0.1 ms", med/1e6, lates[0]/1e6, lates[len(lates)-1]/1e6)
 	}
+}
+
+// inspect calls f with b's key's state, under its lock (see
+// local.Key.Inspect).
+func inspect(b *bucket, f func(now float64, s *schedule.State, c schedule.Config, st *strict.Key)) {
+	b.k().Inspect(f)
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"time"
+
+	"github.com/throttle-go/throttle/internal/learn"
 )
 
 // Transport is an [http.RoundTripper] that paces requests with a [Waiter],
@@ -196,7 +198,7 @@ type Transport struct {
 	server  Limiter     // what servers said, for waiters that cannot keep it
 	budget  retryBudget // shared by every request of the Transport
 	rtt     roundTrips  // how long recent round trips took
-	learned learned     // what the keys' responses told, beyond one response
+	learned learn.Keys  // what the keys' responses told, beyond one response
 }
 
 func (t *Transport) base() http.RoundTripper {
@@ -238,10 +240,8 @@ func (t *Transport) waiter(key string) (w, fb Waiter, a Acquirer) {
 		w = tw
 	}
 	a, _ = w.(Acquirer)
-	if b, ok := w.(*bucket); ok && b.inflight.limit == 0 {
-		a = nil // a Limiter's key without a cap: no body to wrap
-	} else if u, ok := a.(uncapped); ok && u.NoInFlightCap() {
-		a = nil // likewise another waiter's
+	if u, ok := a.(uncapped); ok && u.NoInFlightCap() {
+		a = nil // a key without a cap: no body to wrap
 	}
 	switch w.(type) {
 	case Adapter, Pauser:
@@ -289,6 +289,22 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// while its retry waits: a retry given up before it is sent returns it.
 	var last *http.Response
 	var lastRec *settlement // last's settlement (see SettleResponse)
+	// held and loose are what a panic (a hook's: OnEvent, Classify, a
+	// Base's) must give back on its way up: the in-flight units an
+	// attempt holds before its response's body does, and a response
+	// whose body holds them that the caller will never get.
+	var held func()
+	var loose *http.Response
+	defer func() {
+		if p := recover(); p != nil {
+			if held != nil {
+				held()
+			}
+			closeResponse(loose)
+			closeResponse(last)
+			panic(p)
+		}
+	}()
 	ev := Event{Request: req, Key: key}
 	for attempt := 1; ; attempt++ {
 		ev.Attempt = attempt
@@ -310,6 +326,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			waitStart = time.Now()
 		}
 		release, sent, bound, err := t.wait(ectx, rs, w, a, key, n, attempt, waitStart)
+		held = release
 		if err != nil {
 			closeBody(r)
 			answer, reason := rs.waitFailed(attempt, bound, last != nil)
@@ -345,6 +362,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				holdUntilDone(ctx, resp, release)
 			}
 		}
+		held, loose = nil, resp
 		o := Outcome{Request: req, Response: resp, Err: err, Attempt: attempt}
 		var d Decision
 		slowed := false // the key's waiter slowed down for a bare rejection
@@ -386,6 +404,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if resp != nil {
 			last, lastRec = keep(ctx, resp), rec
 		}
+		loose = nil
 		if err := sleep(ctx, delay-time.Since(received)); err != nil {
 			closeResponse(last)
 			ev.StatusCode = 0

@@ -3,8 +3,6 @@ package throttle
 import (
 	"context"
 	"time"
-
-	"github.com/throttle-go/throttle/internal/schedule"
 )
 
 // Trier is a Waiter that can spend now or not at all, never blocking: for
@@ -27,49 +25,11 @@ type Trier interface {
 // TryN spends n units of the key's quota now, or nothing: see [Trier].
 // It never blocks, and fails only for a cost the key cannot serve or a
 // ctx that has ended.
-func (b *bucket) TryN(ctx context.Context, n int) (bool, time.Duration, error) {
-	if err := ctx.Err(); err != nil {
-		return false, 0, err
-	}
-	b.mu.Lock()
-	if b.dead {
-		b.mu.Unlock()
-		return b.l.bucket(b.key).TryN(ctx, n)
-	}
-	if err := b.check(n); err != nil || n == 0 {
-		b.mu.Unlock()
-		return err == nil, 0, err
-	}
-	now := b.l.now()
-	b.advanceLocked(now)
-	ok, turn := b.s.Try(now, b.pacing, schedule.First, int64(n), b.xcost0())
-	b.wakeIfSped()
-	b.mu.Unlock()
-	if ok {
-		return true, 0, nil
-	}
-	return false, duration(turn - now), nil
-}
-
 // Allow reports whether one unit of the key's quota could be spent now,
 // and spends it if so: TryN(ctx, 1) without a context (it never blocks).
 // It is x/time/rate's Allow for a key.
-func (b *bucket) Allow() bool {
-	ok, _, _ := b.TryN(context.Background(), 1)
-	return ok
-}
-
 // TryN spends n units of the Limiter's own quota (the key "") now, or
 // nothing: see [Trier].
-func (l *Limiter) TryN(ctx context.Context, n int) (bool, time.Duration, error) {
-	l.once.Do(l.init)
-	return l.def.TryN(ctx, n)
-}
-
 // Allow reports whether one unit of the Limiter's own quota (the key "")
 // could be spent now, and spends it if so, as x/time/rate's Allow. For a
 // key: l.For(key).(throttle.Trier).TryN(ctx, 1).
-func (l *Limiter) Allow() bool {
-	l.once.Do(l.init)
-	return l.def.Allow()
-}

@@ -35,13 +35,7 @@ func (l *Limiter) Key(key string) *Key {
 	return &Key{l: l, key: key}
 }
 
-func (k *Key) bucket() *bucket {
-	k.l.once.Do(k.l.init)
-	if k.key == "" {
-		return k.l.def
-	}
-	return k.l.bucket(k.key)
-}
+func (k *Key) bucket() *bucket { return k.l.bucket(k.key) }
 
 // Allow reports whether one unit may be spent now, and spends it if so.
 func (k *Key) Allow() bool { return k.AllowN(1) }
@@ -115,10 +109,8 @@ func (k *Key) Burst() int {
 }
 
 func (k *Key) rate() Rate {
-	b := k.bucket()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return Rate{Limit: b.limit, Burst: b.burst}
+	limit, burst := k.bucket().k().Rate()
+	return Rate{Limit: limit, Burst: burst}
 }
 
 // SetLimit changes the key's rate, keeping its burst: see

@@ -45,6 +45,11 @@ local channel = ARGV[4]
 local SEC = 1000000
 local INF = math.huge
 local NONE = -1e300 -- a time that is not set
+-- FAR: the most µs a reply carries (2^62: past the largest
+-- time.Duration, which the caller saturates to). Redis replies a Lua
+-- number as an integer by C's cast, undefined past 2^63 (INT64_MIN in
+-- practice: a turn 292 years away would read as one long past).
+local FAR = 2 ^ 62
 
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * SEC + tonumber(clock[2])
@@ -162,6 +167,21 @@ local function fastGo(now, idle, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I,
 	return tat, rel, pd, lg, ss, sc, sp, bs
 end
 
+-- ttlMs: a TTL of d µs as PEXPIRE takes it, in whole ms, at least 1 and
+-- at most 2^53 (Redis sends a Lua number to a command as "%.17g", which
+-- past 1e17 is an exponent PEXPIRE refuses; 2^53 ms is as good as
+-- never).
+local function ttlMs(d)
+	local ms = math.ceil(d / 1000)
+	if ms < 1 then
+		return 1
+	end
+	if ms > 2 ^ 53 then
+		return 2 ^ 53
+	end
+	return ms
+end
+
 -- fastStore writes a fast path's core back (the configuration
 -- unchanged; the values after the core's, x's short form of CORE_XC, in
 -- fmt after it) and extends the TTL when the state outlives it (or ex,
@@ -190,7 +210,7 @@ local function fastStore(key, tail, fmt, tag, now, ex, id, tat, hold, r0, e0, re
 	redis.call('HSET', key, 'c', struct.pack(fmt, tag, id, tat, hold, r0, e0, rel, fin, pd, lg,
 		ss, sc, sp, mc, newXe, bs, I, tau, tail, ...))
 	if newXe ~= xe then
-		redis.call('PEXPIRE', key, math.max(1, math.ceil((newXe - now) / 1000)))
+		redis.call('PEXPIRE', key, ttlMs(newXe - now))
 	end
 end
 

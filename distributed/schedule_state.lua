@@ -226,6 +226,6 @@ local function store(ext, inCore, expire)
 		redis.call('HDEL', key, 'v') -- kept in the core now
 	end
 	if newXe ~= xe then
-		redis.call('PEXPIRE', key, math.max(1, math.ceil((newXe - now) / 1000)))
+		redis.call('PEXPIRE', key, ttlMs(newXe - now))
 	end
 end

@@ -1,4 +1,4 @@
-package throttle
+package learn
 
 import (
 	"time"
@@ -58,7 +58,7 @@ func (s *policySeen) seeReset(p ratelimit.Policy, now time.Time) {
 
 // window returns the window the resets told (the longest so far; if the
 // response at now says the window is spent, only once the responses span
-// it), if it is too short to track (minTrackedWindow: longer windows pace
+// it), if it is too short to track (MinTrackedWindow: longer windows pace
 // the key by what remains until their reset, which a declared pace from
 // a window read a rounding too long would only slow).
 func (s *policySeen) window(now time.Time, spent bool) (time.Duration, bool) {
@@ -66,8 +66,12 @@ func (s *policySeen) window(now time.Time, spent bool) (time.Duration, bool) {
 		return 0, false
 	}
 	w := (s.resetMax + time.Second - 1).Truncate(time.Second)
-	if w >= minTrackedWindow {
+	if w >= MinTrackedWindow {
 		return 0, false
 	}
 	return w, true
 }
+
+// MinTrackedWindow: shorter windows are not tracked: a window shorter
+// than this declares a pace instead.
+const MinTrackedWindow = 2 * time.Second

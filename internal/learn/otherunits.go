@@ -1,4 +1,4 @@
-package throttle
+package learn
 
 import (
 	"math"
@@ -32,9 +32,9 @@ import (
 // otherSamples is how many recent costs an estimate is the median of.
 const otherSamples = 5
 
-// sameUnit reports whether a policy's unit is the Transport's unit ("" in
+// SameUnit reports whether a policy's unit is the Transport's unit ("" in
 // a policy is requests).
-func sameUnit(policy, unit string) bool {
+func SameUnit(policy, unit string) bool {
 	return policy == unit || (policy == "" && unit == "requests")
 }
 

@@ -1,4 +1,17 @@
-package throttle
+// Package learn holds what a Transport learns of each key from its
+// responses, beyond what one response says, and the rewrites of a
+// response's reading that follow before the key's waiter is told of it:
+//
+//   - the cost of a request in the other units a server counts
+//     (otherunits.go: tokens beside requests);
+//   - the length of a window a server does not state (windowlen.go);
+//   - the earliest instant a reset stated as an instant has passed by
+//     (resetat.go).
+//
+// What it decides is per Transport and per process: a fleet's processes
+// each learn these from their own responses (the waiter they share is
+// told the rewritten reading).
+package learn
 
 import (
 	"slices"
@@ -8,18 +21,18 @@ import (
 	"github.com/throttle-go/throttle/ratelimit"
 )
 
-// learned is what a Transport learns of each key from its responses,
+// Keys is what a Transport learns of each key from its responses,
 // beyond what one response says: what a request costs in the other units
 // a server counts (otherunits.go), the length of a window a server does
 // not state (windowlen.go), and when a window whose reset is stated as an
-// instant has ended by (resetat.go). read applies them to a response's
+// instant has ended by (resetat.go). Read applies them to a response's
 // Reading before the key's waiter is told of it.
 //
 // The zero value knows nothing; it is safe for concurrent use. Memory is
 // bounded: at most learnedKeys keys are remembered, and past that an
-// arbitrary one is forgotten (what it had learned is learned again from
-// its next responses), and at most learnedPolicies policies a key.
-type learned struct {
+// arbitrary one is forgotten (what it had learned is learned again
+// from its next responses), and at most learnedPolicies policies a key.
+type Keys struct {
 	mu   sync.Mutex // protects keys
 	keys map[string][]policySeen
 }
@@ -51,7 +64,7 @@ type policySeen struct {
 	resetAt, resetBy time.Time
 }
 
-// read returns q as the key's waiter is to take it, after learning from
+// Read returns q as the key's waiter is to take it, after learning from
 // it (a response at now to a request of n of the Transport's units, unit;
 // rejected if it was a refusal): each policy that states no window has
 // the one its resets showed, each reset stated as an instant is the
@@ -59,9 +72,9 @@ type policySeen struct {
 // that the key's estimate covers is added as a policy of unit. It
 // returns q itself when there is nothing to add or change, and never
 // changes q's own Policies.
-func (o *learned) read(key string, q ratelimit.Reading, unit string, n int, rejected bool, now time.Time) ratelimit.Reading {
+func (o *Keys) Read(key string, q ratelimit.Reading, unit string, n int, rejected bool, now time.Time) ratelimit.Reading {
 	if !slices.ContainsFunc(q.Policies, func(p ratelimit.Policy) bool {
-		return unwindowed(p) || !p.ResetAt.IsZero() || (!sameUnit(p.Unit, unit) && p.HasLimit && p.HasRemaining && p.Limit > 0)
+		return unwindowed(p) || !p.ResetAt.IsZero() || (!SameUnit(p.Unit, unit) && p.HasLimit && p.HasRemaining && p.Limit > 0)
 	}) {
 		return q
 	}
@@ -108,7 +121,7 @@ func (o *learned) read(key string, q ratelimit.Reading, unit string, n int, reje
 				policies[i] = p
 			}
 		}
-		if sameUnit(p.Unit, unit) || !p.HasLimit || !p.HasRemaining || p.Limit <= 0 {
+		if SameUnit(p.Unit, unit) || !p.HasLimit || !p.HasRemaining || p.Limit <= 0 {
 			continue
 		}
 		s.learn(p, float64(max(n, 1)), rejected, now)
