@@ -343,7 +343,7 @@ func (g *gen) next() dop {
 		if x {
 			diff = make([]float64, len(g.c.lims))
 			for i, l := range g.c.lims {
-				diff[i] = float64(r.IntN(l.n+1) - r.IntN(l.n+1))
+				diff[i] = float64(r.IntN(2*l.n+2) - r.IntN(l.n+1)) // charges past the bound too
 			}
 		}
 		op = schedule.Settle{Spent: spent, Actual: actual, Diff: diff}

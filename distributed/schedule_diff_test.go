@@ -43,7 +43,7 @@ func pinnedScript(tb testing.TB, fast bool) *redis.Script {
 	}
 	replace("local clock = redis.call('TIME')\nlocal now = tonumber(clock[1]) * SEC + tonumber(clock[2])\n",
 		"local now = tonumber(table.remove(ARGV))\n", 1)
-	replace("redis.call('PEXPIRE', key, math.max(1, math.ceil((newXe - now) / 1000)))", "", 2)
+	replace("redis.call('PEXPIRE', key, ttlMs(newXe - now))", "", 2)
 	replace("redis.call('PUBLISH', channel, s.id .. ' ' .. key)", "redis.call('HSET', key, 'moved', 1)", 1)
 	if !fast {
 		replace("if tag == CORE_BARE and (op == 'wait' or op == 'try') and", "if false and", 1)
@@ -182,7 +182,8 @@ func scriptArgs(c dcfg, id string, known bool, o dop) []any {
 // the state id: the mapping of schedule.Reply's times to the script's µs
 // (see schedule.Apply's doc).
 func wantReply(op schedule.Op, r schedule.Reply, now float64, id int64) []int64 {
-	wo := func(t float64) int64 { return int64(schedule.WaitOf(now, t)) }
+	const far = 1 << 62 // the script's FAR: its replies saturate there
+	wo := func(t float64) int64 { return int64(min(schedule.WaitOf(now, t), far)) }
 	rc := func(t float64) int64 {
 		if math.IsInf(t, 1) {
 			return -1
@@ -226,11 +227,15 @@ func wantReply(op schedule.Op, r schedule.Reply, now float64, id int64) []int64 
 		}
 		return []int64{0}
 	case schedule.Pause:
-		return []int64{int64(math.Ceil(r.Until - now))}
+		return []int64{wo(r.Until)}
 	case schedule.Adapt:
 		return []int64{wo(r.Until)}
 	case schedule.Settle:
-		return []int64{1}
+		var out []int64
+		for _, d := range r.Dropped {
+			out = append(out, int64(min(d, far)))
+		}
+		return out
 	case schedule.Lease:
 		if !r.OK {
 			w := int64(0)
@@ -249,7 +254,7 @@ func wantReply(op schedule.Op, r schedule.Reply, now float64, id int64) []int64 
 			if math.IsInf(x, 1) {
 				return 1 << 53
 			}
-			return int64(math.Floor(x * scale))
+			return int64(max(min(math.Floor(x*scale), far), -far))
 		}
 		if op.Limits {
 			var out []int64
@@ -267,7 +272,7 @@ func wantReply(op schedule.Op, r schedule.Reply, now float64, id int64) []int64 
 		}
 		rate := int64(0)
 		if v.Interval > 0 {
-			rate = int64(math.Floor(1e6/v.Interval*1e6 + 0.5))
+			rate = int64(min(math.Floor(1e6/v.Interval*1e6+0.5), far))
 		}
 		var left, reset int64
 		if v.Window {

@@ -17,14 +17,16 @@ import "math"
 //
 //	wait µs     = WaitOf(now, turn): 0 if turn ≤ now, else ⌈turn − now⌉
 //	recheck µs  = WaitOf(now, Recheck), or −1 for +Inf
-//	pause µs    = ⌈Until − now⌉ (op pause), WaitOf(now, Until) (op adapt)
+//	pause µs    = WaitOf(now, Until) (ops pause and adapt)
+//	settle      = Dropped (each)
 //	gone ticket = −1 (Turns −Inf), lost state = −2 (Turns NaN)
 //	reset µs    = WaitOf(now, Reset), appended when Learned
 //
 // and the state op's view from View: ⌊Tokens·1e6⌋, ⌊Remaining⌋, the
 // waits of Next and Hold, Queued, ⌊1e6/Interval·1e6 + ½⌋, ⌊Burst·1e6⌋,
 // Cut, Window, ⌊WindowLeft·1e6⌋ and WindowReset's wait (+Inf: 2^53);
-// mstate's ⌊Remaining·1e6⌋ each. The state id and the TTL are the
+// mstate's ⌊Remaining·1e6⌋ each; every µs and scaled number at most
+// 2^62 in size (the script's FAR). The state id and the TTL are the
 // store's: Apply has neither.
 //
 // # State
@@ -110,7 +112,10 @@ type Adapt struct {
 
 // Settle amends a wait that spent Spent units of the first limit: it
 // cost Actual (both ≥ 0), and Diff (actual − spent) in each further
-// limit (nil: none; the script's msettle when set).
+// limit (nil: none; the script's msettle when set). Each charge is
+// bounded by what its limit holds at once (the first limit's burst, a
+// further limit's Most): a request cannot have cost more than that beyond
+// what it was admitted for; the rest is dropped (Reply.Dropped).
 type Settle struct {
 	Spent, Actual float64
 	Diff          []float64
@@ -183,6 +188,9 @@ type Reply struct {
 	Turns []float64
 	View  View        // StateView
 	Views []LimitView // StateView with Limits
+	// Dropped: Settle: the units of each charge dropped past its bound,
+	// the first limit's then the further limits' (with Diff).
+	Dropped []float64
 	// Moved: queued turns may have moved (a sleeping wait must ask
 	// again): the script publishes it.
 	Moved bool
@@ -240,11 +248,21 @@ func (s *State) Apply(now float64, c Config, op Op) Reply {
 	case Adapt:
 		r = s.applyAdapt(now, c, o)
 	case Settle:
+		d, dropped := bound(o.Actual-o.Spent, c.Burst)
+		r.Dropped = []float64{dropped}
 		s.Advance(now, c)
 		r.OK = true
-		r.Moved = s.Settle(now, c, o.Spent, o.Actual)
-		if o.Diff != nil && s.SettleLimits(now, o.Diff) {
-			r.Moved = true
+		r.Moved = s.Settle(now, c, o.Spent, o.Spent+d)
+		if o.Diff != nil {
+			lim := s.Limits()
+			diff := make([]float64, len(o.Diff))
+			for i, v := range o.Diff {
+				diff[i], dropped = bound(v, lim[i].Most())
+				r.Dropped = append(r.Dropped, dropped)
+			}
+			if s.SettleLimits(now, diff) {
+				r.Moved = true
+			}
 		}
 	case Try:
 		s.seed(now, c, o.Seed)
@@ -274,6 +292,15 @@ func (s *State) Apply(now float64, c Config, op Op) Reply {
 	}
 	s.tidy(now, c)
 	return r
+}
+
+// bound returns a settle's charge d bounded by most, and the units
+// dropped.
+func bound(d, most float64) (float64, float64) {
+	if d > most {
+		return most, d - most
+	}
+	return d, 0
 }
 
 // seed carries what a process knew of a lost state into this one (k nil:
