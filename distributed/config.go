@@ -50,6 +50,10 @@ type qconf struct {
 	version  int
 	interval any // string: µs per unit, "0" for rate.Inf
 	burstArg any // int burst, or the string "burst:version"
+	// err: the configuration is invalid (matching
+	// [throttle.ErrInvalidLimit]); every call is refused before it is
+	// made, so that the script never sees it.
+	err error
 }
 
 func newQconf(limit rate.Limit, burst, version int) *qconf {
@@ -71,8 +75,31 @@ func (q *Quota) config() *qconf {
 	if c := q.conf.Load(); c != nil {
 		return c
 	}
-	q.conf.CompareAndSwap(nil, newQconf(q.limit, q.burst, q.Version))
+	c := newQconf(q.limit, q.burst, q.Version)
+	c.err = q.invalid(c)
+	q.conf.CompareAndSwap(nil, c)
 	return q.conf.Load()
+}
+
+// maxVersion is the largest Version: the script compares versions as
+// Lua numbers (doubles), exact up to 2^53.
+const maxVersion = 1 << 53
+
+// invalid returns why c cannot be this quota's configuration: a limit
+// that is not positive, a burst below 1, a Version below 0 or above
+// maxVersion (each an error matching [throttle.ErrInvalidLimit]); nil if
+// it can.
+func (q *Quota) invalid(c *qconf) error {
+	l := float64(c.limit)
+	switch {
+	case !(l > 0): // catches NaN, zero and negatives
+		return fmt.Errorf("%w: rate %v for quota %q must be positive", throttle.ErrInvalidLimit, l, q.name)
+	case c.burst < 1:
+		return fmt.Errorf("%w: burst %d for quota %q must be at least 1", throttle.ErrInvalidLimit, c.burst, q.name)
+	case c.version < 0 || c.version > maxVersion:
+		return fmt.Errorf("%w: Version %d for quota %q must be from 0 to 2^53", throttle.ErrInvalidLimit, c.version, q.name)
+	}
+	return nil
 }
 
 // parseStored parses the script's THROTTLE_CONFIG error: the state's

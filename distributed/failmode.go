@@ -57,10 +57,11 @@ func (m FailMode) String() string {
 	return fmt.Sprintf("FailMode(%d)", int(m))
 }
 
-// unavailable wraps cause as an ErrStoreUnavailable.
+// unavailable wraps cause as an ErrStoreUnavailable, unless it says
+// nothing of the store's health (see answered).
 func unavailable(cause error) error {
-	if errors.Is(cause, ErrConfigMismatch) {
-		return cause // the store answered
+	if answered(cause) {
+		return cause
 	}
 	return fmt.Errorf("%w: %w", ErrStoreUnavailable, cause)
 }

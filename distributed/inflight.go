@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	_ "embed"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -87,7 +86,7 @@ func (w *keyWaiter) lease(ctx context.Context, op string, tokens ...string) (lea
 	}
 	r := leaseReply{status: v[0], wake: -1}
 	if v[1] >= 0 {
-		r.wake = time.Duration(v[1]) * time.Microsecond
+		r.wake = usDuration(v[1])
 	}
 	return r, nil
 }
@@ -209,7 +208,7 @@ func (w *keyWaiter) awaitLease(ctx context.Context, s *sleeper, tok string, n in
 func (w *keyWaiter) acquireFailed(ctx context.Context, tok string, n int, cause error) (func(), error) {
 	q := w.q
 	w.giveBackLease(ctx, tok)
-	if errCaller(ctx, cause) || errors.Is(cause, ErrConfigMismatch) {
+	if errCaller(ctx, cause) || answered(cause) {
 		return nil, cause
 	}
 	q.fellBack(ctx, w.key, cause)

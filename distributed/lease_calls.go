@@ -85,7 +85,7 @@ func (b *leaseBox) refresh(ctx context.Context) {
 		case wt == -1: // gone at its turn, as learned
 			t.gone = true
 		default:
-			t.wake, t.rturn = now.Add(time.Duration(wt)*time.Microsecond), rnow+wt
+			t.wake, t.rturn = now.Add(usDuration(wt)), rnow+wt
 			t.exp = t.wake.Add(leaseKeep)
 		}
 		kept = append(kept, t)
@@ -99,7 +99,7 @@ func recheckAt(now time.Time, us int64) time.Time {
 	if us < 0 {
 		return time.Time{}
 	}
-	return now.Add(time.Duration(us) * time.Microsecond)
+	return now.Add(usDuration(us))
 }
 
 // lease gives back the tickets dropped unused (b.back) and takes tickets
@@ -172,7 +172,7 @@ func (b *leaseBox) lease(ctx context.Context) {
 	b.mu.Lock()
 	if err == nil && len(reply) >= 6 && len(reply) == 6+max(int(reply[0]), 1) {
 		// A learned budget's window's reset (see keyWaiter.Adapt).
-		b.q.memo.learn(b.rkey, recv.Add(time.Duration(reply[len(reply)-1])*time.Microsecond))
+		b.q.memo.learn(b.rkey, recv.Add(usDuration(reply[len(reply)-1])))
 		reply = reply[:len(reply)-1]
 	} else if err == nil && len(reply) >= 6 {
 		b.q.memo.learn(b.rkey, time.Time{})
@@ -202,7 +202,7 @@ func (b *leaseBox) lease(ctx context.Context) {
 		return // ahead: none expected in time; the queued waits call
 	}
 	if count == 0 {
-		d := time.Duration(reply[5]) * time.Microsecond
+		d := usDuration(reply[5])
 		for _, qw := range b.queue {
 			qw.ch <- leaseGrant{err: &throttle.DeadlineError{Key: b.w.key, Delay: d}}
 		}
@@ -223,7 +223,7 @@ func (b *leaseBox) lease(ctx context.Context) {
 	for j := range count {
 		wt := reply[5+j]
 		t := leased{id: id, end: last - count + 1 + j, rturn: rnow + wt, gone: wt == 0}
-		t.wake = recv.Add(time.Duration(wt) * time.Microsecond)
+		t.wake = recv.Add(usDuration(wt))
 		t.exp = t.wake.Add(leaseKeep)
 		wake = t.wake
 		b.tickets = append(b.tickets, t)

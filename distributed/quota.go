@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"fmt"
 	"hash/maphash"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -163,7 +162,10 @@ type Quota struct {
 	// pace), and processes with a lower Version follow it, each reporting
 	// it once as a [throttle.EventConfig]. To change a running fleet's
 	// limit, deploy the new limit with a higher Version. Zero is the
-	// first version; a key's configuration is forgotten with its state
+	// first version; one below 0 or above 2^53 is invalid: waits,
+	// tries, settles, pauses and State fail with an error matching
+	// [throttle.ErrInvalidLimit] before any call, as for a limit that is
+	// not positive. A key's configuration is forgotten with its state
 	// (when the key is idle).
 	Version int
 
@@ -481,12 +483,10 @@ func (q *Quota) timeout() time.Duration {
 // check validates the configuration and cost n before any Redis call.
 func (q *Quota) check(n int) error {
 	c := q.config()
-	l, burst := float64(c.limit), c.burst
+	burst := c.burst
 	switch {
-	case !(l > 0) || math.IsNaN(l): // catches NaN, zero and negatives
-		return fmt.Errorf("%w: rate %v for quota %q must be positive", throttle.ErrInvalidLimit, l, q.name)
-	case burst < 1:
-		return fmt.Errorf("%w: burst %d for quota %q must be at least 1", throttle.ErrInvalidLimit, burst, q.name)
+	case c.err != nil:
+		return c.err
 	case n < 0:
 		return fmt.Errorf("%w: negative cost %d", throttle.ErrInvalidLimit, n)
 	case n > burst:

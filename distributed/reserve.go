@@ -170,8 +170,8 @@ func (r *reservation) Wait(ctx context.Context) error {
 // serve.
 func (w *keyWaiter) reserveFail(ctx context.Context, n int, units []throttle.UnitCost, cause error) (throttle.Reservation, error) {
 	q := w.q
-	if errors.Is(cause, ErrConfigMismatch) {
-		return nil, cause // the store answered: no fail mode
+	if answered(cause) {
+		return nil, cause // no store failure: no fail mode
 	}
 	q.fellBack(ctx, w.key, cause)
 	switch q.FailMode {

@@ -45,6 +45,11 @@ local channel = ARGV[4]
 local SEC = 1000000
 local INF = math.huge
 local NONE = -1e300 -- a time that is not set
+-- FAR: the most µs a reply carries (2^62: past the largest
+-- time.Duration, which the caller saturates to). Redis replies a Lua
+-- number as an integer by C's cast, undefined past 2^63 (INT64_MIN in
+-- practice: a turn 292 years away would read as one long past).
+local FAR = 2 ^ 62
 
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * SEC + tonumber(clock[2])
@@ -111,14 +116,24 @@ local function fastGo(now, idle, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I,
 		pd = 0
 	end
 	local k = fin - rel
+	local queued = k > 0
 	if k > 0 and now >= hold then
 		local from = tat
 		if hold > from then
 			from = hold
 		end
 		if I > 0 then
-			local f = (now - from + tau) / I + 1e-9
+			-- The most units whose turns (from + (f·I − τ), as turnAt's
+			-- head) have come, as dueUnits counts them: the quotient's
+			-- floor, then exact.
+			local f = (now - from + tau) / I
 			f = f - f % 1
+			while f > 0 and from + (f * I - tau) > now + 1e-3 do
+				f = f - 1
+			end
+			while f < k and from + ((f + 1) * I - tau) <= now + 1e-3 do
+				f = f + 1
+			end
 			if f < k then
 				k = f
 			end
@@ -143,11 +158,28 @@ local function fastGo(now, idle, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I,
 		end
 	end
 	-- The bucket fills to its burst and no further (every ticket is of
-	-- one unit here, and τ ≥ I: see advance).
-	if now > tat then
+	-- one unit here, and τ ≥ I: see advance), once units were queued and
+	-- the hold is over, as advance's floorTat; enqueue floors the bucket
+	-- of an empty queue.
+	if queued and now >= hold and now > tat then
 		tat = now
 	end
 	return tat, rel, pd, lg, ss, sc, sp, bs
+end
+
+-- ttlMs: a TTL of d µs as PEXPIRE takes it, in whole ms, at least 1 and
+-- at most 2^53 (Redis sends a Lua number to a command as "%.17g", which
+-- past 1e17 is an exponent PEXPIRE refuses; 2^53 ms is as good as
+-- never).
+local function ttlMs(d)
+	local ms = math.ceil(d / 1000)
+	if ms < 1 then
+		return 1
+	end
+	if ms > 2 ^ 53 then
+		return 2 ^ 53
+	end
+	return ms
 end
 
 -- fastStore writes a fast path's core back (the configuration
@@ -172,24 +204,35 @@ local function fastStore(key, tail, fmt, tag, now, ex, id, tat, hold, r0, e0, re
 		expire = now + 60e6
 	end
 	local newXe = xe
-	if expire > xe then
+	if expire >= xe then
 		newXe = expire + 1e6 -- a second more, so that most calls keep the TTL
 	end
 	redis.call('HSET', key, 'c', struct.pack(fmt, tag, id, tat, hold, r0, e0, rel, fin, pd, lg,
 		ss, sc, sp, mc, newXe, bs, I, tau, tail, ...))
 	if newXe ~= xe then
-		redis.call('PEXPIRE', key, math.max(1, math.ceil((newXe - now) / 1000)))
+		redis.call('PEXPIRE', key, ttlMs(newXe - now))
 	end
 end
 
+-- fastChanged: whether a fast path's tat, rel, pd, lg, ss, sc, sp, bs and
+-- mc differ from the nine it read (after them); no table, no upvalue.
+local function fastChanged(tat, rel, pd, lg, ss, sc, sp, bs, mc, tat0, rel0, pd0, lg0, ss0, sc0, sp0, bs0, mc0)
+	return tat ~= tat0 or rel ~= rel0 or pd ~= pd0 or lg ~= lg0 or ss ~= ss0 or sc ~= sc0 or sp ~= sp0 or bs ~= bs0 or mc ~= mc0
+end
+
 -- The fast path: see above. A try of one unit is a wait whose max wait
--- is 0 (ARGV[7] is "0"): gone at once, or refused with nothing written.
+-- is 0 (ARGV[7] is "0"): gone at once, or refused with nothing kept.
 if tag == CORE_BARE and (op == 'wait' or op == 'try') and ARGV[5] == '1' and ARGV[6] == '1' then
 	local _, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau, tail = struct.unpack(CORE_FMT, coreRaw)
 	if r0 == e0 and fastTail(tail, ARGV[8]) then
+		local tat0, rel0, pd0, lg0, ss0, sc0, sp0, bs0, mc0 = tat, rel, pd, lg, ss, sc, sp, bs, mc
 		tat, rel, pd, lg, ss, sc, sp, bs = fastGo(now, PENDING_IDLE * SEC, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I, tau)
+		local tat1, mc1 = tat, mc -- after advance: what a try puts back
 		if mc < 1 then
 			mc = 1
+		end
+		if rel == fin and now > tat then
+			tat = now -- enqueue's floor
 		end
 		fin = fin + 1
 		local t = hold
@@ -214,7 +257,17 @@ if tag == CORE_BARE and (op == 'wait' or op == 'try') and ARGV[5] == '1' and ARG
 		end
 		local maxwait = tonumber(ARGV[7])
 		if maxwait ~= nil and wt >= maxwait and wt > 0 then
-			-- Nothing kept: the ticket is not given, the state not written.
+			-- Nothing kept: the ticket is not given. The state is written
+			-- only if the advance changed it, as the general path's is (a
+			-- try's own changes taken back: the largest cost, and the
+			-- bucket's floor when nothing was queued).
+			fin = fin - 1
+			if op == 'try' then
+				tat, mc = tat1, mc1
+			end
+			if fastChanged(tat, rel, pd, lg, ss, sc, sp, bs, mc, tat0, rel0, pd0, lg0, ss0, sc0, sp0, bs0, mc0) then
+				fastStore(key, tail, CORE_FMT, CORE_BARE, now, -1e300, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
+			end
 			return struct.pack('<dddddd', 0, wt, id, 0, -1, now)
 		end
 		if t <= now then
@@ -362,6 +415,7 @@ end
 if tag == CORE_BARE and op == 'lease' then
 	local _, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau, tail = struct.unpack(CORE_FMT, coreRaw)
 	local fast = r0 == e0 and fastTail(tail, ARGV[10])
+	local tat0, rel0, pd0, lg0, ss0, sc0, sp0, bs0, mc0 = tat, rel, pd, lg, ss, sc, sp, bs, mc
 	if fast then
 		tat, rel, pd, lg, ss, sc, sp, bs = fastGo(now, PENDING_IDLE * SEC, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I, tau)
 	end
@@ -379,20 +433,25 @@ if tag == CORE_BARE and op == 'lease' then
 	if fast then
 		local k, need, maxwait = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 		local lrate, late = tonumber(ARGV[8]), tonumber(ARGV[9])
-		if mc < 1 then
+		if mc < 1 and k > 0 then
 			mc = 1
 		end
-		local credited = false
 		if spent > 0 and fin == rel and now >= hold and I > 0 then
 			-- The op's rule for spent turns given back: settled to no cost
 			-- (the bucket's units back, to its burst and no further),
 			-- while no ticket is queued, so that no turn moves.
-			tat, credited = tat - spent * I, true
+			if now > tat then
+				tat = now
+			end
+			tat = tat - spent * I
 			if now > tat then
 				tat = now
 			end
 		end
 		local waits, due = {}, false
+		if k > 0 and fin == rel and now > tat then
+			tat = now -- enqueue's floor
+		end
 		local from = tat
 		if hold > from then
 			from = hold
@@ -414,10 +473,12 @@ if tag == CORE_BARE and op == 'lease' then
 			end
 			if not keep then
 				if j == 1 then
-					if credited then
+					-- The state as the general path writes it when no
+					-- ticket is given: written if it changed.
+					if fastChanged(tat, rel, pd, lg, ss, sc, sp, bs, mc, tat0, rel0, pd0, lg0, ss0, sc0, sp0, bs0, mc0) then
 						fastStore(key, tail, CORE_FMT, CORE_BARE, now, -1e300, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
 					end
-					return struct.pack('<dddddd', 0, id, 0, -1, now, wt) -- nothing kept, nothing else written
+					return struct.pack('<dddddd', 0, id, 0, -1, now, wt) -- nothing kept
 				end
 				break
 			end
@@ -428,7 +489,7 @@ if tag == CORE_BARE and op == 'lease' then
 			end
 		end
 		if #waits == 0 then
-			if credited then
+			if fastChanged(tat, rel, pd, lg, ss, sc, sp, bs, mc, tat0, rel0, pd0, lg0, ss0, sc0, sp0, bs0, mc0) then
 				fastStore(key, tail, CORE_FMT, CORE_BARE, now, -1e300, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
 			end
 			return struct.pack('<dddddd', 0, id, 0, -1, now, 0)

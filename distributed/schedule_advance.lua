@@ -281,16 +281,29 @@ local function settle(spent, actual)
 	end
 	return queued() > 0
 end
+-- bound: a settle's charge d (actual − spent) on a limit that holds
+-- most units at once (a bucket's burst, a window's count) is at most
+-- most, the rest dropped: a request cannot have cost more than the
+-- limit holds beyond what it was admitted for (the Go engine's settle
+-- bounds a charge alike). Returns the charge kept and the units
+-- dropped.
+local function bound(d, most)
+	if d > most then
+		return most, d - most
+	end
+	return d, 0
+end
+-- recheck and waitOf reply µs from now, at most FAR.
 local function recheck()
 	local t = nextStep(now)
 	if t == INF then
 		return -1
 	end
-	return math.ceil(t - now)
+	return math.min(math.ceil(t - now), FAR)
 end
 local function waitOf(t)
 	if t <= now then
 		return 0
 	end
-	return math.ceil(t - now)
+	return math.min(math.ceil(t - now), FAR)
 end

@@ -379,6 +379,16 @@ local function xsettle(l, d)
 		l[5] = math.max(l[5] + d, 0)
 	end
 end
+-- xmost: the units the limit holds at once: a bucket's burst, a
+-- window's count.
+local function xmost(l)
+	if l[1] == 0 then
+		return math.floor(l[3] / l[2] + 0.5) -- τ / interval: the burst
+	elseif l[1] == 3 then
+		return l[3][1]
+	end
+	return l[3]
+end
 -- mwait: a wait on a key with further limits. ARGV[11] their
 -- configuration, "version|spec": spec is a limit each, comma-separated,
 -- "b:interval µs/burst" a bucket, "f:length µs/count" a fixed window,

@@ -38,9 +38,10 @@ end
 -- Seeding: a process whose tickets came from another state (Redis lost
 -- this one: a restart, an eviction, a failover) carries what it knows
 -- across: its last turn (Redis's, or its local fallback's), and a pause.
+-- Returns whether it carried anything.
 local function seed(knownId, floorRel, holdRel)
 	if knownId == '' or tonumber(knownId) == s.id then
-		return
+		return false
 	end
 	local f = tonumber(floorRel)
 	if f ~= nil and f > 0 then
@@ -51,6 +52,7 @@ local function seed(knownId, floorRel, holdRel)
 	if h ~= nil and h > 0 then
 		s.hold = math.max(s.hold, now + h)
 	end
+	return (f ~= nil and f > 0) or (h ~= nil and h > 0)
 end
 
 local reply
@@ -131,7 +133,7 @@ elseif op == 'pause' then
 	if until_ > s.hold then
 		s.hold, moved = until_, true
 	end
-	reply = math.ceil(s.hold - now)
+	reply = waitOf(s.hold)
 elseif op == 'adapt' then
 	-- ARGV[5] cost, ARGV[6] pause µs (0: none), ARGV[7] remaining or ""
 	-- (no window), ARGV[8] reset µs, ARGV[9] size, ARGV[10] length µs,
@@ -181,12 +183,15 @@ elseif op == 'adapt' then
 	reply = set
 elseif op == 'settle' then
 	-- ARGV[5] spent, ARGV[6] actual (both ≥ 0, spent within the burst:
-	-- checked by the caller). Returns 1. A give-back to a key without
-	-- state (a full bucket) writes nothing.
+	-- checked by the caller). The charge is bounded by the burst (see
+	-- bound). Returns the units of the charge dropped (at most FAR). A
+	-- give-back to a key without state (a full bucket) writes nothing.
 	local spent, actual = tonumber(ARGV[5]), tonumber(ARGV[6])
 	if fresh and actual <= spent then
-		return 1
+		return 0
 	end
+	local d, dropped = bound(actual - spent, cfgB)
+	actual = spent + d
 	advance()
 	if spent ~= actual then
 		mmoved()
@@ -194,16 +199,23 @@ elseif op == 'settle' then
 	if settle(spent, actual) then
 		moved = true
 	end
-	reply = 1
+	reply = math.min(dropped, FAR)
 elseif op == 'msettle' then
 	-- settle's ARGV[5] spent and ARGV[6] actual on the first limit, then
 	-- mwait's ARGV[11] (the further limits' configuration) and ARGV[12…]
-	-- actual − spent in each of them (CostSettler's rule: xsettle).
-	-- Returns 1.
+	-- actual − spent in each of them (CostSettler's rule: xsettle), each
+	-- charge bounded by its limit's burst or count (see bound). Returns
+	-- the units of each charge dropped (at most FAR): the first limit's,
+	-- then the further limits' in their order.
 	local spent, actual = tonumber(ARGV[5]), tonumber(ARGV[6])
+	local d, dropped = bound(actual - spent, cfgB)
+	actual = spent + d
+	reply = {math.min(dropped, FAR)}
 	advance()
 	local any = spent ~= actual
 	for L = 1, M.k do
+		mcost[L], dropped = bound(mcost[L], xmost(M.lim[L]))
+		reply[L + 1] = math.min(dropped, FAR)
 		if mcost[L] ~= 0 then
 			xsettle(M.lim[L], mcost[L])
 			any = true
@@ -215,7 +227,6 @@ elseif op == 'msettle' then
 	if settle(spent, actual) or (any and #M.q[0] + #M.q[1] > 0) then
 		moved = true
 	end
-	reply = 1
 elseif op == 'try' or op == 'mtry' then
 	-- wait's ARGV, its max wait "0" (so that the fast path serves a try
 	-- of one unit as a wait refused past its max wait). The rules of a
@@ -224,10 +235,12 @@ elseif op == 'try' or op == 'mtry' then
 	-- {status, wait µs, id, end, -1, now}: status 1 if the units went, 0
 	-- (wait: its turn) if not.
 	local n, qi = tonumber(ARGV[5]), tonumber(ARGV[6])
-	seed(ARGV[8], ARGV[9], ARGV[10])
+	local seeded = seed(ARGV[8], ARGV[9], ARGV[10])
 	advance()
 	-- What enqueue may change besides the ticket, to put back.
 	local maxCost, tat, wasMoved, win = s.maxCost, s.tat, moved, {}
+	local floor = M and M.floor
+	local cred = {s.credInt, s.credTau, s.spAt, s.spK, s.spRho}
 	for k, v in pairs(w) do
 		win[k] = v
 	end
@@ -242,11 +255,15 @@ elseif op == 'try' or op == 'mtry' then
 		-- The tail's ticket is taken back outright: the queue is as it was.
 		cancelTicket(s.q[qi], e, n)
 		s.maxCost, s.tat, moved = maxCost, tat, wasMoved
+		if M ~= nil then
+			M.floor = floor
+		end
+		s.credInt, s.credTau, s.spAt, s.spK, s.spRho = cred[1], cred[2], cred[3], cred[4], cred[5]
 		for k, v in pairs(win) do
 			w[k] = v
 		end
 		reply = {0, waitOf(t), s.id, 0, -1, now}
-		if fresh then
+		if fresh and not seeded then
 			return reply -- no state to write for a key that had none
 		end
 	end
@@ -319,7 +336,7 @@ elseif op == 'lease' then
 			e = take(s.q[1], 1)
 			local t = s.hold
 			if iv > 0 then
-				t = math.max(s.hold, from + (p1 + j - 1) * iv - tau)
+				t = math.max(s.hold, from + ((p1 + j - 1) * iv - tau)) -- head's turn
 			end
 			wt = waitOf(t)
 		end
@@ -410,7 +427,7 @@ elseif op == 'state' then
 	-- (floor; 2^53: no pace), remaining (2^53: no limit), next turn µs,
 	-- pause left µs, queued, pace in force in units a second·1e6 (0:
 	-- none), burst·1e6, cut (0/1), window (0/1), window left·1e6, window
-	-- reset µs, now}.
+	-- reset µs, now}, each within ±FAR.
 	advance()
 	local tokens, remaining, nxt, q, interval, burst, cutting = view()
 	local BIG = 2 ^ 53 -- +Inf
@@ -418,7 +435,7 @@ elseif op == 'state' then
 		if x == INF then
 			return BIG
 		end
-		return math.floor(x * scale)
+		return math.max(math.min(math.floor(x * scale), FAR), -FAR)
 	end
 	local function flag(b)
 		if b then
@@ -428,7 +445,7 @@ elseif op == 'state' then
 	end
 	local rate = 0
 	if interval > 0 then
-		rate = math.floor(SEC / interval * 1e6 + 0.5)
+		rate = math.min(math.floor(SEC / interval * 1e6 + 0.5), FAR)
 	end
 	local winLeft, winReset = 0, 0
 	if w.valid then

@@ -198,7 +198,7 @@ end
 -- the state outlives it.
 local function store(ext, inCore, expire)
 	local newXe = xe
-	if expire > xe then
+	if expire >= xe then
 		newXe = expire + SEC -- a second more, so that most calls keep the TTL
 	end
 	local t, set = CORE_BARE, {}
@@ -226,6 +226,6 @@ local function store(ext, inCore, expire)
 		redis.call('HDEL', key, 'v') -- kept in the core now
 	end
 	if newXe ~= xe then
-		redis.call('PEXPIRE', key, math.max(1, math.ceil((newXe - now) / 1000)))
+		redis.call('PEXPIRE', key, ttlMs(newXe - now))
 	end
 end

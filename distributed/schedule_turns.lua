@@ -92,7 +92,12 @@ local function cutRate(t)
 	if not c.open then
 		return 0
 	end
-	local r = c.wMax * (1 + CUT_PROBE) ^ (d - CUT_RECOVER)
+	local r = c.wMax -- times CUT_GROW a step, as schedule_window.go's rate
+	local j = (d - CUT_RECOVER) / CUT_STEP
+	while j > 0 and r < 10 * c.wMax do
+		r = r * CUT_GROW
+		j = j - 1
+	end
 	if r >= 10 * c.wMax then
 		return 0
 	end
@@ -209,12 +214,26 @@ local function rescale()
 	end
 	s.credInt, s.credTau = interval, tau
 end
--- tatAfter: the bucket's tat once p more units past the head have gone,
--- each no earlier than the limits other than the bucket let it go.
-local function tatAfter(p)
-	local interval, tau = pace(now)
+-- head: the chain from the head, tat once p units have gone from
+-- max(tat, hold), or (turn) the p-th unit's turn on it; without a cut
+-- one sum, the turn's small terms first (see head in schedule_turns.go).
+local function head(p, interval, tau, turn)
 	local a = math.max(s.tat, s.hold)
-	local t = paced(a - tau, p) + tau
+	if c.r0 ~= 0 then
+		if turn then
+			return paced(a - tau, p)
+		end
+		return paced(a - tau, p) + tau
+	end
+	if turn then
+		return a + (p * interval - tau)
+	end
+	return a + p * interval
+end
+-- chains: the largest of tatAfter's chains but the head's; -INF without
+-- a window.
+local function chains(p, interval)
+	local t = -INF
 	if not w.valid or interval == 0 then
 		return t
 	end
@@ -241,12 +260,18 @@ local function tatAfter(p)
 	chain(w.left - w.probed + 1)
 	return t
 end
+-- tatAfter: the bucket's tat once p more units past the head have gone,
+-- each no earlier than the limits other than the bucket let it go.
+local function tatAfter(p)
+	local interval, tau = pace(now)
+	return math.max(head(p, interval, tau, false), chains(p, interval))
+end
 -- turnAt: the turn of the p-th unit past the head.
 local function turnAt(p)
 	local interval, tau = pace(now)
 	local t = math.max(s.hold, windowTurn(p, probe()))
 	if interval > 0 then
-		t = math.max(t, tatAfter(p) - tau)
+		t = math.max(t, head(p, interval, tau, true), chains(p, interval) - tau)
 	end
 	return t
 end

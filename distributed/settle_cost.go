@@ -13,13 +13,21 @@ import (
 // script call (op msettle) amends a wait of the key that spent spent to
 // actual, the first limit by Settle's rule and each of Quota.Limits by
 // CostSettler's (a bucket's debt or give-back under its burst; a
-// window's count of the current window, Redis's clock), and publishes
+// window's count of the current window, Redis's clock; a charge of at
+// most the limit's burst or count, the rest dropped), and publishes
 // the move so that the waits sleeping in every process ask for their
 // turns again. A settle that changes nothing makes no call. Its errors
 // are Settle's (the costs are checked as a wait's before any call; a
 // unit with no limit fails with [throttle.ErrInvalidLimit]), and a Quota
 // without Limits settles N alone (a unit named fails).
 func (w *keyWaiter) SettleCost(ctx context.Context, spent, actual throttle.Cost) error {
+	_, err := w.settleCost(ctx, spent, actual)
+	return err
+}
+
+// settleCost is SettleCost, and returns the units the script dropped of
+// each charge (see settle); nil when no call was made.
+func (w *keyWaiter) settleCost(ctx context.Context, spent, actual throttle.Cost) (dropped []int64, err error) {
 	sn, an := spent.First(), actual.First()
 	q := w.q
 	if q.xconfig() == nil {
@@ -28,30 +36,31 @@ func (w *keyWaiter) SettleCost(ctx context.Context, spent, actual throttle.Cost)
 			if len(spent.Units) > 0 {
 				u = spent.Units
 			}
-			return fmt.Errorf("%w: quota %q has no limit in unit %q", throttle.ErrInvalidLimit, q.name, u[0].Unit)
+			return nil, fmt.Errorf("%w: quota %q has no limit in unit %q", throttle.ErrInvalidLimit, q.name, u[0].Unit)
 		}
-		return w.Settle(ctx, sn, an)
+		return w.settleN(ctx, sn, an)
 	}
 	if an < 0 {
-		return fmt.Errorf("%w: settle %d units of %q as %d: costs are never negative", throttle.ErrInvalidLimit, sn, w.key, an)
+		return nil, fmt.Errorf("%w: settle %d units of %q as %d: costs are never negative", throttle.ErrInvalidLimit, sn, w.key, an)
 	}
 	if err := q.check(sn); err != nil {
-		return err
+		return nil, err
 	}
 	s, err := q.xargs(spent.Units)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	// actual's units: known, not negative, of any size (a debt).
+	// actual's units: known, not negative, of any size (a charge the
+	// script bounds).
 	a, err := q.xargs(nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	x := q.xconfig()
 	d := make([]float64, len(x.units))
 	for _, u := range actual.Units {
 		if u.N < 0 {
-			return fmt.Errorf("%w: settle %d %s of %q: costs are never negative", throttle.ErrInvalidLimit, u.N, u.Unit, w.key)
+			return nil, fmt.Errorf("%w: settle %d %s of %q: costs are never negative", throttle.ErrInvalidLimit, u.N, u.Unit, w.key)
 		}
 		found := false
 		for i, v := range x.units {
@@ -61,7 +70,7 @@ func (w *keyWaiter) SettleCost(ctx context.Context, spent, actual throttle.Cost)
 			}
 		}
 		if !found {
-			return fmt.Errorf("%w: quota %q has no limit in unit %q", throttle.ErrInvalidLimit, q.name, u.Unit)
+			return nil, fmt.Errorf("%w: quota %q has no limit in unit %q", throttle.ErrInvalidLimit, q.name, u.Unit)
 		}
 	}
 	change := sn != an
@@ -75,17 +84,17 @@ func (w *keyWaiter) SettleCost(ctx context.Context, spent, actual throttle.Cost)
 		change = change || d[i] != 0
 	}
 	if !change {
-		return nil
+		return nil, nil
 	}
 	args := append([]any{sn, an, "", "", "", ""}, a...)
-	_, err = w.run(context.WithoutCancel(ctx), "msettle", args...)
+	dropped, err = w.settle(ctx, "msettle", args...)
 	if lerr := w.limitsError(err); lerr != nil {
-		return lerr
+		return nil, lerr
 	}
 	if err != nil {
-		return fmt.Errorf("settling %q: %w", w.key, unavailable(err))
+		return nil, fmt.Errorf("settling %q: %w", w.key, unavailable(err))
 	}
-	return nil
+	return dropped, nil
 }
 
 // SettleCost amends a wait on the quota's own key (the one For("")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -14,15 +15,17 @@ import (
 // Tokens 10/s, burst 5: A's wait of 5 tokens empties the bucket and B's
 // of 5, 20ms later, has its turn 500ms after A's. Settling A's tokens as
 // 2 moves B's turn to 200ms after A's (B sleeps: the move is pushed), as
-// 8 to 800ms, as 15 (a debt past the burst) to 1.5 s; turns read on
-// Redis's clock, exact to the script's µs rounding.
+// 8 to 800ms, as 10 (a debt of the whole burst) to 1 s, and as 15 to 1 s
+// too (a charge is at most the burst: actual counts as at most spent +
+// burst); turns read on Redis's clock, exact to the script's µs
+// rounding.
 func TestRedisSettleCost(t *testing.T) {
 	_, c := startRedis(t)
 	tok := func(n int) throttle.Cost { return throttle.Cost{Units: []throttle.UnitCost{{Unit: "tokens", N: n}}} }
 	for _, tt := range []struct {
 		actual int
 		want   int64 // B's turn after A's, µs
-	}{{5, 500e3}, {2, 200e3}, {8, 800e3}, {15, 1500e3}} {
+	}{{5, 500e3}, {2, 200e3}, {8, 800e3}, {10, 1000e3}, {15, 1000e3}} {
 		t.Run(fmt.Sprint(tt.actual), func(t *testing.T) {
 			q := New(c, fmt.Sprint("settlecost-", tt.actual), 1000, 1000)
 			q.Limits = []throttle.UnitLimit{{Unit: "tokens", Rate: throttle.Rate{Limit: 10, Burst: 5}}}
@@ -140,5 +143,40 @@ func TestRedisSettleCostWindow(t *testing.T) {
 		if err := q.SettleCost(context.Background(), tt.spent, tt.actual); !errors.Is(err, tt.want) {
 			t.Errorf("SettleCost(%v, %v) = %v; want %v", tt.spent, tt.actual, err, tt.want)
 		}
+	}
+}
+
+// TestRedisSettleCostChargeBounded: each charge of a settled cost is at
+// most its limit's burst or count, the rest dropped and reported per
+// limit. Tokens 10/s burst 5 and 7 per minute (from first use): a wait
+// of 1 token settled as 2^31 leaves each limit one token in debt
+// (5 − 1 − 5 and 7 − 1 − 7), not 2^31; the first limit's cost is
+// settled as it was spent, and drops nothing.
+func TestRedisSettleCostChargeBounded(t *testing.T) {
+	_, c := startRedis(t)
+	tok := func(n int) throttle.Cost { return throttle.Cost{Units: []throttle.UnitCost{{Unit: "tokens", N: n}}} }
+	q := New(c, "settlecost-charge", 1000, 1000)
+	q.Limits = []throttle.UnitLimit{{Unit: "tokens", Rate: throttle.Rate{Limit: 10, Burst: 5},
+		Window: throttle.Window{Count: 7, Per: time.Minute, FirstUse: true}}}
+	q.Timeout = time.Second
+	defer q.Close()
+	ctx := context.Background()
+	w := q.For("k").(*keyWaiter)
+	if err := w.WaitCost(ctx, tok(1)); err != nil {
+		t.Fatal(err)
+	}
+	dropped, err := w.settleCost(ctx, tok(1), tok(1<<31))
+	if want := []int64{0, 1<<31 - 1 - 5, 1<<31 - 1 - 7}; err != nil || !slices.Equal(dropped, want) {
+		t.Fatalf("settleCost(1 token, 2^31 tokens) = %v, %v; want %v dropped", dropped, err, want)
+	}
+	states, err := q.LimitStates(ctx, "k")
+	if err != nil || len(states) != 2 {
+		t.Fatalf("LimitStates = %v, %v", states, err)
+	}
+	if r := states[0].Remaining; r < -1 || r > -0.9 {
+		t.Errorf("the bucket's remaining = %v; want about -1 (a debt of one token)", r)
+	}
+	if r := states[1].Remaining; r != -1 {
+		t.Errorf("the window's remaining = %v; want -1", r)
 	}
 }

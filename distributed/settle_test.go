@@ -16,13 +16,15 @@ import (
 // TestRedisSettleMovesTurns: at 10/s, burst 5, A's wait of 5 empties the
 // bucket and B's wait of 5, 20ms later, has its turn 500ms after A's.
 // Settling A's as 2 moves B's turn to 200ms after A's (B sleeps: the
-// move is pushed), as 8 to 800ms, as 15 (a debt past the burst) to 1.5 s.
+// move is pushed), as 8 to 800ms, as 10 (a debt of the whole burst) to
+// 1 s, and as 15 to 1 s too (a charge is at most the burst: actual
+// counts as at most spent + burst).
 func TestRedisSettleMovesTurns(t *testing.T) {
 	_, c := startRedis(t)
 	for _, tt := range []struct {
 		actual int
 		want   int64 // B's turn after A's, µs
-	}{{5, 500e3}, {2, 200e3}, {8, 800e3}, {15, 1500e3}} {
+	}{{5, 500e3}, {2, 200e3}, {8, 800e3}, {10, 1000e3}, {15, 1000e3}} {
 		t.Run(fmt.Sprint(tt.actual), func(t *testing.T) {
 			q := New(c, fmt.Sprint("settle-", tt.actual), 10, 5)
 			q.Timeout = time.Second
@@ -168,6 +170,42 @@ func TestOneCommandPerSettle(t *testing.T) {
 	for _, cmd := range []string{"hset", "pexpire", "publish"} {
 		if calls[cmd] != 0 {
 			t.Errorf("a give-back to a key without state ran %s %d times; want none (all: %v)", cmd, calls[cmd], calls)
+		}
+	}
+}
+
+// TestRedisSettleChargeBounded: a settle's charge is at most the burst
+// (actual counts as at most spent + burst), the rest dropped and
+// reported. At 10/s, burst 5: a wait of 1 settled as 2^31 leaves the
+// bucket a debt of one unit (5 − 1 − 5), not of 2^31 units: the next
+// unit's turn is within 200ms. A charge of the whole burst
+// drops nothing, a give-back neither.
+func TestRedisSettleChargeBounded(t *testing.T) {
+	_, c := startRedis(t)
+	q := New(c, "settle-charge", 10, 5)
+	q.MaxLease = 1
+	q.Timeout = time.Second
+	defer q.Close()
+	ctx := context.Background()
+	w := q.For("k").(*keyWaiter)
+	if err := w.WaitN(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	dropped, err := w.settleN(ctx, 1, 1<<31)
+	if err != nil || len(dropped) != 1 || dropped[0] != 1<<31-1-5 {
+		t.Fatalf("settle(1, 2^31) = %v, %v; want [%d] dropped", dropped, err, 1<<31-1-5)
+	}
+	ok, d, err := w.TryN(ctx, 1)
+	if ok || err != nil || d <= 0 || d > 200*time.Millisecond {
+		t.Errorf("after the settle, TryN(1) = %v, %v, %v; want false, its turn within 200ms", ok, d, err)
+	}
+	for _, tt := range []struct{ spent, actual int }{{1, 6}, {5, 0}} {
+		w := q.For(fmt.Sprint(tt)).(*keyWaiter)
+		if err := w.WaitN(ctx, tt.spent); err != nil {
+			t.Fatal(err)
+		}
+		if dropped, err := w.settleN(ctx, tt.spent, tt.actual); err != nil || len(dropped) != 1 || dropped[0] != 0 {
+			t.Errorf("settle(%d, %d) = %v, %v; want [0] dropped", tt.spent, tt.actual, dropped, err)
 		}
 	}
 }

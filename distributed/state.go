@@ -35,13 +35,12 @@ func (w *keyWaiter) State(ctx context.Context) (throttle.State, error) {
 		}
 		return float64(x) / scale
 	}
-	us := func(x int64) time.Duration { return time.Duration(x) * time.Microsecond }
 	st := throttle.State{
 		At:        at,
 		Tokens:    fixed(reply[0], 1e6),
 		Remaining: fixed(reply[1], 1),
-		Next:      us(reply[2]),
-		Paused:    us(reply[3]),
+		Next:      usDuration(reply[2]),
+		Paused:    usDuration(reply[3]),
 		Queued:    reply[4],
 		Limit:     rate.Inf,
 		Burst:     fixed(reply[6], 1e6),
@@ -51,7 +50,7 @@ func (w *keyWaiter) State(ctx context.Context) (throttle.State, error) {
 		st.Limit = rate.Limit(float64(reply[5]) / 1e6)
 	}
 	if reply[8] == 1 {
-		st.Window, st.WindowLeft, st.WindowReset = true, fixed(reply[9], 1e6), us(reply[10])
+		st.Window, st.WindowLeft, st.WindowReset = true, fixed(reply[9], 1e6), usDuration(reply[10])
 	}
 	return st, nil
 }

@@ -48,7 +48,9 @@ type storeCall struct {
 // The error is the store's failure (a *timeoutError if Redis did not
 // answer within Timeout), or an errBreakerOpen while the breaker keeps
 // calls away, or the caller's ctx.Err() (not a store failure) when ctx
-// ended first. Store failures carry the most recent real cause this
+// ended first, or the store's answer: a configuration refused (see
+// isConfig) or an error the script raised (a *scriptError), which the
+// breaker counts as the success of a call that Redis answered. Store failures carry the most recent real cause this
 // Quota saw, so that errors.Is and errors.As reach it.
 //
 // A call the wait stopped waiting for still reaches Redis, and may take a
@@ -94,6 +96,9 @@ func (q *Quota) call(ctx context.Context, key string, s *redis.Script, keys []st
 	case isConfig(err):
 		q.succeeded(ctx, key, probe) // the store answered
 		return cmd, err
+	case scriptFault(err):
+		q.succeeded(ctx, key, probe) // the store answered
+		return cmd, &scriptError{err: err}
 	case ctx.Err() != nil:
 		q.br.done(q.clock(), probe, abandoned)
 		return nil, ctx.Err()
@@ -166,6 +171,9 @@ func (q *Quota) callInline(ctx context.Context, key string, probe bool, s *redis
 	case isConfig(err):
 		q.succeeded(ctx, key, probe) // the store answered
 		return cmd, err
+	case scriptFault(err):
+		q.succeeded(ctx, key, probe) // the store answered
+		return cmd, &scriptError{err: err}
 	case ctx.Err() != nil:
 		q.br.done(q.clock(), probe, abandoned)
 		return nil, ctx.Err()
@@ -223,7 +231,7 @@ func (q *Quota) runCall(ctx context.Context, key string, c *storeCall, s *redis.
 	}
 	timedOut := c.state.Load() == callTimedOut
 	if err := cmd.Err(); err != nil {
-		if timedOut {
+		if timedOut && !scriptFault(err) {
 			q.health.set(err) // the cause the next errors carry
 			q.emit(ctx, throttle.Event{Kind: throttle.EventStoreError, Key: key, Err: err})
 		}

@@ -2,7 +2,6 @@ package distributed
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -63,14 +62,14 @@ func (w *keyWaiter) tryX(ctx context.Context, n int, x []any, units []throttle.U
 	if reply[0] == 1 {
 		return true, 0, nil
 	}
-	return false, time.Duration(reply[1]) * time.Microsecond, nil
+	return false, usDuration(reply[1]), nil
 }
 
 // tryFail applies the FailMode to a try the store could not serve.
 func (w *keyWaiter) tryFail(ctx context.Context, n int, units []throttle.UnitCost, cause error) (bool, time.Duration, error) {
 	q := w.q
-	if errors.Is(cause, ErrConfigMismatch) {
-		return false, 0, cause // the store answered: no fail mode
+	if answered(cause) {
+		return false, 0, cause // no store failure: no fail mode
 	}
 	q.fellBack(ctx, w.key, cause)
 	switch q.FailMode {

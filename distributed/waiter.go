@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -66,6 +65,9 @@ func (w *keyWaiter) run(ctx context.Context, op string, args ...any) ([]int64, e
 }
 
 func (w *keyWaiter) runOnce(ctx context.Context, c *qconf, op string, args []any) ([]int64, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
 	// The script's fixed arguments are converted and boxed once (qconf):
 	// a call allocates only what the round trip needs.
 	all := append([]any{op, c.interval, c.burstArg, w.channel}, args...)
@@ -80,10 +82,32 @@ func (w *keyWaiter) runOnce(ctx context.Context, c *qconf, op string, args []any
 	return out, nil
 }
 
+// farUs bounds the µs of a reply (see FAR in schedule.lua): 2^62 µs is
+// past the largest time.Duration, so a wait that long reads as the
+// largest Duration (see usDuration), and Redis's clock in µs plus it
+// still fits an int64.
+const farUs = 1 << 62
+
+// usDuration converts µs of a reply to a Duration, saturated: a turn
+// past the largest Duration (292 years) is never, within any deadline
+// (a wait with one is refused at once, one without sleeps until its
+// context ends), as for the in-process Limiter; never a time that
+// overflowed into the past.
+func usDuration(us int64) time.Duration {
+	switch {
+	case us >= math.MaxInt64/int64(time.Microsecond):
+		return math.MaxInt64
+	case us <= math.MinInt64/int64(time.Microsecond):
+		return math.MinInt64
+	}
+	return time.Duration(us) * time.Microsecond
+}
+
 // scriptInts reads a reply of the schedule script as its numbers: an
 // integer, an array of integers, or (the fast paths' form; see
 // packReply in schedule.lua) a string of doubles packed little-endian,
-// truncated toward zero as Redis truncates a Lua number it replies.
+// truncated toward zero as Redis truncates a Lua number it replies and
+// saturated at ±farUs, as the script caps the numbers it replies.
 func scriptInts(v any) ([]int64, bool) {
 	switch v := v.(type) {
 	case int64:
@@ -95,10 +119,10 @@ func scriptInts(v any) ([]int64, bool) {
 		out := make([]int64, len(v)/8)
 		for i := range out {
 			f := math.Float64frombits(binary.LittleEndian.Uint64([]byte(v[8*i : 8*i+8])))
-			if math.IsNaN(f) || math.Abs(f) >= 1<<63 {
+			if math.IsNaN(f) {
 				return nil, false
 			}
-			out[i] = int64(f)
+			out[i] = int64(min(max(f, -farUs), farUs))
 		}
 		return out, true
 	case []any:
@@ -249,14 +273,14 @@ func (w *keyWaiter) takeX(ctx context.Context, n, qi int, x []any) (taken, error
 	}
 	r := taken{
 		t:    ticket{id: reply[2], qi: qi, n: n, end: reply[3]},
-		wait: time.Duration(reply[1]) * time.Microsecond, recheck: time.Duration(reply[4]) * time.Microsecond,
+		wait: usDuration(reply[1]), recheck: usDuration(reply[4]),
 		rnow: reply[5], gen: gen, sub: sub,
 	}
 	q.memo.turn(w.rkey, r.t.id, time.Now().Add(r.wait))
 	if op == "wait" {
 		learned := time.Time{} // none
 		if len(reply) == 7 {
-			learned = time.Now().Add(time.Duration(reply[6]) * time.Microsecond)
+			learned = time.Now().Add(usDuration(reply[6]))
 		}
 		q.memo.learn(w.rkey, learned)
 	}
@@ -341,7 +365,7 @@ func (w *keyWaiter) sleep(ctx context.Context, t ticket, wait, recheck time.Dura
 		if err == nil && (len(reply) == 3 || len(reply) == 4) {
 			learned := time.Time{} // the key's learned budget's window's reset: none
 			if len(reply) == 4 {
-				learned = time.Now().Add(time.Duration(reply[3]) * time.Microsecond)
+				learned = time.Now().Add(usDuration(reply[3]))
 			}
 			w.q.memo.learn(w.rkey, learned)
 			reply = reply[:3]
@@ -371,13 +395,13 @@ func (w *keyWaiter) sleep(ctx context.Context, t ticket, wait, recheck time.Dura
 			_, err := w.wait(ctx, t.n, t.qi)
 			return rnow, err
 		}
-		left := time.Duration(reply[0]) * time.Microsecond
+		left := usDuration(reply[0])
 		now := time.Now()
 		wake, turn = now.Add(left), rnow+reply[0]
 		w.q.memo.turn(w.rkey, t.id, wake)
 		check = time.Time{}
 		if reply[1] >= 0 {
-			check = now.Add(time.Duration(reply[1]) * time.Microsecond)
+			check = now.Add(usDuration(reply[1]))
 		}
 		if left <= 0 {
 			return turn, nil
@@ -401,8 +425,8 @@ func (w *keyWaiter) cancel(ctx context.Context, t ticket) {
 // further limits) the store could not serve.
 func (w *keyWaiter) fail(ctx context.Context, n int, units []throttle.UnitCost, cause error) error {
 	q := w.q
-	if errors.Is(cause, ErrConfigMismatch) {
-		return cause // the store answered: no fail mode
+	if answered(cause) {
+		return cause // no store failure: no fail mode
 	}
 	q.fellBack(ctx, w.key, cause)
 	switch q.FailMode {
@@ -492,7 +516,7 @@ func (w *keyWaiter) AdaptReport(ctx context.Context, f throttle.Feedback) (throt
 	reply, err := w.run(context.WithoutCancel(ctx), "adapt", max(f.Cost, 1), us(f.Pause), remaining, reset, size, length, age, refused, us(max(f.Age, 0)), accepted)
 	if err == nil && len(reply) == 1 && pause > 0 {
 		// The script replies the pause it set, in µs.
-		pause = min(pause, time.Duration(max(reply[0], 0))*time.Microsecond)
+		pause = min(pause, usDuration(max(reply[0], 0)))
 	}
 	if pause > 0 {
 		// This process knows the pause even if Redis does not: FailLocal

@@ -308,6 +308,7 @@ func (s *State) GoNow(now float64, c Config, qi int, n int64, cost []float64) (e
 	}
 	if s.x != nil {
 		s.x.spend(now, cost)
+		s.x.moved(now) // as enqueue's ticket would
 	}
 	return s.q[qi].rel, true
 }

@@ -167,6 +167,7 @@ func Constants() map[string]float64 {
 		"CUT_RECOVER":   CutRecover,
 		"CUT_STEP":      CutStep,
 		"CUT_PROBE":     cutProbe,
+		"CUT_GROW":      cutGrow,
 		"STRIKE_WINDOW": strikeWindow,
 		"SHIFT_SLOTS":   shiftSlots,
 		"TRIM_STEP":     TrimStep,

@@ -185,9 +185,27 @@ func (s *State) TurnAt(now float64, c Config, p float64) float64 {
 		t = max(t, s.win.turn(p, s.probe(c), c.Sec))
 	}
 	if interval > 0 {
-		t = max(t, s.tatAfterAt(now, c, p, interval, tau)-tau)
+		t = max(t, s.head(now, c, p, interval, tau, true), s.chains(now, c, p, interval)-tau)
 	}
 	return t
+}
+
+// head returns the chain from the head: the tat once p units past the
+// head have gone from max(tat, hold) at the pace in force, or (turn) the
+// p-th unit's turn on it, tat − τ. Without a cut each is one sum, the
+// turn's small terms first ((p·interval − τ) is exact for a full
+// bucket's p = burst), as the script's fast paths compute it.
+func (s *State) head(now float64, c Config, p, interval, tau float64, turn bool) float64 {
+	a := max(s.tat, s.hold)
+	switch {
+	case s.cut.r0 != 0 && turn:
+		return s.paced(now, a-tau, p, c)
+	case s.cut.r0 != 0:
+		return s.paced(now, a-tau, p, c) + tau
+	case turn:
+		return a + (p*interval - tau)
+	}
+	return a + p*interval
 }
 
 // tatAfter returns the bucket's tat once p more units past the head have
@@ -205,8 +223,13 @@ func (s *State) tatAfter(now float64, c Config, p float64) float64 {
 
 // tatAfterAt is tatAfter with the pace in force at now given.
 func (s *State) tatAfterAt(now float64, c Config, p, interval, tau float64) float64 {
-	a := max(s.tat, s.hold)
-	t := s.paced(now, a-tau, p, c) + tau // the chain from the head
+	return max(s.head(now, c, p, interval, tau, false), s.chains(now, c, p, interval))
+}
+
+// chains returns the largest of tatAfter's chains but the head's (see
+// tatAfter); −Inf without a window.
+func (s *State) chains(now float64, c Config, p, interval float64) float64 {
+	t := math.Inf(-1)
 	w := &s.win
 	if !w.valid || interval == 0 {
 		return t
@@ -252,10 +275,11 @@ func (s *State) goNow(now float64, c Config, qi int, n int64) bool {
 	}
 	interval, burst := s.Base(c)
 	tat := max(s.tat, now)
-	// (tat − now) + (n − burst)·interval, not tat + n·interval − τ: at a
-	// tiny rate (an interval of 1e19 ns) the sum of a time and an
-	// interval rounds by microseconds, and a full bucket would refuse.
-	if interval > 0 && (tat-now)+(float64(n)-burst)*interval > 0 {
+	// The turn as head computes it, tat + (n·interval − τ), not tat +
+	// n·interval − τ: at a tiny rate (an interval of 1e19 ns) the sum of
+	// a time and an interval rounds by microseconds, and a full bucket
+	// would refuse.
+	if interval > 0 && tat+(float64(n)*interval-burst*interval) > now {
 		return false
 	}
 	s.maxCost = max(s.maxCost, float64(n))

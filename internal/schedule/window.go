@@ -167,6 +167,13 @@ type cut struct {
 // it was cut from, growing by this share each second, compounded.
 const cutProbe = 1.0
 
+// cutGrow is the probe's growth a step, (1 + cutProbe)^CutStep. A step's
+// pace is the rate it was cut from times cutGrow once per step, each
+// product rounded: the script multiplies the same way, by this number
+// (CUT_GROW), so that both sides' paces agree to the bit (a power with a
+// fractional exponent rounds differently in Go and in C).
+var cutGrow = math.Pow(1+cutProbe, CutStep)
+
 // rate returns the cut's pace at now in units a second; 0 when no cut is
 // in force.
 func (c *cut) rate(now, sec float64) float64 {
@@ -180,7 +187,10 @@ func (c *cut) rate(now, sec float64) float64 {
 	if !c.open {
 		return 0
 	}
-	r := c.wMax * math.Pow(1+cutProbe, d-CutRecover)
+	r := c.wMax
+	for j := (d - CutRecover) / CutStep; j > 0 && r < 10*c.wMax; j-- {
+		r *= cutGrow
+	}
 	if r >= 10*c.wMax {
 		return 0
 	}
