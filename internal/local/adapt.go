@@ -48,7 +48,7 @@ func (k *Key) Pause(d time.Duration, to Listener) {
 		w = k.s.Watch(now, k.pacing, false)
 	}
 	var ds []Decision
-	if k.s.Pause(now + float64(d)) {
+	if k.s.Apply(now, k.pacing, schedule.Pause{D: float64(d)}).Moved {
 		if listen {
 			ds = k.decideLocked(now, w, to)
 		}
@@ -75,41 +75,30 @@ func (k *Key) Adapt(r Response, to Listener) (timing bool, pause time.Duration) 
 		w = s.Watch(now, k.pacing, r.Throttled)
 	}
 	units := float64(max(r.Cost, 1))
-	s.Answered(units)
-	moved := false
 	sent := now - float64(max(r.Age, 0))
-	if r.Pause > 0 {
-		until := now + float64(r.Pause)
-		if r.Refused && !r.HasRemaining && !r.HasDeclared && !r.HasAvailable {
-			// A refusal that says only when to come back: a hidden
-			// budget's cycle.
-			var m bool
-			until, m = s.BudgetRefused(now, sent, units, float64(r.Pause), k.pacing)
-			moved = m
-			pause = min(pause, time.Duration(math.Ceil(until-now)))
-		}
-		if s.Pause(until) {
-			moved = true
-		}
-		if r.Refused && s.Refused(now, k.pacing) {
-			moved = true
-		}
+	op := schedule.Adapt{Cost: units, Pause: float64(max(r.Pause, 0)), Refused: r.Refused, Age: float64(max(r.Age, 0))}
+	switch {
+	case r.Accepted:
+		op.Accepted = schedule.AcceptedUnit
+	case r.Refused && (r.HasRemaining || r.HasDeclared || r.HasAvailable):
+		op.Accepted = schedule.AcceptedStated // a refusal that states a limit: no hidden budget
 	}
-	if r.Accepted && s.BudgetAccepted(now, sent, k.pacing) {
-		moved = true
-	}
-	if r.HasDeclared && k.pacing.Interval == 0 && r.DeclaredRate > 0 && r.DeclaredRate != rate.Inf && !math.IsNaN(float64(r.DeclaredRate)) {
-		s.Declare(now, k.pacing, 1e9/float64(r.DeclaredRate), float64(max(r.DeclaredBurst, 1)))
-		moved = true
+	if r.HasDeclared && r.DeclaredRate > 0 && r.DeclaredRate != rate.Inf && !math.IsNaN(float64(r.DeclaredRate)) {
+		op.Declared, op.DeclaredInterval, op.DeclaredBurst = true, 1e9/float64(r.DeclaredRate), float64(max(r.DeclaredBurst, 1))
 	}
 	if r.HasRemaining && !math.IsNaN(r.Remaining) && !math.IsNaN(r.Size) {
-		s.Window(now, max(r.Remaining, 0), float64(max(r.Reset, 0)), max(r.Size, 0), float64(max(r.Window, 0)), k.pacing)
-		moved = true
+		op.Window, op.Left, op.Reset, op.Size, op.Length = true, max(r.Remaining, 0), float64(max(r.Reset, 0)), max(r.Size, 0), float64(max(r.Window, 0))
 	}
-	if r.HasAvailable && !math.IsNaN(r.Available) && s.Level(now, k.pacing, r.Available) {
-		moved = true
+	if r.HasAvailable && !math.IsNaN(r.Available) {
+		op.HasAvailable, op.Available = true, r.Available
+	}
+	a := s.Apply(now, k.pacing, op)
+	moved := a.Moved
+	if r.Pause > 0 {
+		pause = min(pause, time.Duration(math.Ceil(a.Until-now)))
 	}
 	st := &k.strict
+	st.Saw(s)
 	st.RoundTrip(float64(r.Age))
 	if !r.Refused && !r.Throttled && r.Pause == 0 && st.Took(s, now, k.pacing, float64(r.Age)) {
 		moved = true
@@ -123,6 +112,7 @@ func (k *Key) Adapt(r Response, to Listener) (timing bool, pause time.Duration) 
 		if s.Reject(now, sent, units, k.pacing) {
 			moved = true
 		}
+		st.Saw(s)
 	case r.Refused:
 		st.Refused()
 	default:

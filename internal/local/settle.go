@@ -1,5 +1,7 @@
 package local
 
+import "github.com/throttle-go/throttle/internal/schedule"
+
 // Settle amends a wait that spent spent units of the first limit to
 // actual, and the further limits by d (actual − spent in each; nil:
 // none): the queued turns move at once (see the engine's Settle). A
@@ -22,23 +24,13 @@ func (k *Key) Settle(spent, actual int, d []float64, to Listener) error {
 		return nil
 	}
 	now := k.ks.Now()
-	k.advanceLocked(now)
-	a, dropped := k.s.Clamp(k.pacing, float64(spent), float64(actual))
-	if dropped > 0 && to.Emit != nil {
-		ds = append(ds, Decision{Kind: Clamp, Limit: -1, Units: dropped})
-	}
-	if d != nil {
-		for i, x := range k.s.ClampLimits(d) {
-			if x > 0 && to.Emit != nil {
-				ds = append(ds, Decision{Kind: Clamp, Limit: i, Units: x})
-			}
+	r := k.s.Apply(now, k.pacing, schedule.Settle{Spent: float64(spent), Actual: float64(actual), Diff: d})
+	for i, x := range r.Dropped {
+		if x > 0 && to.Emit != nil {
+			ds = append(ds, Decision{Kind: Clamp, Limit: i - 1, Units: x})
 		}
 	}
-	moved := k.s.Settle(now, k.pacing, float64(spent), a)
-	if d != nil && k.s.SettleLimits(now, d) {
-		moved = true
-	}
-	if moved {
+	if r.Moved {
 		k.notifyLocked()
 	}
 	return nil

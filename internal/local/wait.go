@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"math"
 	"runtime"
 	"time"
 
@@ -28,38 +29,37 @@ func (k *Key) Wait(ctx context.Context, n int, cost []float64, qi int) error {
 		k.mu.Unlock()
 		return err
 	}
-	cost = k.cost(cost)
 	now := k.ks.Now()
-	s := &k.s
-	k.advanceLocked(now)
-	if _, ok := s.GoNow(now, k.pacing, qi, int64(n), cost); ok {
+	r := k.s.Apply(now, k.pacing, schedule.Wait{N: int64(n), Queue: qi, MaxWait: maxWait(ctx), Cost: k.cost(cost)})
+	if r.Moved {
+		k.notifyLocked()
+	}
+	if !r.OK {
+		k.mu.Unlock()
+		return &DeadlineError{Delay: Duration(r.Turn - now)}
+	}
+	e := r.End
+	if k.s.Gone(qi, e) {
 		k.mu.Unlock()
 		return nil
 	}
-	e, moved := s.Enqueue(now, k.pacing, qi, int64(n), cost)
-	if moved {
-		k.notifyLocked()
-	}
-	turn := s.Turn(now, k.pacing, qi, e)
-	if turn <= now {
-		k.advanceLocked(now) // lets the ticket go
-		if s.Gone(qi, e) {
-			k.mu.Unlock()
-			return nil
-		}
-		// Never returns for units that did not go (the turn and advance
-		// agree; this keeps a disagreement from over-sending): sleep.
-		turn = max(s.Turn(now, k.pacing, qi, e), now)
-	}
-	if err := overDeadline(ctx, turn-now); err != nil {
-		s.Cancel(now, qi, e, int64(n))
-		k.mu.Unlock()
-		return err
-	}
+	// Never returns for units that did not go (the turn and advance
+	// agree; this keeps a disagreement from over-sending): sleep.
+	turn := max(r.Turn, now)
 	k.sleepers++
 	// sleep takes k.mu as it is: a change between this turn and the sleep
 	// listening for changes would be missed otherwise.
 	return k.sleep(ctx, qi, e, int64(n), turn, nil)
+}
+
+// maxWait returns the most a wait with ctx may wait, in schedule units:
+// a turn that far or further is past ctx's deadline (the context would
+// end as the wait does); +Inf if ctx has none.
+func maxWait(ctx context.Context) float64 {
+	if dl, ok := ctx.Deadline(); ok {
+		return float64(time.Until(dl))
+	}
+	return math.Inf(1)
 }
 
 // overDeadline returns a *DeadlineError if a wait of d would pass ctx's
@@ -155,7 +155,8 @@ func (k *Key) giveBack(qi int, e, n int64, done *bool) {
 	}
 	// A ticket that has gone stays gone (rel only grows): only one whose
 	// units came back could be cancelled twice, its numbers given out again.
-	if k.s.Cancel(k.ks.Now(), qi, e, n) {
+	r := k.s.Apply(k.ks.Now(), k.pacing, schedule.Cancel{Ticket: schedule.Ticket{Queue: qi, End: e}, N: n})
+	if r.OK {
 		if done != nil {
 			*done = true
 		}
@@ -203,29 +204,16 @@ func (k *Key) Reserve(ctx context.Context, n int, cost []float64, qi int) (*Rese
 		k.mu.Unlock()
 		return r, nil // e = 0: gone
 	}
-	cost = k.cost(cost)
 	now := k.ks.Now()
-	s := &k.s
-	k.advanceLocked(now)
-	if e, ok := s.GoNow(now, k.pacing, qi, int64(n), cost); ok {
-		r.e = e
-		k.mu.Unlock()
-		return r, nil
-	}
-	e, moved := s.Enqueue(now, k.pacing, qi, int64(n), cost)
-	if moved {
+	a := k.s.Apply(now, k.pacing, schedule.Wait{N: int64(n), Queue: qi, MaxWait: maxWait(ctx), Cost: k.cost(cost)})
+	if a.Moved {
 		k.notifyLocked()
 	}
-	r.e = e
-	turn := s.Turn(now, k.pacing, qi, e)
-	if turn <= now {
-		k.advanceLocked(now)
-	} else if err := overDeadline(ctx, turn-now); err != nil {
-		s.Cancel(now, qi, e, int64(n))
-		k.mu.Unlock()
-		return nil, err
-	}
 	k.mu.Unlock()
+	if !a.OK {
+		return nil, &DeadlineError{Delay: Duration(a.Turn - now)}
+	}
+	r.e = a.End
 	return r, nil
 }
 
@@ -305,12 +293,13 @@ func (k *Key) Try(ctx context.Context, n int, cost []float64) (bool, time.Durati
 		return err == nil, 0, err
 	}
 	now := k.ks.Now()
-	k.advanceLocked(now)
-	ok, turn := k.s.Try(now, k.pacing, schedule.First, int64(n), k.cost(cost))
-	k.wakeIfSped()
+	r := k.s.Apply(now, k.pacing, schedule.Try{N: int64(n), Queue: schedule.First, Cost: k.cost(cost)})
+	if r.Moved {
+		k.notifyLocked()
+	}
 	k.mu.Unlock()
-	if ok {
+	if r.OK {
 		return true, 0, nil
 	}
-	return false, Duration(turn - now), nil
+	return false, Duration(r.Turn - now), nil
 }

@@ -108,6 +108,14 @@ type Adapt struct {
 	Refused   bool    // a refusal that said when to come back
 	Age       float64 // the request's age (0: unknown)
 	Accepted  int     // AcceptedNone, AcceptedUnit or AcceptedStated
+	// Declared: the pace the server declares, an interval per unit and
+	// a burst, which a key with no configured pace adopts. Available:
+	// what the server's bucket holds (HasAvailable), which caps the
+	// key's. Both are the in-process Limiter's: the script has neither.
+	Declared                        bool
+	DeclaredInterval, DeclaredBurst float64
+	HasAvailable                    bool
+	Available                       float64
 }
 
 // Settle amends a wait that spent Spent units of the first limit: it
@@ -248,18 +256,18 @@ func (s *State) Apply(now float64, c Config, op Op) Reply {
 	case Adapt:
 		r = s.applyAdapt(now, c, o)
 	case Settle:
-		d, dropped := bound(o.Actual-o.Spent, c.Burst)
+		actual, dropped := s.Clamp(c, o.Spent, o.Actual)
 		r.Dropped = []float64{dropped}
 		s.Advance(now, c)
 		r.OK = true
-		r.Moved = s.Settle(now, c, o.Spent, o.Spent+d)
+		r.Moved = s.Settle(now, c, o.Spent, actual)
 		if o.Diff != nil {
-			lim := s.Limits()
-			diff := make([]float64, len(o.Diff))
-			for i, v := range o.Diff {
-				diff[i], dropped = bound(v, lim[i].Most())
-				r.Dropped = append(r.Dropped, dropped)
+			diff := append([]float64(nil), o.Diff...)
+			x := s.ClampLimits(diff)
+			if x == nil {
+				x = make([]float64, len(diff))
 			}
+			r.Dropped = append(r.Dropped, x...)
 			if s.SettleLimits(now, diff) {
 				r.Moved = true
 			}
@@ -292,15 +300,6 @@ func (s *State) Apply(now float64, c Config, op Op) Reply {
 	}
 	s.tidy(now, c)
 	return r
-}
-
-// bound returns a settle's charge d bounded by most, and the units
-// dropped.
-func bound(d, most float64) (float64, float64) {
-	if d > most {
-		return most, d - most
-	}
-	return d, 0
 }
 
 // seed carries what a process knew of a lost state into this one (k nil:
@@ -374,8 +373,15 @@ func (s *State) applyAdapt(now float64, c Config, o Adapt) Reply {
 	if o.Accepted == AcceptedUnit && s.BudgetAccepted(now, sentAt, c) {
 		r.Moved = true
 	}
+	if o.Declared && c.Interval == 0 {
+		s.Declare(now, c, o.DeclaredInterval, o.DeclaredBurst)
+		r.Moved = true
+	}
 	if o.Window {
 		s.Window(now, max(o.Left, 0), o.Reset, o.Size, o.Length, c)
+		r.Moved = true
+	}
+	if o.HasAvailable && s.Level(now, c, o.Available) {
 		r.Moved = true
 	}
 	if o.Rejected && s.Reject(now, now-o.RejectAge, o.Cost, c) {

@@ -74,7 +74,7 @@ func (a *anchorBound) widen(sentAt, interval float64) bool {
 // anchor applies, after advance, a response at now to a request sent at
 // sentAt that the server took: it reports whether the next turn moved.
 func (k *Key) anchor(s *schedule.State, now float64, c schedule.Config, sentAt float64) bool {
-	if !anchored(s, now, c) {
+	if !k.anchored(s, now, c) {
 		return false
 	}
 	iv := interval(s, now, c)

@@ -36,6 +36,20 @@ type Key struct {
 	bound    anchorBound // the most delay a response adds
 	wake     wakeLag     // how late the key's waits wake after their turns
 	late     timerLate   // how late the key's timers fire
+	// rejected: when the key was last rejected (the engine's Rejected as
+	// last seen, or a refusal that anchored it), if ever. The rules keep
+	// their own memory of it: the engine forgets a rejection once its
+	// consequences are over, the anchor holds for TrimKeep.
+	rejected    float64
+	hasRejected bool
+}
+
+// Saw records, after an op on s, the key's last rejection as the engine
+// keeps it.
+func (k *Key) Saw(s *schedule.State) {
+	if at, ok := s.Rejected(); ok && (!k.hasRejected || at > k.rejected) {
+		k.rejected, k.hasRejected = at, true
+	}
 }
 
 // RoundTrip counts a response's round trip, age (any response).
@@ -75,8 +89,7 @@ func interval(s *schedule.State, now float64, c schedule.Config) float64 {
 
 // anchored reports whether the key is anchored at now: a configured limit
 // one unit deep, whose server refused it lately.
-func anchored(s *schedule.State, now float64, c schedule.Config) bool {
+func (k *Key) anchored(s *schedule.State, now float64, c schedule.Config) bool {
 	iv, tau := s.Pace(now, c)
-	at, ok := s.Rejected()
-	return c.Interval > 0 && iv > 0 && tau <= iv*(1+1e-9) && ok && now-at <= schedule.TrimKeep*c.Sec
+	return c.Interval > 0 && iv > 0 && tau <= iv*(1+1e-9) && k.hasRejected && now-k.rejected <= schedule.TrimKeep*c.Sec
 }

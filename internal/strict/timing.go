@@ -28,7 +28,7 @@ import "github.com/throttle-go/throttle/internal/schedule"
 // Reject (and Refused).
 func (k *Key) Timing(s *schedule.State, now float64, c schedule.Config, sentAt float64) bool {
 	switch {
-	case anchored(s, now, c) && k.bound.widen(sentAt, interval(s, now, c)):
+	case k.anchored(s, now, c) && k.bound.widen(sentAt, interval(s, now, c)):
 		k.okSince = 0
 	case k.start(s, now, c), k.jitter(s, now, c, sentAt):
 		k.okSince, k.jitterAt = 0, now
@@ -42,17 +42,18 @@ func (k *Key) Timing(s *schedule.State, now float64, c schedule.Config, sentAt f
 // it reports whether the refusal anchored the key.
 func (k *Key) start(s *schedule.State, now float64, c schedule.Config) bool {
 	iv, tau := s.Pace(now, c)
-	if c.Interval <= 0 || iv <= 0 || tau > iv*(1+1e-9) || anchored(s, now, c) || s.CutRate(now, c) > 0 || s.Trim() > 0 {
+	if c.Interval <= 0 || iv <= 0 || tau > iv*(1+1e-9) || k.anchored(s, now, c) || s.CutRate(now, c) > 0 || s.Trim() > 0 {
 		return false
 	}
 	s.MarkRejected(now)
+	k.rejected, k.hasRejected = now, true
 	return true
 }
 
 // jitter reports whether a bare refusal at now of a request sent at
 // sentAt is one of the strict server's timing on an anchored key.
 func (k *Key) jitter(s *schedule.State, now float64, c schedule.Config, sentAt float64) bool {
-	last, _ := s.Rejected()
-	return anchored(s, now, c) && s.CutRate(now, c) == 0 &&
+	last := k.rejected
+	return k.anchored(s, now, c) && s.CutRate(now, c) == 0 &&
 		(k.okSince >= (1-schedule.TrimTarget)/schedule.TrimTarget || (k.jitterAt > 0 && k.jitterAt >= last && sentAt < k.jitterAt))
 }

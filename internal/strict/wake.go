@@ -67,7 +67,7 @@ func (k *Key) Fired(d float64) {
 func (k *Key) SpinLead(s *schedule.State, now float64, c schedule.Config) float64 {
 	iv := interval(s, now, c)
 	late := float64(k.late)
-	if late <= SpinShare*iv || !anchored(s, now, c) {
+	if late <= SpinShare*iv || !k.anchored(s, now, c) {
 		return 0
 	}
 	return min(2*late, AnchorMax*iv)
