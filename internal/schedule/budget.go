@@ -83,12 +83,6 @@ import "math"
 // for one of them (a completion's tokens charged past the estimate while
 // a request was on its way) read as a budget in requests slowed an LLM
 // client by a fifth.
-const (
-	hiddenAgree = 0.1
-	hiddenKeep  = 60.0 // seconds
-	hiddenTight = 1.0 / 100
-	hiddenStep  = 1.0 / 32
-)
 
 // cycle is one burst of a key's that a refusal ended: q units, the
 // window's upper bound w, and lo, a lower bound (see above).

@@ -11,11 +11,6 @@ const (
 	First = 1
 )
 
-// maxHoles bounds the cancelled tickets a queue remembers; beyond it, the
-// oldest hole is kept as queued units (its units are lost, never
-// over-spent), so memory stays bounded whatever the cancel pattern.
-const maxHoles = 256
-
 // span is a cancelled ticket: the unit numbers (end-n, end].
 type span struct{ end, n int64 }
 

@@ -163,17 +163,6 @@ type cut struct {
 	moved bool    // a cut or shift has happened: last is set
 }
 
-// cutProbe: a key without a limit, its cut regrown, probes beyond the rate
-// it was cut from, growing by this share each second, compounded.
-const cutProbe = 1.0
-
-// cutGrow is the probe's growth a step, (1 + cutProbe)^CutStep. A step's
-// pace is the rate it was cut from times cutGrow once per step, each
-// product rounded: the script multiplies the same way, by this number
-// (CUT_GROW), so that both sides' paces agree to the bit (a power with a
-// fractional exponent rounds differently in Go and in C).
-var cutGrow = math.Pow(1+cutProbe, CutStep)
-
 // rate returns the cut's pace at now in units a second; 0 when no cut is
 // in force.
 func (c *cut) rate(now, sec float64) float64 {
