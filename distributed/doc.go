@@ -89,10 +89,11 @@
 //     decides; a breaker keeps an outage from charging every wait the
 //     timeout, and recovery is automatic. A process carries what it knows
 //     of a key across an outage both ways: a FailLocal wait takes no turn
-//     before the last one Redis gave this process nor inside a pause it
-//     knows, and a state Redis lost (a restart, FLUSHALL, a failover, an
-//     eviction) takes on each process's last turn and pause at its next
-//     wait.
+//     before the last one Redis gave this process (its last ticket's, as
+//     last learned: when Redis moves it earlier, the wait goes earlier)
+//     nor inside a pause it knows, and a state Redis lost (a restart,
+//     FLUSHALL, a failover, an eviction) takes on each process's last
+//     turn and pause at its next wait.
 //
 // # Pauses and other moves of the queue
 //

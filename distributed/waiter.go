@@ -252,7 +252,6 @@ func (w *keyWaiter) takeX(ctx context.Context, n, qi int, x []any) (taken, error
 		wait: time.Duration(reply[1]) * time.Microsecond, recheck: time.Duration(reply[4]) * time.Microsecond,
 		rnow: reply[5], gen: gen, sub: sub,
 	}
-	q.memo.turn(w.rkey, r.t.id, time.Now().Add(r.wait))
 	if op == "wait" {
 		learned := time.Time{} // none
 		if len(reply) == 7 {
@@ -261,15 +260,18 @@ func (w *keyWaiter) takeX(ctx context.Context, n, qi int, x []any) (taken, error
 		q.memo.learn(w.rkey, learned)
 	}
 	if reply[0] != 1 {
+		q.memo.state(w.rkey, r.t.id) // nothing kept: no turn of this process
 		return taken{refused: true}, &throttle.DeadlineError{Key: w.key, Delay: r.wait}
 	}
 	if deadline, ok := ctx.Deadline(); ok && r.wait > 0 && time.Until(deadline) <= r.wait {
 		// The script compared the turn with the time left when the call
 		// was sent; the round trip used some of it, and the turn is now
 		// past the deadline. Give it back rather than sleep into it.
+		q.memo.state(w.rkey, r.t.id)
 		w.cancel(ctx, r.t)
 		return taken{refused: true}, &throttle.DeadlineError{Key: w.key, Delay: r.wait}
 	}
+	q.memo.ticket(w.rkey, r.t.id, qi, r.t.end, time.Now().Add(r.wait))
 	return r, nil
 }
 
@@ -352,7 +354,9 @@ func (w *keyWaiter) sleep(ctx context.Context, t ticket, wait, recheck time.Dura
 			w.q.memo.learn(w.rkey, time.Time{}) // no learned budget's window
 		}
 		if err == nil && len(reply) == 3 && reply[0] == -1 {
-			return min(turn, reply[2]), nil // gone: its turn has come
+			// Gone: its turn has come.
+			w.q.memo.ticket(w.rkey, t.id, t.qi, t.end, time.Now())
+			return min(turn, reply[2]), nil
 		}
 		if err != nil || len(reply) != 3 {
 			if ctx.Err() != nil {
@@ -379,7 +383,7 @@ func (w *keyWaiter) sleep(ctx context.Context, t ticket, wait, recheck time.Dura
 		left := time.Duration(reply[0]) * time.Microsecond
 		now := time.Now()
 		wake, turn, going = now.Add(left), rnow+reply[0], false
-		w.q.memo.turn(w.rkey, t.id, wake)
+		w.q.memo.ticket(w.rkey, t.id, t.qi, t.end, wake)
 		check = time.Time{}
 		if reply[1] >= 0 {
 			check = now.Add(time.Duration(reply[1]) * time.Microsecond)
