@@ -64,8 +64,7 @@ func TestWaitLocal(t *testing.T) {
 // budget's window that rolled: the queue past it had turns a probe a
 // second apart), the wait goes then, not at the turn first told; a
 // refused wait's turn (nothing kept) bounds nothing; an earlier ticket's
-// turn moves the bound later only. Before, the first turn told stood:
-// the fallback's waits slept until it.
+// turn moves the bound later only.
 func TestWaitLocalFollowsMovedTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var l localBuckets

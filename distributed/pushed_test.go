@@ -214,10 +214,9 @@ func TestPushRefundAsksBehindOnly(t *testing.T) {
 //     the cancels and the pauses are at most one per push and process,
 //     plus one per wait whose reserving call a push crossed (it asks
 //     once for itself), which the bound counts at most a tenth of the
-//     waits. Before, every sleeping wait of both processes asked at every
-//     push: 35 to 58 calls per wait that went, Redis busy most of the
-//     run, and with the default Timeout calls timed out and waits went
-//     by the fail mode, over the bucket.
+//     waits. A push that made every sleeping wait ask would break it many
+//     times over (and keep Redis busy enough that, with the default
+//     Timeout, calls time out and waits go by the fail mode).
 //
 // Timeout is 1 s so that a loaded machine does not fake an outage; each
 // run takes about 4 s.

@@ -66,17 +66,14 @@ func (f *failEvery) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 //     budget: its request may be refused and retried after Retry-After,
 //     1 s).
 //
-// A FailLocal wait takes no turn before the last one Redis gave its
-// process; past a learned window that is the queue's place at a probe a
-// second, until the window rolls. Before, that turn was never revised
-// (and a turn refused for a deadline counted too): the fallback's waits
-// slept until it, 60 s and more, and the fleet of the issue left 77 to
-// 142 of 800 requests unfinished after 60 s. The turns of a window
-// spread as it ran low, which moved queued turns without telling the
-// sleeping waits, and units that Redis released after a window's reset
-// were counted in the next window: both left each window a few units
-// short, so that a probe found room the budget had not freed, the
-// window shrank below the budget's, and its bursts were refused.
+// What it guards: a FailLocal wait takes no turn before the last one Redis
+// gave its process, which past a learned window is the queue's place at a
+// probe a second until the window rolls; that turn must follow Redis's
+// moves, or the fallback's waits sleep tens of seconds. And each learned
+// window must send all its units (none lost to a spread that starts only
+// when a call advances the state, none of the previous window's counted
+// in it), or a probe finds room the budget has not freed and the window
+// shrinks below the budget's.
 func TestHiddenBudgetFleetLiveness(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a real-clock fleet run: about 15 s")
