@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -32,6 +33,29 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
+}
+
+// longRun reports whether THROTTLE_LONG=1 asks for the long runs: the
+// soaks and sweeps whose default run is a shorter, representative part of
+// them, held to the same bounds (fewer seeds, a shorter run, fewer
+// disruptions).
+func longRun() bool { return os.Getenv("THROTTLE_LONG") == "1" }
+
+// propRedisN returns the sequences per suite of the Redis property
+// suites: THROTTLE_PROP_REDIS_N, else 4 with THROTTLE_LONG=1, else 1.
+func propRedisN(tb testing.TB) int64 {
+	tb.Helper()
+	if v := os.Getenv("THROTTLE_PROP_REDIS_N"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			tb.Fatalf("THROTTLE_PROP_REDIS_N=%q: %v", v, err)
+		}
+		return n
+	}
+	if longRun() {
+		return 4
+	}
+	return 1
 }
 
 type discardLogger struct{}

@@ -29,21 +29,16 @@ import (
 // and the script is loaded before each sequence (a first call's NOSCRIPT
 // and EVAL would shift every turn after it).
 //
-// THROTTLE_PROP_REDIS_N sets the sequences per suite (default 2).
+// THROTTLE_PROP_REDIS_N sets the sequences per suite (default 1; 4 with
+// THROTTLE_LONG=1).
 const propRedisTol = 25 * time.Millisecond
 
 func TestPropRedis(t *testing.T) {
 	if testing.Short() {
-		t.Skip("real clock and a real redis-server: about 20 s")
+		t.Skip("real clock and a real redis-server: about 6 s")
 	}
 	_, c := startRedis(t)
-	n := int64(2)
-	if v := os.Getenv("THROTTLE_PROP_REDIS_N"); v != "" {
-		var err error
-		if n, err = strconv.ParseInt(v, 10, 64); err != nil {
-			t.Fatalf("THROTTLE_PROP_REDIS_N=%q: %v", v, err)
-		}
-	}
+	n := propRedisN(t)
 	base := time.Now().UnixNano() % 1e9
 	if v := os.Getenv("THROTTLE_PROP_BASE"); v != "" {
 		base, _ = strconv.ParseInt(v, 10, 64)

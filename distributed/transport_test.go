@@ -70,19 +70,24 @@ func (s *fixedWindow) serve(w http.ResponseWriter, r *http.Request) {
 // TestTransportFleetWindow: two workers, each a throttle.Transport with 16
 // goroutines and its own Quota and Redis client, share one distributed
 // quota (same name, same Redis) in front of an API that allows 50
-// requests per 5 s window. The Quota is configured at a generous 1000/s,
-// so only what the server says paces the fleet: each response's window
-// goes to the shared hash (Adapt), every reservation of either worker
-// spends from it, and a spent window holds both workers until its reset.
-// Over 15 s (3 windows, 150 requests allowed): 429s at most 1% of the
-// arrivals, goodput (accepted within the run) at least 95% of the
-// allowance, and each worker at least a quarter of it.
+// requests per 2 s window (5 s with THROTTLE_LONG=1). The Quota is
+// configured at a generous 1000/s, so only what the server says paces the
+// fleet: each response's window goes to the shared hash (Adapt), every
+// reservation of either worker spends from it, and a spent window holds
+// both workers until its reset. Over 3 windows (150 requests allowed):
+// 429s at most 1% of the arrivals, goodput (accepted within the run) at
+// least 95% of the allowance, and each worker at least a quarter of it.
 func TestTransportFleetWindow(t *testing.T) {
 	if testing.Short() {
-		t.Skip("real-clock run: 15 s")
+		t.Skip("real-clock run: 6 s")
 	}
 	s, _ := startRedis(t)
-	const size, window, run, goroutines = 50, 5 * time.Second, 15 * time.Second, 16
+	const size, goroutines = 50, 16
+	window := 2 * time.Second
+	if longRun() {
+		window = 5 * time.Second
+	}
+	run := 3 * window
 	api := newFixedWindow(t, size, window, run)
 	var (
 		mu       sync.Mutex
