@@ -64,6 +64,7 @@ return math.floor(v)
 
 // TestAdaptNothing: a Feedback that says nothing makes no Redis call.
 func TestAdaptNothing(t *testing.T) {
+	t.Parallel()
 	c := newClient(t, "127.0.0.1:1") // nothing listens: any call would fail
 	q := New(c, "adapt-nothing", 10, 1)
 	q.FailMode = FailClosed
@@ -80,6 +81,7 @@ func TestAdaptNothing(t *testing.T) {
 // reported as ErrStoreUnavailable, as Pause does, so that Transport does
 // not report a pause that did not happen.
 func TestAdaptOutage(t *testing.T) {
+	t.Parallel()
 	c := newClient(t, "127.0.0.1:1")
 	q := New(c, "adapt-outage", 10, 1)
 	w := q.For("k").(throttle.Adapter)
@@ -123,6 +125,7 @@ func (r *turnRecorder) sorted() []int64 {
 // after the reset, before the second window's reset, so the count is
 // exact: 5 + 1 + 3.
 func TestWindowFleet(t *testing.T) {
+	t.Parallel()
 	s, c1 := startRedis(t)
 	c2 := newClient(t, s.Addr())
 	q1, q2 := New(c1, "window-fleet", 1000, 10), New(c2, "window-fleet", 1000, 10)
@@ -223,6 +226,7 @@ func relMs(turns []int64, from float64) []float64 {
 // not from when the caller woke). The fifth wait is past the window and
 // goes at the reset as the probe.
 func TestWindowSpread(t *testing.T) {
+	t.Parallel()
 	_, c := startRedis(t)
 	q := New(c, "window-spread", 1000, 1) // 1ms per unit: the window paces
 	q.Timeout = time.Second
@@ -289,6 +293,7 @@ func cutRate(r0, wMax, floor, ac, t float64) float64 {
 //   - A rejection of a request sent before the cut (Age 1 s) is ignored:
 //     the cut's fields are unchanged.
 func TestAdaptiveFleet(t *testing.T) {
+	t.Parallel()
 	s, c1 := startRedis(t)
 	c2 := newClient(t, s.Addr())
 	qa, qb := New(c1, "adaptive-fleet", 100, 1), New(c2, "adaptive-fleet", 100, 1)

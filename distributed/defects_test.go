@@ -14,22 +14,23 @@ import (
 
 // Issue 7's defects, on Redis. Turns are read on Redis's clock (µs, from
 // the script's TIME), so the bounds are exact up to the script's rounding
-// of each wait to a µs; only which waits reach Redis in which order
-// depends on the real clock, and the waits are spaced 20ms apart for that.
+// of each wait to a µs; which waits reach Redis in which order is made
+// certain by waiting for each to write its place (reached).
 
-// startWait starts w.waitN(ctx, n) in a goroutine, 20ms after the one
-// before, and returns a function that waits for its result.
-func startWait(ctx context.Context, w *keyWaiter, n int) func() (int64, error) {
+// startWait starts w.waitN(ctx, n) in a goroutine and returns, once the
+// wait has reached Redis, a function that waits for its result.
+func startWait(tb testing.TB, ctx context.Context, w *keyWaiter, n int) func() (int64, error) {
 	var (
 		turn int64
 		err  error
 		done = make(chan struct{})
 	)
-	go func() {
-		defer close(done)
-		turn, err = w.waitN(ctx, n)
-	}()
-	time.Sleep(20 * time.Millisecond) // it has reached Redis: the next comes after
+	reached(tb, w.q.client, w.rkey, func() {
+		go func() {
+			defer close(done)
+			turn, err = w.waitN(ctx, n)
+		}()
+	})
 	return func() (int64, error) { <-done; return turn, err }
 }
 
@@ -37,6 +38,7 @@ func startWait(ctx context.Context, w *keyWaiter, n int) func() (int64, error) {
 // B (turn +100ms) and C (turn +200ms) wait; B is cancelled; D arrives.
 // C moves up to B's turn and D takes C's: never two at one turn.
 func TestRedisDefect5CancelledTurnNotShared(t *testing.T) {
+	t.Parallel()
 	_, c := startRedis(t)
 	q := New(c, "defect5", 10, 1)
 	q.Timeout = time.Second
@@ -48,13 +50,13 @@ func TestRedisDefect5CancelledTurnNotShared(t *testing.T) {
 		t.Fatal(err)
 	}
 	bctx, cancel := context.WithCancel(ctx)
-	b := startWait(bctx, w, 1)
-	cw := startWait(ctx, w, 1)
+	b := startWait(t, bctx, w, 1)
+	cw := startWait(t, ctx, w, 1)
 	cancel()
 	if _, err := b(); !errors.Is(err, context.Canceled) {
 		t.Fatalf("B = %v; want context.Canceled", err)
 	}
-	d := startWait(ctx, w, 1)
+	d := startWait(t, ctx, w, 1)
 	ct, err1 := cw()
 	dt, err2 := d()
 	if err1 != nil || err2 != nil {
@@ -74,6 +76,7 @@ func TestRedisDefect5CancelledTurnNotShared(t *testing.T) {
 // they wait: nothing goes before the extended pause's end, and then at
 // most the burst at once and the pace (any three turns ≥ 100ms apart).
 func TestRedisDefect3PauseExtended(t *testing.T) {
+	t.Parallel()
 	_, c := startRedis(t)
 	q := New(c, "defect3", 10, 2)
 	q.Timeout = time.Second
@@ -90,7 +93,7 @@ func TestRedisDefect3PauseExtended(t *testing.T) {
 	}
 	var waits []func() (int64, error)
 	for range 6 {
-		waits = append(waits, startWait(ctx, w, 1))
+		waits = append(waits, startWait(t, ctx, w, 1))
 	}
 	before := redisNow(t, c)
 	if err := w.Pause(ctx, 500*time.Millisecond); err != nil { // extends it
@@ -131,6 +134,7 @@ func TestRedisDefect3PauseExtended(t *testing.T) {
 // bucket full again and k + 10 went at the end: 13 with k = 3, 20 with
 // k = 10.)
 func TestRedisDefect3PauseExtendedAtItsEnd(t *testing.T) {
+	t.Parallel()
 	const (
 		burst    = 10
 		interval = 100e3 // µs per unit at 10/s
@@ -150,7 +154,7 @@ func TestRedisDefect3PauseExtendedAtItsEnd(t *testing.T) {
 			_, end1, _ := hashState(t, c, w.rkey)
 			var waits []func() (int64, error)
 			for range k {
-				waits = append(waits, startWait(ctx, w, 1))
+				waits = append(waits, startWait(t, ctx, w, 1))
 			}
 			// The k waits are queued and the first pause has not ended:
 			// the extension comes while they are due exactly at its end.
@@ -165,7 +169,7 @@ func TestRedisDefect3PauseExtendedAtItsEnd(t *testing.T) {
 			}
 			_, end, _ := hashState(t, c, w.rkey)
 			for range burst {
-				waits = append(waits, startWait(ctx, w, 1))
+				waits = append(waits, startWait(t, ctx, w, 1))
 			}
 			var turns []int64
 			for _, f := range waits {
@@ -197,6 +201,7 @@ func TestRedisDefect3PauseExtendedAtItsEnd(t *testing.T) {
 // the moment each learned it, within a push's round trip: 15ms). On the
 // old code they polled and raced: the 7th arrival waited 20 s.
 func TestRedisDefect4WindowFIFO(t *testing.T) {
+	t.Parallel()
 	_, c := startRedis(t)
 	q := New(c, "defect4", 1000, 10)
 	q.Timeout = time.Second
@@ -213,20 +218,21 @@ func TestRedisDefect4WindowFIFO(t *testing.T) {
 		wg   sync.WaitGroup
 	)
 	for i := range 7 {
-		wg.Go(func() {
-			turn, err := w.waitN(ctx, 1)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			turns[i] = turn
-			once.Do(func() { // the probe's response: a new window
-				if err := w.Adapt(ctx, throttle.Feedback{HasRemaining: true, Remaining: 20, Reset: 10 * time.Second}); err != nil {
+		reached(t, c, w.rkey, func() {
+			wg.Go(func() {
+				turn, err := w.waitN(ctx, 1)
+				if err != nil {
 					t.Error(err)
+					return
 				}
+				turns[i] = turn
+				once.Do(func() { // the probe's response: a new window
+					if err := w.Adapt(ctx, throttle.Feedback{HasRemaining: true, Remaining: 20, Reset: 10 * time.Second}); err != nil {
+						t.Error(err)
+					}
+				})
 			})
 		})
-		time.Sleep(20 * time.Millisecond)
 	}
 	wg.Wait()
 	t.Logf("turns by arrival, from the window's reset (ms): %v", relMs(turns, before+500e3))
@@ -250,6 +256,7 @@ func TestRedisDefect4WindowFIFO(t *testing.T) {
 // (+600ms); A is cancelled: B moves up to +200ms, and C (2 units) follows
 // at +400ms; no turn is given twice and no unit is lost.
 func TestRedisDefect8Refund(t *testing.T) {
+	t.Parallel()
 	_, c := startRedis(t)
 	q := New(c, "defect8", 10, 4)
 	q.Timeout = time.Second
@@ -261,13 +268,13 @@ func TestRedisDefect8Refund(t *testing.T) {
 		t.Fatal(err)
 	}
 	actx, cancel := context.WithCancel(ctx)
-	a := startWait(actx, w, 4)
-	b := startWait(ctx, w, 2)
+	a := startWait(t, actx, w, 4)
+	b := startWait(t, ctx, w, 2)
 	cancel()
 	if _, err := a(); !errors.Is(err, context.Canceled) {
 		t.Fatalf("A = %v; want context.Canceled", err)
 	}
-	cw := startWait(ctx, w, 2)
+	cw := startWait(t, ctx, w, 2)
 	bt, err1 := b()
 	ct, err2 := cw()
 	if err1 != nil || err2 != nil {
@@ -290,6 +297,7 @@ func TestRedisDefect8Refund(t *testing.T) {
 // arrival order (the old scripts let blocked waits poll and race on each
 // reset: the admission order came out shuffled).
 func TestRedisDefect4SpentWindowsFIFO(t *testing.T) {
+	t.Parallel()
 	_, c := startRedis(t)
 	q := New(c, "defect4probe", 1000, 10)
 	q.Timeout = time.Second
@@ -305,20 +313,21 @@ func TestRedisDefect4SpentWindowsFIFO(t *testing.T) {
 		wg    sync.WaitGroup
 	)
 	for i := range 7 {
-		wg.Go(func() {
-			if _, err := w.waitN(ctx, 1); err != nil {
-				t.Error(err)
-				return
-			}
-			mu.Lock()
-			order = append(order, i)
-			mu.Unlock()
-			// The probe's response: the next window is spent too.
-			if err := w.Adapt(ctx, spent); err != nil {
-				t.Error(err)
-			}
+		reached(t, c, w.rkey, func() {
+			wg.Go(func() {
+				if _, err := w.waitN(ctx, 1); err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				order = append(order, i)
+				mu.Unlock()
+				// The probe's response: the next window is spent too.
+				if err := w.Adapt(ctx, spent); err != nil {
+					t.Error(err)
+				}
+			})
 		})
-		time.Sleep(20 * time.Millisecond) // it has reached Redis: the next comes after
 	}
 	wg.Wait()
 	t.Logf("admission order: %v", order)

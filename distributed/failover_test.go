@@ -68,6 +68,7 @@ type disruption struct {
 //
 // Its figures are logged as a table.
 func TestFailover(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("a 15-s run of a Sentinel setup")
 	}

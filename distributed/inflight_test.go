@@ -65,6 +65,7 @@ func heldUnits(t *testing.T, c redis.UniversalClient, q *Quota, key string) int 
 // them, a large head is not overtaken, and a release reaches a waiting
 // process at once (pushed, not polled: well within the TTL).
 func TestQuotaInFlightFIFO(t *testing.T) {
+	t.Parallel()
 	srv, c1 := startRedis(t)
 	c2 := newClient(t, srv.Addr())
 	q1, q2 := capQuota(t, c1, "fifo", 2), capQuota(t, c2, "fifo", 2)
@@ -135,7 +136,8 @@ func TestQuotaInFlightFIFO(t *testing.T) {
 	}
 	wg.Wait()
 	(<-rels)()
-	time.Sleep(100 * time.Millisecond) // releases are sent in the background
+	q1.refunds.Wait() // releases are sent in the background
+	q2.refunds.Wait()
 	if h := heldUnits(t, c1, q1, "k"); h != 0 {
 		t.Errorf("held %d in Redis after every release; want 0", h)
 	}
@@ -144,6 +146,7 @@ func TestQuotaInFlightFIFO(t *testing.T) {
 // TestQuotaInFlightCancel: an acquisition whose ctx ends returns ctx's
 // error and holds nothing; a release called twice frees its units once.
 func TestQuotaInFlightCancel(t *testing.T) {
+	t.Parallel()
 	_, c := startRedis(t)
 	q := capQuota(t, c, "cancel", 2)
 	a := q.For("k").(throttle.Acquirer)
@@ -182,6 +185,7 @@ func TestQuotaInFlightCancel(t *testing.T) {
 // holder, and holds its unit all along; once released, the unit goes to
 // the process waiting for it.
 func TestQuotaInFlightRenewal(t *testing.T) {
+	t.Parallel()
 	srv, c1 := startRedis(t)
 	q1 := capQuota(t, c1, "renew", 1)
 	q2 := capQuota(t, newClient(t, srv.Addr()), "renew", 1)
@@ -200,6 +204,7 @@ func TestQuotaInFlightRenewal(t *testing.T) {
 // TestQuotaInFlightMismatch: a process with another cap under the same
 // Version is refused; one with a higher Version replaces it.
 func TestQuotaInFlightMismatch(t *testing.T) {
+	t.Parallel()
 	_, c := startRedis(t)
 	q1 := capQuota(t, c, "mismatch", 2)
 	r := mustAcquireQ(t, q1, "k", 1)
@@ -218,6 +223,7 @@ func TestQuotaInFlightMismatch(t *testing.T) {
 // in-flight script touches is in the slot of the key's schedule (a
 // cross-slot script call would fail), for keys that land on each master.
 func TestQuotaInFlightCluster(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t)
 	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), ContextTimeoutEnabled: true})
 	defer client.Close()
@@ -249,6 +255,7 @@ func TestQuotaInFlightCluster(t *testing.T) {
 // acquisition with ErrStoreUnavailable, FailOpen admits it, and
 // FailLocal caps this process at InFlight/Workers.
 func TestQuotaInFlightStoreDown(t *testing.T) {
+	t.Parallel()
 	srv, c := startRedis(t)
 	srv.Stop()
 	closed := capQuota(t, c, "down", 4)
@@ -283,6 +290,7 @@ func TestQuotaInFlightStoreDown(t *testing.T) {
 // lease until its body is closed; the one behind it is sent then, and
 // its wait is an EventInFlight on the Transport's OnEvent.
 func TestQuotaInFlightTransport(t *testing.T) {
+	t.Parallel()
 	_, c := startRedis(t)
 	q := capQuota(t, c, "transport", 1)
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -348,6 +356,7 @@ func TestQuotaInFlightTransport(t *testing.T) {
 // it waited (it never asks again) blocks the queue for at most LeaseTTL:
 // its place expires, or, granted meanwhile, its lease does.
 func TestQuotaInFlightDeadWaiter(t *testing.T) {
+	t.Parallel()
 	const ttl = 400 * time.Millisecond
 	for _, tc := range []struct {
 		name string
@@ -400,6 +409,7 @@ func TestQuotaInFlightDeadWaiter(t *testing.T) {
 // its lease again, so that a unit still in flight counts against the cap
 // again, and a release is not undone by a renewal.
 func TestQuotaInFlightStateLost(t *testing.T) {
+	t.Parallel()
 	const ttl = 300 * time.Millisecond
 	srv, c1 := startRedis(t)
 	q1 := capQuota(t, c1, "lost", 1)

@@ -87,6 +87,7 @@ func checkNeverOver(t *testing.T, turns []int64, limit float64, burst int) {
 // fewer calls than waits), and the turns of every wait that went, leased
 // or not, keep the bucket's bound on Redis's clock exactly.
 func TestLeaseExact(t *testing.T) {
+	t.Parallel()
 	s, _ := startRedis(t)
 	const limit, burst, procs, goroutines = 400, 20, 4, 8
 	const run = 1500 * time.Millisecond
@@ -137,6 +138,7 @@ func TestLeaseExact(t *testing.T) {
 // holds leased tickets (and its waits sleep on others) moves them: no
 // wait goes with a turn inside the pause, on Redis's clock, exactly.
 func TestLeasePause(t *testing.T) {
+	t.Parallel()
 	s, c := startRedis(t)
 	const limit, burst = 100, 1
 	const pause = 400 * time.Millisecond
@@ -212,6 +214,7 @@ func leaseAheadOf(t *testing.T, q *Quota, w *keyWaiter) int {
 // behind would put the other wait's turn 100ms later per position, so the
 // bound on it (one interval, on Redis's clock) is exact.
 func TestLeaseGivenBack(t *testing.T) {
+	t.Parallel()
 	for _, how := range []string{"idle", "close", "ctx"} {
 		t.Run(how, func(t *testing.T) {
 			s, c := startRedis(t)
@@ -285,6 +288,7 @@ func TestLeaseGivenBack(t *testing.T) {
 // 10/s: fewer than one wait expected within leaseHorizon) lease one
 // ticket each: one EVALSHA per wait, as without leases.
 func TestLeaseLowRate(t *testing.T) {
+	t.Parallel()
 	s, c := startRedis(t)
 	q := New(c, "lease-low", 10, 1)
 	q.Timeout = time.Second
@@ -325,6 +329,7 @@ func TestLeaseLowRate(t *testing.T) {
 // turn fails at once with the deadline error, and leaves the ticket for
 // the next wait, which takes it.
 func TestLeaseDeadline(t *testing.T) {
+	t.Parallel()
 	_, c := startRedis(t)
 	q := New(c, "lease-deadline", rate.Limit(10), 1) // 100ms per unit
 	q.Timeout = time.Second
@@ -391,6 +396,7 @@ func TestLeaseDeadline(t *testing.T) {
 // (the closed form past the first ticket) and with a window running low
 // (the whole model for each ticket).
 func TestLeaseTurnsAsWaits(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name   string
 		window bool
@@ -466,6 +472,7 @@ func relTo(turns []int64, from float64) []int64 {
 // due (holes), in one call. At 1/s the bucket refills one unit a second:
 // a lost turn shows as a unit missing.
 func TestLeaseSpentGivenBack(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	setup := func(t *testing.T, burst int) (*Quota, *keyWaiter, *leaseBox) {
 		s, _ := startRedis(t)
@@ -579,6 +586,7 @@ func TestLeaseSpentGivenBack(t *testing.T) {
 // At 100/s the held turns were 10ms apart; a wait sleeping on one (to the
 // pause's end) keeps the box from going idle meanwhile.
 func TestLeaseKeptAfterMove(t *testing.T) {
+	t.Parallel()
 	s, _ := startRedis(t)
 	q := New(newClient(t, s.Addr()), "lease-moved", rate.Limit(100), 1)
 	q.Timeout = time.Second

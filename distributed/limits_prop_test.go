@@ -88,6 +88,8 @@ func TestPropRedisLimits(t *testing.T) {
 			seed := base + i
 			t.Run(fmt.Sprintf("%s/%d", s.name, seed), func(t *testing.T) {
 				t.Parallel()
+				propSlots <- struct{}{}
+				defer func() { <-propSlots }()
 				seq := schedtest.Generate(seed, s.cfg, s.opt)
 				q := New(c, fmt.Sprintf("prop-%s-%d", s.name, seed), 20, 4)
 				q.Limits = s.cfg.Limits()

@@ -18,12 +18,14 @@ import (
 // its turn. bytes 10/s burst 3: A takes 3 at once; B (300 ms) is
 // cancelled at 50 ms; C, queued at 600 ms behind B, goes at 300 ms.
 func TestLimitsCancelRedis(t *testing.T) {
+	t.Parallel()
 	_, c := startRedis(t)
 	q := New(c, "limits-cancel", 1000, 10)
 	q.Limits = []throttle.UnitLimit{{Unit: "bytes", Rate: throttle.Rate{Limit: 10, Burst: 3}}}
 	q.Timeout = time.Second
 	defer q.Close()
-	w := q.For("k").(throttle.CostWaiter)
+	kw := q.For("k").(*keyWaiter)
+	w := throttle.CostWaiter(kw)
 	bytes3 := throttle.Cost{Units: []throttle.UnitCost{{Unit: "bytes", N: 3}}}
 	start := time.Now()
 	if err := w.WaitCost(t.Context(), bytes3); err != nil {
@@ -33,10 +35,10 @@ func TestLimitsCancelRedis(t *testing.T) {
 	var wg sync.WaitGroup
 	var errB, errC error
 	var atC time.Duration
-	wg.Go(func() { errB = w.WaitCost(ctx, bytes3) })
-	time.Sleep(10 * time.Millisecond)
-	wg.Go(func() { errC = w.WaitCost(t.Context(), bytes3); atC = time.Since(start) })
-	time.Sleep(40 * time.Millisecond)
+	reached(t, c, kw.rkey, func() { wg.Go(func() { errB = w.WaitCost(ctx, bytes3) }) })
+	reached(t, c, kw.rkey, func() {
+		wg.Go(func() { errC = w.WaitCost(t.Context(), bytes3); atC = time.Since(start) })
+	})
 	cancel()
 	wg.Wait()
 	if errB == nil || errC != nil || atC < 290*time.Millisecond || atC > 360*time.Millisecond {
@@ -48,6 +50,7 @@ func TestLimitsCancelRedis(t *testing.T) {
 // Limits are refused with an error matching ErrConfigMismatch, not
 // mixed, unless their Version is higher: then they replace them.
 func TestLimitsMismatch(t *testing.T) {
+	t.Parallel()
 	_, c := startRedis(t)
 	newQ := func(tokens rate.Limit, version int) *Quota {
 		q := New(c, "limits-mismatch", 1000, 10)
@@ -86,6 +89,7 @@ func TestLimitsMismatch(t *testing.T) {
 // quotas, 600 non-blocking attempts (TryCost) over two windows: exactly
 // 100 admitted in each, whichever process asked.
 func TestLimitsFleetWindow(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("real clock: 4 s")
 	}
@@ -138,6 +142,7 @@ func TestLimitsFleetWindow(t *testing.T) {
 // and it goes once that has passed but not earlier than the refusal said;
 // a log above MaxLogCount is refused on every wait.
 func TestLimitsLogRedis(t *testing.T) {
+	t.Parallel()
 	_, c := startRedis(t)
 	qs := twoProcesses(t, c, "limits-log", throttle.Window{Count: 3, Per: time.Second, Log: true})
 	req := func(n int) throttle.Cost { return throttle.Cost{Units: []throttle.UnitCost{{Unit: "requests", N: n}}} }
@@ -184,6 +189,7 @@ func TestLimitsLogRedis(t *testing.T) {
 // whatever the phase of the clock's second; after a quiet spell (1.3 s)
 // the next window starts at the next request, not at 2 s.
 func TestLimitsFirstUseRedis(t *testing.T) {
+	t.Parallel()
 	_, c := startRedis(t)
 	qs := twoProcesses(t, c, "limits-first-use", throttle.Window{Count: 3, Per: time.Second, FirstUse: true})
 	req := func(n int) throttle.Cost { return throttle.Cost{Units: []throttle.UnitCost{{Unit: "requests", N: n}}} }
@@ -219,6 +225,7 @@ func TestLimitsFirstUseRedis(t *testing.T) {
 // 200 ms (1.2 s), then the log in the key's hash (the first limit's
 // count slot, {count, time, units, …}) is read back by a script.
 func TestLimitsLogRedisBounded(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("real clock: 1.2 s")
 	}
@@ -249,6 +256,7 @@ func TestLimitsLogRedisBounded(t *testing.T) {
 // a higher Version changes its count: 3 of 3 spent, then under a count
 // of 4 one more goes and the next is refused (the 3 still count).
 func TestLimitsLogVersion(t *testing.T) {
+	t.Parallel()
 	_, c := startRedis(t)
 	mk := func(count, version int) throttle.CostTrier {
 		q := New(c, "limits-log-version", 1e9, 1e6)
@@ -282,6 +290,7 @@ func TestLimitsLogVersion(t *testing.T) {
 // wait took none), the next is refused. Before, FailLocal paced the quota's bucket only and every one
 // of these went.
 func TestLimitsFailLocal(t *testing.T) {
+	t.Parallel()
 	c := newClient(t, "127.0.0.1:1") // nothing listens: every call fails
 	q := New(c, "down-limits", 1000, 1000)
 	q.Workers = 2
@@ -325,6 +334,7 @@ func TestLimitsFailLocal(t *testing.T) {
 // Quota key leave the same units in each kind of limit, read without
 // changing the state (a second read gives the same windows).
 func TestLimitStatesRedis(t *testing.T) {
+	t.Parallel()
 	_, c := startRedis(t)
 	ctx := context.Background()
 	limits := []throttle.UnitLimit{
@@ -392,6 +402,7 @@ func TestLimitStatesRedis(t *testing.T) {
 // second's turn is about 200 ms away; cancelled, its tokens serve a try
 // of 40 at once, every limit's units back.
 func TestReserveCostRedis(t *testing.T) {
+	t.Parallel()
 	_, c := startRedis(t)
 	ctx := context.Background()
 	q := New(c, "reserve-cost", 100, 10)

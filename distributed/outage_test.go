@@ -14,6 +14,7 @@ import (
 // that never saw the script) costs one NOSCRIPT and an EVAL; no wait sees
 // an error.
 func TestScriptFlush(t *testing.T) {
+	t.Parallel()
 	s, c := startRedis(t)
 	q := New(c, "flush", 1000, 10)
 	q.FailMode = FailClosed // any store error would surface
@@ -69,6 +70,7 @@ type result struct {
 // a margin), and that waits are served by Redis again within 1s of the
 // restart (the breaker probes every 250ms).
 func TestOutage(t *testing.T) {
+	t.Parallel()
 	const (
 		limit, burst = 100, 10
 		workers      = 2 // FailLocal paces this process at 50/s

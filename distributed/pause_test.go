@@ -19,6 +19,7 @@ import (
 )
 
 func TestPauseNeverShortens(t *testing.T) {
+	t.Parallel()
 	_, c := startRedis(t)
 	q := New(c, "pause-order", 100, 10)
 	w := q.For("k").(*keyWaiter)
@@ -174,6 +175,7 @@ const pushBound = 50 * time.Millisecond
 // end; a wait whose moved turn is past its deadline returns a
 // DeadlineError at once and gives its unit back.
 func TestPausePushed(t *testing.T) {
+	t.Parallel()
 	pause := func(w *keyWaiter) error { return w.Pause(context.Background(), time.Second) }
 	for _, tc := range []struct {
 		name    string
@@ -221,16 +223,16 @@ func TestPausePushed(t *testing.T) {
 			}
 			dctx, cancel := context.WithTimeout(context.Background(), 900*time.Millisecond)
 			defer cancel()
+			awaitSleeping(t, sleepers.q, waits)
 			deadlined := make(chan time.Duration, 1)
-			wg.Go(func() {
-				time.Sleep(20 * time.Millisecond) // after the others: the last turn
+			wg.Go(func() { // after the others: the last turn
 				_, err := sleepers.waitN(dctx, 1)
 				if !errors.Is(err, throttle.ErrWouldExceedDeadline) {
 					errs <- fmt.Errorf("waitN with a deadline = %v; want a DeadlineError", err)
 				}
 				deadlined <- time.Until(mustDeadline(dctx))
 			})
-			time.Sleep(50 * time.Millisecond) // every wait sleeping, subscribed
+			awaitSleeping(t, sleepers.q, waits+1)
 			if err := tc.pause(pauser); err != nil {
 				t.Fatalf("pause = %v", err)
 			}

@@ -38,6 +38,7 @@ const restartEnv = "THROTTLE_RESTART_HELPER"
 // the second that starts 2 s after the restart. With THROTTLE_LONG=1:
 // 1,500 requests, Redis stopped 5 s in for 3 s.
 func TestRestartFleet(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("real-clock run with 4 processes: 10 s")
 	}

@@ -45,6 +45,7 @@ func subscribed(q *Quota) bool {
 // sleep. (Redis 7 also counts the commands a script runs; those are listed
 // and checked separately: the reserve script's four per wait.)
 func TestOneCommandPerWait(t *testing.T) {
+	t.Parallel()
 	s, c := startRedis(t)
 	ctx := context.Background()
 
@@ -98,6 +99,7 @@ func TestOneCommandPerWait(t *testing.T) {
 // and SUBSCRIBE: here once, as the measured waits start sleeping, at most
 // once more should every sleeper wake at the same instant.
 func TestOneCommandPerSleepingWait(t *testing.T) {
+	t.Parallel()
 	s, c := startRedis(t)
 	ctx := context.Background()
 	q := New(c, "roundtrip-sleep", 200, 1) // 5ms per unit, 4 goroutines: ~20ms sleeps

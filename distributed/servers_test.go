@@ -20,6 +20,7 @@ import (
 // refused at once, a pause for every wait, the script loaded again after
 // SCRIPT FLUSH, and FailClosed once the server is gone.
 func TestServers(t *testing.T) {
+	t.Parallel()
 	for _, bin := range []string{"redis-server", "valkey-server"} {
 		t.Run(bin, func(t *testing.T) {
 			s := redistest.StartWith(t, redistest.Options{Bin: bin})
@@ -67,7 +68,7 @@ func TestServers(t *testing.T) {
 				for range 10 {
 					wg.Go(func() { _ = w.WaitN(ctx, 1) })
 				}
-				time.Sleep(20 * time.Millisecond)
+				awaitQueued(t, w, 10)
 				dctx, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
 				defer cancel()
 				start := time.Now()

@@ -12,11 +12,12 @@ import (
 
 // TestRedisSettleCost: op msettle, a settled cost on a further limit.
 // Tokens 10/s, burst 5: A's wait of 5 tokens empties the bucket and B's
-// of 5, 20ms later, has its turn 500ms after A's. Settling A's tokens as
-// 2 moves B's turn to 200ms after A's (B sleeps: the move is pushed), as
+// of 5 has its turn 500ms after A's. Settling A's tokens as 2, while B
+// sleeps, moves B's turn to 200ms after A's (the move is pushed), as
 // 8 to 800ms, as 15 (a debt past the burst) to 1.5 s; turns read on
 // Redis's clock, exact to the script's µs rounding.
 func TestRedisSettleCost(t *testing.T) {
+	t.Parallel()
 	_, c := startRedis(t)
 	tok := func(n int) throttle.Cost { return throttle.Cost{Units: []throttle.UnitCost{{Unit: "tokens", N: n}}} }
 	for _, tt := range []struct {
@@ -45,7 +46,7 @@ func TestRedisSettleCost(t *testing.T) {
 				bt, err = w.waitDirectX(ctx, 1, queueFirst, x, nil)
 				done <- err
 			}()
-			time.Sleep(20 * time.Millisecond) // B has reached Redis
+			awaitSleeping(t, q, 1)
 			if err := w.SettleCost(ctx, tok(5), tok(tt.actual)); err != nil {
 				t.Fatalf("SettleCost(5, %d tokens): %v", tt.actual, err)
 			}
@@ -64,6 +65,7 @@ func TestRedisSettleCost(t *testing.T) {
 // settled as 3, leaves 7 now (TryCost of 7 goes, of 1 more does not);
 // settled as 12, a charge past the window, leaves nothing.
 func TestRedisSettleCostWindow(t *testing.T) {
+	t.Parallel()
 	_, c := startRedis(t)
 	tok := func(n int) throttle.Cost { return throttle.Cost{Units: []throttle.UnitCost{{Unit: "tokens", N: n}}} }
 	for _, tt := range []struct {

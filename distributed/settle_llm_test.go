@@ -27,6 +27,7 @@ import (
 // 429s); not settled, it spends a quarter of the limit on tokens never
 // used.
 func TestFleetSettleFakeLLM(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("real clock and a real redis-server: about 10 s")
 	}

@@ -18,6 +18,7 @@ import (
 // Settling A's as 2 moves B's turn to 200ms after A's (B sleeps: the
 // move is pushed), as 8 to 800ms, as 15 (a debt past the burst) to 1.5 s.
 func TestRedisSettleMovesTurns(t *testing.T) {
+	t.Parallel()
 	_, c := startRedis(t)
 	for _, tt := range []struct {
 		actual int
@@ -33,7 +34,7 @@ func TestRedisSettleMovesTurns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b := startWait(ctx, w, 5)
+			b := startWait(t, ctx, w, 5)
 			if err := w.Settle(ctx, 5, tt.actual); err != nil {
 				t.Fatalf("Settle(5, %d): %v", tt.actual, err)
 			}
@@ -54,6 +55,7 @@ func TestRedisSettleMovesTurns(t *testing.T) {
 // back: B goes at once, C 500ms after the settle (the bucket held its burst, not
 // more); costs no wait could have spent are refused before any call.
 func TestRedisSettleBounded(t *testing.T) {
+	t.Parallel()
 	s, c := startRedis(t)
 	q := New(c, "settle-bounded", 10, 5)
 	q.Timeout = time.Second
@@ -64,8 +66,8 @@ func TestRedisSettleBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := startWait(ctx, w, 5)
-	cw := startWait(ctx, w, 5)
+	b := startWait(t, ctx, w, 5)
+	cw := startWait(t, ctx, w, 5)
 	for redisNow(t, c) < float64(a)+400e3 {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -112,6 +114,7 @@ func TestRedisSettleBounded(t *testing.T) {
 // second idle, the wait settled as 3: the next wait of 5 has its turn
 // 200ms after the settle.
 func TestRedisSettleAfterIdle(t *testing.T) {
+	t.Parallel()
 	_, c := startRedis(t)
 	q := New(c, "settle-idle", 10, 5)
 	q.Timeout = time.Second
@@ -139,6 +142,7 @@ func TestRedisSettleAfterIdle(t *testing.T) {
 // TestOneCommandPerSettle: a settle is one EVALSHA; a give-back to a key
 // without state writes nothing.
 func TestOneCommandPerSettle(t *testing.T) {
+	t.Parallel()
 	s, c := startRedis(t)
 	ctx := context.Background()
 	q := New(c, "roundtrip-settle", 1000, 10)

@@ -15,6 +15,7 @@ import (
 // must match exactly; times and fractional tokens within what the calls
 // between the two took (a unit is 500ms at 2/s).
 func TestStateMatchesLimiter(t *testing.T) {
+	t.Parallel()
 	_, c := startRedis(t)
 	type key interface {
 		throttle.Waiter
@@ -115,6 +116,7 @@ func TestStateMatchesLimiter(t *testing.T) {
 // for the miss (ended a window after the unit before it: what a
 // Transport's EventPause shows).
 func TestHiddenBudgetMatchesLimiter(t *testing.T) {
+	t.Parallel()
 	_, c := startRedis(t)
 	ctx := context.Background()
 	type key interface {

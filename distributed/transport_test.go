@@ -78,6 +78,7 @@ func (s *fixedWindow) serve(w http.ResponseWriter, r *http.Request) {
 // 429s at most 1% of the arrivals, goodput (accepted within the run) at
 // least 95% of the allowance, and each worker at least a quarter of it.
 func TestTransportFleetWindow(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("real-clock run: 6 s")
 	}
