@@ -9,6 +9,7 @@
 # fuzz target explores (default 10000x).
 set -euo pipefail
 cd "$(dirname "$0")"
+stage() { echo "test.sh: ${SECONDS}s: $*"; }
 
 # The servers, from Debian's packages: in one apt call where the release
 # has both (trixie on); on bookworm Valkey comes from its backports (8.0),
@@ -60,6 +61,7 @@ fi
 # instead of skipping (internal/redistest).
 export CI="${CI:-true}"
 
+stage "go mod download"
 # Every module's dependencies, up front: a network failure shows here.
 go mod download
 (cd otelthrottle && go mod download)
@@ -89,6 +91,7 @@ done
 pre=$!
 trap 'kill "$pre" 2>/dev/null || true; rm -rf "$fuzzbin" "$prelog"' EXIT
 
+stage "go test -race"
 # The race detector's build of the dependencies, on every CPU: go test -p 1
 # below would compile them one at a time.
 go build -race ./...
@@ -100,11 +103,13 @@ go test -race -count=1 -p 1 $(go list ./... | grep -v '/distributed$')
 # time (t.Parallel).
 go test -race -count=1 -parallel 4 ./distributed
 
+stage "waiting for go vet and the builds"
 if ! wait "$pre"; then
 	cat "$prelog"
 	echo "test.sh: go vet or a build failed"
 	exit 1
 fi
+stage "otelthrottle, sdktest"
 # The OpenTelemetry module (otelthrottle/) has a go.mod of its own, so
 # that the core keeps its few dependencies; ./... above does not reach it.
 (cd otelthrottle && go test -race -count=1 ./...)
@@ -112,6 +117,7 @@ fi
 # local fakes of their APIs) are a module of their own for the same reason.
 (cd sdktest && go test -race -count=1 ./...)
 
+stage "fuzz"
 # Every fuzz target, briefly (FUZZTIME inputs each; a count, not a time,
 # because of golang/go#75804): the seed corpus already ran above; this
 # explores a little further on each run. Each package's instrumented
@@ -130,4 +136,4 @@ for dir in "${fuzzdirs[@]}"; do
 		fi
 	done
 done
-echo "test.sh: all passed"
+stage "all passed"

@@ -64,7 +64,6 @@ return math.floor(v)
 
 // TestAdaptNothing: a Feedback that says nothing makes no Redis call.
 func TestAdaptNothing(t *testing.T) {
-	t.Parallel()
 	c := newClient(t, "127.0.0.1:1") // nothing listens: any call would fail
 	q := New(c, "adapt-nothing", 10, 1)
 	q.FailMode = FailClosed
@@ -81,7 +80,6 @@ func TestAdaptNothing(t *testing.T) {
 // reported as ErrStoreUnavailable, as Pause does, so that Transport does
 // not report a pause that did not happen.
 func TestAdaptOutage(t *testing.T) {
-	t.Parallel()
 	c := newClient(t, "127.0.0.1:1")
 	q := New(c, "adapt-outage", 10, 1)
 	w := q.For("k").(throttle.Adapter)

@@ -6,7 +6,6 @@ import (
 )
 
 func TestBreaker(t *testing.T) {
-	t.Parallel()
 	t0 := time.Unix(1_700_000_000, 0)
 	type step struct {
 		at        time.Duration // after t0
@@ -63,7 +62,6 @@ func TestBreaker(t *testing.T) {
 }
 
 func TestBreakerProbeInFlight(t *testing.T) {
-	t.Parallel()
 	var b breaker
 	now := time.Unix(1_700_000_000, 0)
 	for range breakerThreshold {

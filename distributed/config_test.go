@@ -18,7 +18,6 @@ import (
 // every kind of call, without its fail mode or breaker, and the first
 // keeps its pace.
 func TestConfigMismatch(t *testing.T) {
-	t.Parallel()
 	s, c1 := startRedis(t)
 	c2 := newClient(t, s.Addr())
 	ctx := context.Background()
@@ -84,7 +83,6 @@ func TestConfigMismatch(t *testing.T) {
 // EventConfig once, and take its burst and pace; one with the same
 // version and another configuration is refused.
 func TestConfigVersion(t *testing.T) {
-	t.Parallel()
 	s, c1 := startRedis(t)
 	ctx := context.Background()
 	var mu sync.Mutex
@@ -142,7 +140,6 @@ func TestConfigVersion(t *testing.T) {
 // one interval in eight differs in its last digit, and the adopting
 // process would be refused again as configured otherwise.
 func TestParseStoredKeepsInterval(t *testing.T) {
-	t.Parallel()
 	_, c := startRedis(t)
 	ctx := context.Background()
 	for i := 1; i <= 300; i++ {

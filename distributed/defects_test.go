@@ -38,7 +38,6 @@ func startWait(tb testing.TB, ctx context.Context, w *keyWaiter, n int) func() (
 // B (turn +100ms) and C (turn +200ms) wait; B is cancelled; D arrives.
 // C moves up to B's turn and D takes C's: never two at one turn.
 func TestRedisDefect5CancelledTurnNotShared(t *testing.T) {
-	t.Parallel()
 	_, c := startRedis(t)
 	q := New(c, "defect5", 10, 1)
 	q.Timeout = time.Second
@@ -134,7 +133,6 @@ func TestRedisDefect3PauseExtended(t *testing.T) {
 // bucket full again and k + 10 went at the end: 13 with k = 3, 20 with
 // k = 10.)
 func TestRedisDefect3PauseExtendedAtItsEnd(t *testing.T) {
-	t.Parallel()
 	const (
 		burst    = 10
 		interval = 100e3 // µs per unit at 10/s
@@ -201,7 +199,6 @@ func TestRedisDefect3PauseExtendedAtItsEnd(t *testing.T) {
 // the moment each learned it, within a push's round trip: 15ms). On the
 // old code they polled and raced: the 7th arrival waited 20 s.
 func TestRedisDefect4WindowFIFO(t *testing.T) {
-	t.Parallel()
 	_, c := startRedis(t)
 	q := New(c, "defect4", 1000, 10)
 	q.Timeout = time.Second
@@ -256,7 +253,6 @@ func TestRedisDefect4WindowFIFO(t *testing.T) {
 // (+600ms); A is cancelled: B moves up to +200ms, and C (2 units) follows
 // at +400ms; no turn is given twice and no unit is lost.
 func TestRedisDefect8Refund(t *testing.T) {
-	t.Parallel()
 	_, c := startRedis(t)
 	q := New(c, "defect8", 10, 4)
 	q.Timeout = time.Second

@@ -68,7 +68,6 @@ type disruption struct {
 //
 // Its figures are logged as a table.
 func TestFailover(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("a 15-s run of a Sentinel setup")
 	}

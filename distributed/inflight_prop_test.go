@@ -174,7 +174,6 @@ func runCapRedis(t *testing.T, w *keyWaiter, ops []capOp) [][]int {
 // blocking those behind it, a cancel or release giving back exactly its
 // units), never more than the cap in all.
 func TestInFlightModel(t *testing.T) {
-	t.Parallel()
 	_, c := startRedis(t)
 	for seed := range uint64(20) {
 		r := rand.New(rand.NewPCG(seed, 8))

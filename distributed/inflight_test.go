@@ -65,7 +65,6 @@ func heldUnits(t *testing.T, c redis.UniversalClient, q *Quota, key string) int 
 // them, a large head is not overtaken, and a release reaches a waiting
 // process at once (pushed, not polled: well within the TTL).
 func TestQuotaInFlightFIFO(t *testing.T) {
-	t.Parallel()
 	srv, c1 := startRedis(t)
 	c2 := newClient(t, srv.Addr())
 	q1, q2 := capQuota(t, c1, "fifo", 2), capQuota(t, c2, "fifo", 2)
@@ -146,7 +145,6 @@ func TestQuotaInFlightFIFO(t *testing.T) {
 // TestQuotaInFlightCancel: an acquisition whose ctx ends returns ctx's
 // error and holds nothing; a release called twice frees its units once.
 func TestQuotaInFlightCancel(t *testing.T) {
-	t.Parallel()
 	_, c := startRedis(t)
 	q := capQuota(t, c, "cancel", 2)
 	a := q.For("k").(throttle.Acquirer)
@@ -204,7 +202,6 @@ func TestQuotaInFlightRenewal(t *testing.T) {
 // TestQuotaInFlightMismatch: a process with another cap under the same
 // Version is refused; one with a higher Version replaces it.
 func TestQuotaInFlightMismatch(t *testing.T) {
-	t.Parallel()
 	_, c := startRedis(t)
 	q1 := capQuota(t, c, "mismatch", 2)
 	r := mustAcquireQ(t, q1, "k", 1)
@@ -290,7 +287,6 @@ func TestQuotaInFlightStoreDown(t *testing.T) {
 // lease until its body is closed; the one behind it is sent then, and
 // its wait is an EventInFlight on the Transport's OnEvent.
 func TestQuotaInFlightTransport(t *testing.T) {
-	t.Parallel()
 	_, c := startRedis(t)
 	q := capQuota(t, c, "transport", 1)
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -409,7 +405,6 @@ func TestQuotaInFlightDeadWaiter(t *testing.T) {
 // its lease again, so that a unit still in flight counts against the cap
 // again, and a release is not undone by a renewal.
 func TestQuotaInFlightStateLost(t *testing.T) {
-	t.Parallel()
 	const ttl = 300 * time.Millisecond
 	srv, c1 := startRedis(t)
 	q1 := capQuota(t, c1, "lost", 1)

@@ -52,7 +52,6 @@ func hashTag(key string) string {
 // decodes back to its (name, key) pair, and the hash tag is the whole
 // encoded pair, braces never inside it.
 func TestRedisKeyInjective(t *testing.T) {
-	t.Parallel()
 	names := []string{"q", "q.", "", "{q}", "a.b"}
 	seen := make(map[string]string)
 	for _, name := range names {
@@ -80,7 +79,6 @@ func TestRedisKeyInjective(t *testing.T) {
 // that no other key's bucket was touched: with burst 1 and a 1-unit-per-
 // minute rate, a second wait on any key would be refused.
 func TestHostileKeysSeparate(t *testing.T) {
-	t.Parallel()
 	_, c := startRedis(t)
 	q := New(c, "hostile", 1.0/60, 1)
 	ctx := context.Background()

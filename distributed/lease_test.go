@@ -138,7 +138,6 @@ func TestLeaseExact(t *testing.T) {
 // holds leased tickets (and its waits sleep on others) moves them: no
 // wait goes with a turn inside the pause, on Redis's clock, exactly.
 func TestLeasePause(t *testing.T) {
-	t.Parallel()
 	s, c := startRedis(t)
 	const limit, burst = 100, 1
 	const pause = 400 * time.Millisecond
@@ -214,7 +213,6 @@ func leaseAheadOf(t *testing.T, q *Quota, w *keyWaiter) int {
 // behind would put the other wait's turn 100ms later per position, so the
 // bound on it (one interval, on Redis's clock) is exact.
 func TestLeaseGivenBack(t *testing.T) {
-	t.Parallel()
 	for _, how := range []string{"idle", "close", "ctx"} {
 		t.Run(how, func(t *testing.T) {
 			s, c := startRedis(t)
@@ -329,7 +327,6 @@ func TestLeaseLowRate(t *testing.T) {
 // turn fails at once with the deadline error, and leaves the ticket for
 // the next wait, which takes it.
 func TestLeaseDeadline(t *testing.T) {
-	t.Parallel()
 	_, c := startRedis(t)
 	q := New(c, "lease-deadline", rate.Limit(10), 1) // 100ms per unit
 	q.Timeout = time.Second
@@ -396,7 +393,6 @@ func TestLeaseDeadline(t *testing.T) {
 // (the closed form past the first ticket) and with a window running low
 // (the whole model for each ticket).
 func TestLeaseTurnsAsWaits(t *testing.T) {
-	t.Parallel()
 	for _, tt := range []struct {
 		name   string
 		window bool
@@ -472,7 +468,6 @@ func relTo(turns []int64, from float64) []int64 {
 // due (holes), in one call. At 1/s the bucket refills one unit a second:
 // a lost turn shows as a unit missing.
 func TestLeaseSpentGivenBack(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	setup := func(t *testing.T, burst int) (*Quota, *keyWaiter, *leaseBox) {
 		s, _ := startRedis(t)

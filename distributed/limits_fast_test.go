@@ -18,7 +18,6 @@ import (
 // (the key's core is of tag 4 after each). A fast path one unit too
 // generous, or one that forgot a limit, lets the fifth go.
 func TestLimitsFastPath(t *testing.T) {
-	t.Parallel()
 	_, c := startRedis(t)
 	one := throttle.Cost{Units: []throttle.UnitCost{{Unit: "requests", N: 1}}}
 	// Further limits before the one that binds, in units the waits do

@@ -18,7 +18,6 @@ import (
 // its turn. bytes 10/s burst 3: A takes 3 at once; B (300 ms) is
 // cancelled at 50 ms; C, queued at 600 ms behind B, goes at 300 ms.
 func TestLimitsCancelRedis(t *testing.T) {
-	t.Parallel()
 	_, c := startRedis(t)
 	q := New(c, "limits-cancel", 1000, 10)
 	q.Limits = []throttle.UnitLimit{{Unit: "bytes", Rate: throttle.Rate{Limit: 10, Burst: 3}}}
@@ -50,7 +49,6 @@ func TestLimitsCancelRedis(t *testing.T) {
 // Limits are refused with an error matching ErrConfigMismatch, not
 // mixed, unless their Version is higher: then they replace them.
 func TestLimitsMismatch(t *testing.T) {
-	t.Parallel()
 	_, c := startRedis(t)
 	newQ := func(tokens rate.Limit, version int) *Quota {
 		q := New(c, "limits-mismatch", 1000, 10)
@@ -256,7 +254,6 @@ func TestLimitsLogRedisBounded(t *testing.T) {
 // a higher Version changes its count: 3 of 3 spent, then under a count
 // of 4 one more goes and the next is refused (the 3 still count).
 func TestLimitsLogVersion(t *testing.T) {
-	t.Parallel()
 	_, c := startRedis(t)
 	mk := func(count, version int) throttle.CostTrier {
 		q := New(c, "limits-log-version", 1e9, 1e6)
@@ -290,7 +287,6 @@ func TestLimitsLogVersion(t *testing.T) {
 // wait took none), the next is refused. Before, FailLocal paced the quota's bucket only and every one
 // of these went.
 func TestLimitsFailLocal(t *testing.T) {
-	t.Parallel()
 	c := newClient(t, "127.0.0.1:1") // nothing listens: every call fails
 	q := New(c, "down-limits", 1000, 1000)
 	q.Workers = 2
@@ -334,7 +330,6 @@ func TestLimitsFailLocal(t *testing.T) {
 // Quota key leave the same units in each kind of limit, read without
 // changing the state (a second read gives the same windows).
 func TestLimitStatesRedis(t *testing.T) {
-	t.Parallel()
 	_, c := startRedis(t)
 	ctx := context.Background()
 	limits := []throttle.UnitLimit{
@@ -402,7 +397,6 @@ func TestLimitStatesRedis(t *testing.T) {
 // second's turn is about 200 ms away; cancelled, its tokens serve a try
 // of 40 at once, every limit's units back.
 func TestReserveCostRedis(t *testing.T) {
-	t.Parallel()
 	_, c := startRedis(t)
 	ctx := context.Background()
 	q := New(c, "reserve-cost", 100, 10)

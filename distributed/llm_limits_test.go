@@ -39,7 +39,6 @@ import (
 //
 // Real clock and real sockets for 20 s: run with THROTTLE_FLEET_LLM=1.
 func TestFleetLLMLimits(t *testing.T) {
-	t.Parallel()
 	if os.Getenv("THROTTLE_FLEET_LLM") == "" {
 		t.Skip("20 s on the real clock against redis-server: set THROTTLE_FLEET_LLM=1")
 	}

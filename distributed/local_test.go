@@ -16,7 +16,6 @@ import (
 // a fake clock: exact sleeps, immediate refusal past the deadline with
 // nothing reserved, and a refund on cancellation.
 func TestWaitLocal(t *testing.T) {
-	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var l localBuckets
 		lim := l.get("k", 20, 2, 2, time.Now()) // 10/s, starts with 1 token
@@ -61,7 +60,6 @@ func TestWaitLocal(t *testing.T) {
 
 // TestLocalRateIsShare: FailLocal paces at rate ÷ workers.
 func TestLocalRateIsShare(t *testing.T) {
-	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var l localBuckets
 		lim := l.get("k", rate.Limit(100), 10, 4, time.Now()) // 25/s, 3 tokens

@@ -19,7 +19,6 @@ import (
 )
 
 func TestPauseNeverShortens(t *testing.T) {
-	t.Parallel()
 	_, c := startRedis(t)
 	q := New(c, "pause-order", 100, 10)
 	w := q.For("k").(*keyWaiter)

@@ -24,7 +24,6 @@ var (
 // error before any Redis call: the client points at a port nothing listens
 // on, and FailClosed would turn any call into ErrStoreUnavailable.
 func TestInvalid(t *testing.T) {
-	t.Parallel()
 	c := newClient(t, "127.0.0.1:1")
 	tests := []struct {
 		name  string
@@ -58,7 +57,6 @@ func TestInvalid(t *testing.T) {
 }
 
 func TestNewNilClientPanics(t *testing.T) {
-	t.Parallel()
 	defer func() {
 		if recover() == nil {
 			t.Errorf("New(nil, …) did not panic")
@@ -70,7 +68,6 @@ func TestNewNilClientPanics(t *testing.T) {
 // TestDeadline: a turn past the deadline is refused at once and reserves
 // nothing, so the next caller's turn is unchanged.
 func TestDeadline(t *testing.T) {
-	t.Parallel()
 	_, c := startRedis(t)
 	q := New(c, "deadline", 2, 1) // one unit per 500ms
 	w := q.For("k").(*keyWaiter)
@@ -112,7 +109,6 @@ func TestDeadline(t *testing.T) {
 
 // TestCancelRefunds: a wait cancelled while sleeping gives back exactly n.
 func TestCancelRefunds(t *testing.T) {
-	t.Parallel()
 	_, c := startRedis(t)
 	const limit, burst, n = 10, 5, 3 // 100ms per unit
 	q := New(c, "refund", limit, burst)
@@ -179,7 +175,6 @@ func TestIdleExpiry(t *testing.T) {
 
 // TestInfiniteRate: rate.Inf never waits, but a pause still holds.
 func TestInfiniteRate(t *testing.T) {
-	t.Parallel()
 	_, c := startRedis(t)
 	q := New(c, "inf", rate.Inf, 1)
 	ctx := context.Background()
@@ -202,7 +197,6 @@ func TestInfiniteRate(t *testing.T) {
 // TestLocalBucketsBounded: the FailLocal buckets stay under their cap
 // however many keys fail over.
 func TestLocalBucketsBounded(t *testing.T) {
-	t.Parallel()
 	var l localBuckets
 	now := time.Now()
 	for i := range 3 * maxLocalBuckets {
@@ -223,7 +217,6 @@ func TestLocalBucketsBounded(t *testing.T) {
 // Pause fail with ErrStoreUnavailable wrapping the cause, and once the
 // breaker is open a wait fails without touching the network.
 func TestStoreUnavailable(t *testing.T) {
-	t.Parallel()
 	c := newClient(t, "127.0.0.1:1") // nothing listens on port 1
 	q := New(c, "down", 10, 10)
 	q.FailMode = FailClosed

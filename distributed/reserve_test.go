@@ -19,7 +19,6 @@ func near(got, want, tol time.Duration) bool {
 // a cancelled one's units go to the next in line (whose Wait learns it
 // from the pushed move), and a second Cancel does nothing.
 func TestReserve(t *testing.T) {
-	t.Parallel()
 	_, c := startRedis(t)
 	q := New(c, "reserve", 10, 1)
 	defer q.Close()
@@ -61,7 +60,6 @@ func TestReserve(t *testing.T) {
 // TestReserveDeadline: a turn past ctx's deadline reserves nothing; a
 // Wait whose ctx ends gives the units back; Cancel ends a sleeping Wait.
 func TestReserveDeadline(t *testing.T) {
-	t.Parallel()
 	_, c := startRedis(t)
 	q := New(c, "reservedl", 10, 1)
 	defer q.Close()

@@ -45,7 +45,6 @@ func subscribed(q *Quota) bool {
 // sleep. (Redis 7 also counts the commands a script runs; those are listed
 // and checked separately: the reserve script's four per wait.)
 func TestOneCommandPerWait(t *testing.T) {
-	t.Parallel()
 	s, c := startRedis(t)
 	ctx := context.Background()
 

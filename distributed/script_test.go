@@ -17,7 +17,6 @@ import (
 // source. A name missing there is a runtime error in Redis that a
 // best-effort call (Adapt) would only drop.
 func TestScriptConstants(t *testing.T) {
-	t.Parallel()
 	c := throttle.ScheduleConstants()
 	src := regexp.MustCompile(`--[^\n]*`).ReplaceAllString(scheduleSrc, "") // code only
 	src = regexp.MustCompile(`'[^'\n]*'`).ReplaceAllString(src, "''")       // no string's text
@@ -61,7 +60,6 @@ return 1
 // with the same tat. A configuration kept as the field v still refuses
 // a process configured otherwise.
 func TestCoreEarlierFormat(t *testing.T) {
-	t.Parallel()
 	_, c := startRedis(t)
 	ctx := context.Background()
 	for _, tt := range []struct{ name, format, v string }{

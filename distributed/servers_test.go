@@ -20,7 +20,6 @@ import (
 // refused at once, a pause for every wait, the script loaded again after
 // SCRIPT FLUSH, and FailClosed once the server is gone.
 func TestServers(t *testing.T) {
-	t.Parallel()
 	for _, bin := range []string{"redis-server", "valkey-server"} {
 		t.Run(bin, func(t *testing.T) {
 			s := redistest.StartWith(t, redistest.Options{Bin: bin})

@@ -65,7 +65,6 @@ func TestRedisSettleCost(t *testing.T) {
 // settled as 3, leaves 7 now (TryCost of 7 goes, of 1 more does not);
 // settled as 12, a charge past the window, leaves nothing.
 func TestRedisSettleCostWindow(t *testing.T) {
-	t.Parallel()
 	_, c := startRedis(t)
 	tok := func(n int) throttle.Cost { return throttle.Cost{Units: []throttle.UnitCost{{Unit: "tokens", N: n}}} }
 	for _, tt := range []struct {

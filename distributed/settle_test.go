@@ -142,7 +142,6 @@ func TestRedisSettleAfterIdle(t *testing.T) {
 // TestOneCommandPerSettle: a settle is one EVALSHA; a give-back to a key
 // without state writes nothing.
 func TestOneCommandPerSettle(t *testing.T) {
-	t.Parallel()
 	s, c := startRedis(t)
 	ctx := context.Background()
 	q := New(c, "roundtrip-settle", 1000, 10)

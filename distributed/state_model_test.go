@@ -15,7 +15,6 @@ import (
 // must match exactly; times and fractional tokens within what the calls
 // between the two took (a unit is 500ms at 2/s).
 func TestStateMatchesLimiter(t *testing.T) {
-	t.Parallel()
 	_, c := startRedis(t)
 	type key interface {
 		throttle.Waiter

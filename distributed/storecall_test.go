@@ -256,7 +256,6 @@ func testRefusedCause(t *testing.T, contextTimeout bool) {
 // per fallbackEvery with the number of waits it stands for, and at once
 // again after Redis answered.
 func TestFallbackEvents(t *testing.T) {
-	t.Parallel()
 	now := time.Unix(1_700_000_000, 0)
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never called
 	defer c.Close()

@@ -22,7 +22,6 @@ var (
 // as it was, its TTL not extended). At 2/s, so that the refusal does not
 // hang on the test's steps taking under 0.5 s on the real clock.
 func TestTryN(t *testing.T) {
-	t.Parallel()
 	_, c := startRedis(t)
 	q := New(c, "try", 2, 3)
 	ctx := context.Background()
@@ -69,7 +68,6 @@ func TestTryN(t *testing.T) {
 
 // TestTryNPause: a fleet-wide pause refuses tries for its length.
 func TestTryNPause(t *testing.T) {
-	t.Parallel()
 	_, c := startRedis(t)
 	q := New(c, "trypause", 100, 10)
 	ctx := context.Background()
@@ -85,7 +83,6 @@ func TestTryNPause(t *testing.T) {
 // TestTryNConcurrent: a bucket of 50, 200 concurrent non-blocking
 // callers: exactly 50 go.
 func TestTryNConcurrent(t *testing.T) {
-	t.Parallel()
 	_, c := startRedis(t)
 	q := New(c, "trymany", 0.01, 50) // one unit per 100s: no refill during the test
 	q.Timeout = time.Second          // 200 calls at once on a loaded machine
@@ -110,7 +107,6 @@ func TestTryNConcurrent(t *testing.T) {
 
 // TestTryNFailModes: without Redis, the FailMode decides.
 func TestTryNFailModes(t *testing.T) {
-	t.Parallel()
 	c := newClient(t, "127.0.0.1:1")
 	for _, tt := range []struct {
 		mode FailMode
@@ -134,7 +130,6 @@ func TestTryNFailModes(t *testing.T) {
 
 // TestState reads a key's state without writing it.
 func TestState(t *testing.T) {
-	t.Parallel()
 	_, c := startRedis(t)
 	q := New(c, "state", 1, 5)
 	ctx := context.Background()
@@ -187,7 +182,6 @@ func TestState(t *testing.T) {
 
 // TestStateQueued: waits sleeping in the queue show in Queued and Next.
 func TestStateQueued(t *testing.T) {
-	t.Parallel()
 	_, c := startRedis(t)
 	q := New(c, "statequeued", 1, 1)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -216,7 +210,6 @@ func TestStateQueued(t *testing.T) {
 // TestOneCommandPerTryAndState: a try and a state are one EVALSHA each,
 // and a state writes nothing (no HSET, PEXPIRE or PUBLISH).
 func TestOneCommandPerTryAndState(t *testing.T) {
-	t.Parallel()
 	s, c := startRedis(t)
 	ctx := context.Background()
 	q := New(c, "roundtrip-try", 1000, 1)
