@@ -328,14 +328,25 @@ func TestLeaseLowRate(t *testing.T) {
 // the next wait, which takes it.
 func TestLeaseDeadline(t *testing.T) {
 	_, c := startRedis(t)
-	q := New(c, "lease-deadline", rate.Limit(10), 1) // 100ms per unit
+	// 200ms per unit: the next leased turn is 150ms past the deadline
+	// of a refused wait (50ms), so that the test's own steps may take
+	// that long on the real clock.
+	q := New(c, "lease-deadline", rate.Limit(5), 1)
 	q.Timeout = time.Second
 	defer q.Close()
 	w := q.For("k").(*keyWaiter)
 	leaseAheadOf(t, q, w)
+	// No idle timer: had it fired (leaseIdle after the lease) before the
+	// first wait, as on a machine busy for that long, it would have asked
+	// the held turns again, and the first wait would find them fresh.
+	b := q.leases.box(w)
+	b.mu.Lock()
+	b.idle.Stop()
+	b.setIdle(time.Hour)
+	b.mu.Unlock()
 	// The first ticket went at the lease: take it, or let it pass
 	// (leaseKeep). A refused wait drops it, to be given back, before it
-	// looks at the next (100ms after the first).
+	// looks at the next (200ms after the first).
 	time.Sleep(leaseKeep + leaseLate)
 	refused := func() (time.Duration, error) {
 		dctx, dcancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
@@ -345,13 +356,13 @@ func TestLeaseDeadline(t *testing.T) {
 		return time.Since(start), err
 	}
 	if _, err := refused(); !errors.Is(err, throttle.ErrWouldExceedDeadline) {
-		t.Fatalf("WaitN with 50ms left, the next leased turn ~100ms ahead = %v; want the deadline error", err)
+		t.Fatalf("WaitN with 50ms left, the next leased turn ~160ms ahead = %v; want the deadline error", err)
 	}
 	n := held(q, w.rkey)
 	took, err := refused()
 	var de *throttle.DeadlineError
 	if !errors.As(err, &de) || !errors.Is(err, throttle.ErrWouldExceedDeadline) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("WaitN with 50ms left, the next leased turn ~100ms ahead = %v; want a *throttle.DeadlineError", err)
+		t.Fatalf("WaitN with 50ms left, the next leased turn ~160ms ahead = %v; want a *throttle.DeadlineError", err)
 	}
 	// At once: a lock and a comparison, no call, no sleep; 50ms is the
 	// deadline itself, which a wait that slept into it would reach.

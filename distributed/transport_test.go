@@ -24,14 +24,15 @@ type fixedWindow struct {
 	runEnd time.Time
 
 	mu       sync.Mutex
-	used     map[int64]int // accepted per window index
+	used     map[int64]int           // accepted per window index
+	first    map[int64]time.Duration // each window's first acceptance, from its start
 	accepted int           // before runEnd
 	late     int           // accepted after runEnd
 	rejected int
 }
 
 func newFixedWindow(t *testing.T, size int, window, run time.Duration) *fixedWindow {
-	s := &fixedWindow{size: size, window: window, used: map[int64]int{}}
+	s := &fixedWindow{size: size, window: window, used: map[int64]int{}, first: map[int64]time.Duration{}}
 	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	s.start = time.Now()
 	s.runEnd = s.start.Add(run)
@@ -46,6 +47,9 @@ func (s *fixedWindow) serve(w http.ResponseWriter, r *http.Request) {
 	reset := s.start.Add(time.Duration(idx+1) * s.window)
 	s.mu.Lock()
 	ok := s.used[idx] < s.size
+	if _, seen := s.first[idx]; ok && !seen {
+		s.first[idx] = now.Sub(s.start) - time.Duration(idx)*s.window
+	}
 	switch {
 	case ok && now.Before(s.runEnd):
 		s.used[idx]++
@@ -140,8 +144,12 @@ func TestTransportFleetWindow(t *testing.T) {
 	arrivals := api.accepted + api.late + api.rejected
 	r429 := float64(api.rejected) / float64(arrivals)
 	goodput := float64(api.accepted) / float64(allowance)
-	t.Logf("2 workers × %d goroutines, %v: %d requests, %d arrivals; accepted %d within the run (+%d after), rejected %d (%.2f%% of arrivals); goodput %.3f of %d; %d pause events; longest request %v; 200s per worker %v",
-		goroutines, run, requests, arrivals, api.accepted, api.late, api.rejected, 100*r429, goodput, allowance, pauses, longest.Round(time.Millisecond), ok)
+	var windows []string
+	for i := range int64(run/window) + 1 {
+		windows = append(windows, fmt.Sprintf("%d from +%v", api.used[i], api.first[i].Round(time.Millisecond)))
+	}
+	t.Logf("2 workers × %d goroutines, %v: %d requests, %d arrivals; accepted %d within the run (+%d after), rejected %d (%.2f%% of arrivals); goodput %.3f of %d; %d pause events; longest request %v; 200s per worker %v; accepted per window %v",
+		goroutines, run, requests, arrivals, api.accepted, api.late, api.rejected, 100*r429, goodput, allowance, pauses, longest.Round(time.Millisecond), ok, windows)
 	if r429 > 0.01 {
 		t.Errorf("429s were %.2f%% of arrivals; want at most 1%%", 100*r429)
 	}
