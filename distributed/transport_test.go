@@ -26,8 +26,8 @@ type fixedWindow struct {
 	mu       sync.Mutex
 	used     map[int64]int           // accepted per window index
 	first    map[int64]time.Duration // each window's first acceptance, from its start
-	accepted int           // before runEnd
-	late     int           // accepted after runEnd
+	accepted int                     // before runEnd
+	late     int                     // accepted after runEnd
 	rejected int
 }
 
