@@ -67,12 +67,22 @@ go mod download
 (cd otelthrottle && go mod download)
 (cd sdktest && go mod download)
 
-# While the race run below sleeps on real-clock turns (it keeps a few
-# percent of the CPUs busy), the lowest CPU priority builds and vets what
-# the later stages need: go vet, the two modules of their own, and the
-# fuzz targets' instrumented test binaries. Warm caches make this a few
-# seconds; on a fresh machine it is minutes of compiling moved off the
-# critical path. A nice-19 build gives way to the tests' wake-ups at once.
+stage "go test -race"
+# The race detector's build of the dependencies, on every CPU: go test -p 1
+# below would compile them one at a time.
+go build -race ./...
+# -p 1: packages one at a time, so the real-clock accuracy tests of one
+# package do not share the CPUs with another package's load.
+go test -race -count=1 -p 1 $(go list ./... | grep -v '/distributed$')
+
+# While distributed's tests sleep on real-clock turns (they keep a few
+# percent of the CPUs busy, and their bounds are reckoned for -race on a
+# busy 2-core machine), the lowest CPU priority vets and builds what the
+# later stages need: go vet, the two modules of their own, and the fuzz
+# targets' instrumented test binaries. With warm caches this takes a few
+# seconds; on a fresh machine it is minutes of compiling taken off the
+# critical path. (Not beside the root package: its spin test measures
+# wake-ups to a tenth of a millisecond.)
 fuzzbin=$(mktemp -d)
 prelog=$(mktemp)
 fuzzdirs=()
@@ -91,13 +101,7 @@ done
 pre=$!
 trap 'kill "$pre" 2>/dev/null || true; rm -rf "$fuzzbin" "$prelog"' EXIT
 
-stage "go test -race"
-# The race detector's build of the dependencies, on every CPU: go test -p 1
-# below would compile them one at a time.
-go build -race ./...
-# -p 1: packages one at a time, so the real-clock accuracy tests of one
-# package do not share the CPUs with another package's load.
-go test -race -count=1 -p 1 $(go list ./... | grep -v '/distributed$')
+stage "go test -race ./distributed, go vet and the builds beside it"
 # distributed: its accuracy tests run alone first; the others, which
 # sleep on real-clock turns against redis-servers of their own, 4 at a
 # time (t.Parallel).
