@@ -18,20 +18,35 @@ import (
 // certain by waiting for each to write its place (reached).
 
 // startWait starts w.waitN(ctx, n) in a goroutine and returns, once the
-// wait has reached Redis, a function that waits for its result.
+// wait has reached Redis and either went or sleeps on its turn listening
+// for pushed moves, a function that waits for its result.
 func startWait(tb testing.TB, ctx context.Context, w *keyWaiter, n int) func() (int64, error) {
+	tb.Helper()
 	var (
 		turn int64
 		err  error
 		done = make(chan struct{})
 	)
+	before := sleeping(w.q)
 	reached(tb, w.q.client, w.rkey, func() {
 		go func() {
 			defer close(done)
 			turn, err = w.waitN(ctx, n)
 		}()
 	})
-	return func() (int64, error) { <-done; return turn, err }
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		select {
+		case <-done:
+			return func() (int64, error) { return turn, err }
+		default:
+		}
+		if _, sub := w.q.pushes.mark(); sub.up && sleeping(w.q) > before {
+			return func() (int64, error) { <-done; return turn, err }
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("a wait neither went nor slept subscribed within 5 s")
+		}
+	}
 }
 
 // TestRedisDefect5CancelledTurnNotShared: burst 1, 10/s. A goes at once;

@@ -164,17 +164,21 @@ func awaitQueued(tb testing.TB, w throttle.Waiter, n int64) {
 func awaitSleeping(tb testing.TB, q *Quota, n int) {
 	tb.Helper()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-		q.pushes.mu.Lock()
-		sleeping := len(q.pushes.sleepers)
-		q.pushes.mu.Unlock()
 		_, sub := q.pushes.mark()
-		if sleeping >= n && sub.up {
+		if sleeping(q) >= n && sub.up {
 			return
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("%d waits sleeping, subscription up %v 5 s on; want %d sleeping, subscribed", sleeping, sub.up, n)
+			tb.Fatalf("%d waits sleeping, subscription up %v 5 s on; want %d sleeping, subscribed", sleeping(q), sub.up, n)
 		}
 	}
+}
+
+// sleeping returns how many of q's waits sleep on their turns.
+func sleeping(q *Quota) int {
+	q.pushes.mu.Lock()
+	defer q.pushes.mu.Unlock()
+	return len(q.pushes.sleepers)
 }
 
 // redisNow returns Redis's clock in µs.
