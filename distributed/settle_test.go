@@ -11,7 +11,7 @@ import (
 )
 
 // Settled costs on Redis: the turns are read on Redis's clock (see
-// defects_test.go), so they are exact to the script's µs rounding.
+// waiter_test.go), so they are exact to the script's µs rounding.
 
 // TestRedisSettleMovesTurns: at 10/s, burst 5, A's wait of 5 empties the
 // bucket and B's wait of 5, 20ms later, has its turn 500ms after A's.
