@@ -13,6 +13,7 @@ import (
 // TestCheck starts redis-server with each kind of eviction setting and
 // checks what Quota.Check says of it.
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		args      []string

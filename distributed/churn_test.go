@@ -35,6 +35,7 @@ func subscribes(tb testing.TB, s *redistest.Server) int {
 // it (the next sleep subscribes again: the count below shows the counter
 // sees subscriptions).
 func TestPushChurn(t *testing.T) {
+	t.Parallel()
 	s, c := startRedis(t)
 	q := New(c, "churn", 20, 1)
 	q.Timeout = time.Second // a loaded machine must not fake an outage

@@ -89,10 +89,11 @@
 //     decides; a breaker keeps an outage from charging every wait the
 //     timeout, and recovery is automatic. A process carries what it knows
 //     of a key across an outage both ways: a FailLocal wait takes no turn
-//     before the last one Redis gave this process nor inside a pause it
-//     knows, and a state Redis lost (a restart, FLUSHALL, a failover, an
-//     eviction) takes on each process's last turn and pause at its next
-//     wait.
+//     before the last one Redis gave this process (its last ticket's, as
+//     last learned: when Redis moves it earlier, the wait goes earlier)
+//     nor inside a pause it knows, and a state Redis lost (a restart,
+//     FLUSHALL, a failover, an eviction) takes on each process's last
+//     turn and pause at its next wait.
 //
 // # Pauses and other moves of the queue
 //
@@ -101,9 +102,14 @@
 // Retry-After: 2; no worker sends for 2 s". The script that moves queued
 // turns (a pause, a cut, a window, a refund) PUBLISHes "id key" on the
 // quota's channel, Prefix + "pause." + base64url(name); in Cluster a
-// PUBLISH reaches every node. Each waiting process asks the script for
-// the turns of its sleeping waits of that key again (one call each), so
-// every turn follows from the moved state.
+// PUBLISH reaches every node. Each process with waits sleeping on that
+// key asks the script for their turns again, in one call for all of them
+// (waits that come to need an answer while it is in flight are asked in
+// the next), so every turn follows from the moved state. A refund (a
+// cancelled wait, leased turns given back) moves only the turns behind
+// the refunded ticket, earlier: its message says which ticket ("id:qi:e"
+// for "id"), the waits ahead of it ask nothing, and a refund of the
+// queue's last ticket, which moves no turn, is not published.
 //
 // The subscription costs no command per wait: each process subscribes
 // (one connection, one goroutine per Quota) with its first sleeping wait

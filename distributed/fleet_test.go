@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -77,12 +78,10 @@ func runFleet(t *testing.T, f fleet) ([]arrival, time.Time) {
 	}))
 	defer srv.Close()
 
-	// Leave the processes time to start (a -race binary takes a few
-	// hundred ms); they all begin at the same wall-clock instant.
-	start := time.Now().Add(1500 * time.Millisecond)
 	var (
-		cmds []*exec.Cmd
-		outs []*strings.Builder
+		cmds   []*exec.Cmd
+		outs   []*readyWriter
+		starts []io.WriteCloser
 	)
 	for i := range f.procs {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
@@ -93,17 +92,39 @@ func runFleet(t *testing.T, f fleet) ([]arrival, time.Time) {
 			"HELPER_RATE="+strconv.FormatFloat(f.limit, 'g', -1, 64),
 			"HELPER_BURST="+strconv.Itoa(f.burst),
 			"HELPER_GOROUTINES="+strconv.Itoa(f.goroutines),
-			"HELPER_START="+strconv.FormatInt(start.UnixNano(), 10),
 			"HELPER_DURATION="+f.duration.String(),
 			"HELPER_URL="+srv.URL,
 		)
-		out := new(strings.Builder)
+		out := newReadyWriter()
 		cmd.Stdout, cmd.Stderr = out, out
 		outs = append(outs, out)
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		starts = append(starts, in)
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("starting worker %d: %v", i, err)
 		}
 		cmds = append(cmds, cmd)
+	}
+	// Every process warmed up (a -race binary takes a few hundred ms to
+	// start), they all begin at one wall-clock instant, told on stdin.
+	for i, out := range outs {
+		select {
+		case <-out.ready:
+		case <-time.After(30 * time.Second):
+			for _, cmd := range cmds {
+				cmd.Process.Kill()
+				cmd.Wait()
+			}
+			t.Fatalf("worker %d not ready after 30 s:\n%s", i, out)
+		}
+	}
+	start := time.Now().Add(100 * time.Millisecond)
+	for _, in := range starts {
+		fmt.Fprintln(in, start.UnixNano())
+		in.Close()
 	}
 	if p := f.pause; p != nil {
 		q := New(newClient(t, f.addrs[0]), f.quotas[0], rate.Limit(f.limit), f.burst)
@@ -125,6 +146,37 @@ func runFleet(t *testing.T, f fleet) ([]arrival, time.Time) {
 	return slices.Clone(arrivals), start
 }
 
+// helperReady is the line a worker of runFleet prints once warmed up.
+const helperReady = "helper-ready"
+
+// readyWriter keeps a worker's output and closes ready once the worker
+// printed helperReady.
+type readyWriter struct {
+	mu    sync.Mutex
+	b     strings.Builder
+	ready chan struct{}
+	seen  bool
+}
+
+func newReadyWriter() *readyWriter { return &readyWriter{ready: make(chan struct{})} }
+
+func (w *readyWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b.Write(p)
+	if !w.seen && strings.Contains(w.b.String(), helperReady+"\n") {
+		w.seen = true
+		close(w.ready)
+	}
+	return len(p), nil
+}
+
+func (w *readyWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
 // TestHelperProcess is a worker of runFleet; it does nothing in a normal run.
 func TestHelperProcess(t *testing.T) {
 	id := os.Getenv(helperEnv)
@@ -136,9 +188,7 @@ func TestHelperProcess(t *testing.T) {
 	limit, _ := strconv.ParseFloat(env("RATE"), 64)
 	burst, _ := strconv.Atoi(env("BURST"))
 	goroutines, _ := strconv.Atoi(env("GOROUTINES"))
-	startNs, _ := strconv.ParseInt(env("START"), 10, 64)
 	duration, _ := time.ParseDuration(env("DURATION"))
-	start := time.Unix(0, startNs)
 
 	var client redis.UniversalClient
 	if len(addrs) > 1 {
@@ -171,6 +221,12 @@ func TestHelperProcess(t *testing.T) {
 		})
 	}
 	warm.Wait()
+	fmt.Println(helperReady)
+	var startNs int64
+	if _, err := fmt.Fscanln(os.Stdin, &startNs); err != nil {
+		t.Fatalf("reading the start: %v", err)
+	}
+	start := time.Unix(0, startNs)
 
 	ctx, cancel := context.WithDeadline(context.Background(), start.Add(duration))
 	defer cancel()

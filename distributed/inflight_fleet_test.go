@@ -53,6 +53,7 @@ func startInFlightWorkers(t *testing.T, procs int, env ...string) ([]*exec.Cmd, 
 // that refuses (429) any request past N in flight. The server never sees
 // more than N at once and refuses none.
 func TestInFlightFleet(t *testing.T) {
+	t.Parallel()
 	const (
 		n     = 4
 		procs = 4
@@ -131,6 +132,7 @@ func TestInFlightFleet(t *testing.T) {
 // with SIGKILL mid-request; its units come back when its leases expire,
 // within LeaseTTL of the kill, and go to a process waiting for them.
 func TestInFlightKilled(t *testing.T) {
+	t.Parallel()
 	const (
 		n   = 2
 		ttl = 2 * time.Second

@@ -91,6 +91,16 @@ func (b *leaseBox) refresh(ctx context.Context) {
 		kept = append(kept, t)
 	}
 	b.tickets = kept
+	if n := len(kept); n > 0 {
+		// The last ticket held is this process's last: its turn as
+		// learned now (see memos.ticket).
+		t := kept[n-1]
+		if t.gone {
+			b.q.memo.ticket(b.rkey, t.id, queueFirst, t.end, now)
+		} else {
+			b.q.memo.ticket(b.rkey, t.id, queueFirst, t.end, t.wake)
+		}
+	}
 	b.gen, b.sub = gen, sub
 	b.recheck = recheckAt(now, reply[len(reply)-2])
 }
@@ -229,7 +239,7 @@ func (b *leaseBox) lease(ctx context.Context) {
 		b.tickets = append(b.tickets, t)
 	}
 	b.due = reply[5+count-1] == 0
-	b.q.memo.turn(b.rkey, id, wake)
+	b.q.memo.ticket(b.rkey, id, queueFirst, last, wake)
 	if b.sl == nil {
 		b.sl = b.q.pushes.add(b.q, b.rkey)
 	}

@@ -73,6 +73,7 @@ func TestLimitsFastPath(t *testing.T) {
 // > 4). The two waits are taken within that range of Redis's clock (a
 // try whose second wait ends outside it is taken again, 3 tries).
 func TestLimitsFastPathSliding(t *testing.T) {
+	t.Parallel()
 	_, c := startRedis(t)
 	one := throttle.Cost{Units: []throttle.UnitCost{{Unit: "requests", N: 1}}}
 	frac := func() float64 { // Redis's clock in the current second, 0 to 1

@@ -18,19 +18,14 @@ import (
 // no wedge. The further limits run at the quota's scale (50 ms a unit,
 // twice the tolerance), so that one unit early or late shows.
 //
-// THROTTLE_PROP_REDIS_N sets the sequences per suite (default 2).
+// THROTTLE_PROP_REDIS_N sets the sequences per suite (default 1; 4 with
+// THROTTLE_LONG=1).
 func TestPropRedisLimits(t *testing.T) {
 	if testing.Short() {
-		t.Skip("real clock and a real redis-server: about 10 s")
+		t.Skip("real clock and a real redis-server: about 12 s")
 	}
 	_, c := startRedis(t)
-	n := int64(2)
-	if v := os.Getenv("THROTTLE_PROP_REDIS_N"); v != "" {
-		var err error
-		if n, err = strconv.ParseInt(v, 10, 64); err != nil {
-			t.Fatalf("THROTTLE_PROP_REDIS_N=%q: %v", v, err)
-		}
-	}
+	n := propRedisN(t)
 	base := time.Now().UnixNano() % 1e9
 	if v := os.Getenv("THROTTLE_PROP_BASE"); v != "" {
 		base, _ = strconv.ParseInt(v, 10, 64)
@@ -93,6 +88,8 @@ func TestPropRedisLimits(t *testing.T) {
 			seed := base + i
 			t.Run(fmt.Sprintf("%s/%d", s.name, seed), func(t *testing.T) {
 				t.Parallel()
+				propSlots <- struct{}{}
+				defer func() { <-propSlots }()
 				seq := schedtest.Generate(seed, s.cfg, s.opt)
 				q := New(c, fmt.Sprintf("prop-%s-%d", s.name, seed), 20, 4)
 				q.Limits = s.cfg.Limits()

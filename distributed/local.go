@@ -78,26 +78,48 @@ func waitLocal(ctx context.Context, lim *rate.Limiter, key string, n int, now fu
 	if !r.OK() { // n > burst: checked before, so only on a misconfigured rate
 		return throttle.ErrCostExceedsBurst
 	}
-	delay := r.DelayFrom(t)
-	if nb := m.notBefore(rkey); nb.After(t.Add(delay)) {
-		delay = nb.Sub(t)
-	}
-	if deadline, ok := ctx.Deadline(); ok && delay > time.Until(deadline) {
-		r.CancelAt(t)
-		return &throttle.DeadlineError{Key: key, Delay: delay}
-	}
-	m.turn(rkey, 0, t.Add(delay))
-	if delay == 0 {
-		return nil
-	}
-	timer := time.NewTimer(delay)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		r.CancelAt(now())
-		return ctx.Err()
+	at := t.Add(r.DelayFrom(t))
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for first := true; ; first = false {
+		// Not before this process's last turn from Redis, which moves
+		// earlier when Redis moves it (a window that rolled, a refund):
+		// the wait looks again then.
+		nb, moved := m.notBeforeMoved(rkey)
+		wake := at
+		if nb.After(wake) {
+			wake = nb
+		}
+		delay := wake.Sub(now())
+		if first {
+			if deadline, ok := ctx.Deadline(); ok && delay > time.Until(deadline) {
+				r.CancelAt(t)
+				return &throttle.DeadlineError{Key: key, Delay: delay}
+			}
+			// The local turn, remembered from now on: a state Redis lost
+			// takes it on (see memos).
+			m.local(rkey, at)
+		}
+		if delay <= 0 {
+			return nil
+		}
+		if timer == nil {
+			timer = time.NewTimer(delay)
+		} else {
+			timer.Reset(delay)
+		}
+		select {
+		case <-timer.C:
+			return nil
+		case <-moved:
+		case <-ctx.Done():
+			r.CancelAt(now())
+			return ctx.Err()
+		}
 	}
 }
 
@@ -106,17 +128,41 @@ func waitLocal(ctx context.Context, lim *rate.Limiter, key string, n int, now fu
 const maxMemos = 4096
 
 // memo is what this process knows of one key: the id of the state its
-// last ticket came from (0: none yet, or a local turn), its last turn, and
-// a pause, on this process's clock.
+// last ticket came from (0: none yet), the turn of that ticket, its local
+// turns, and a pause, on this process's clock.
 type memo struct {
 	id    int64
 	idArg any // id as the script's argument (decimal), boxed once per id
-	last  time.Time
-	hold  time.Time
+	// last is the turn of this process's last ticket (lastQ, lastEnd) of
+	// state id as it was last learned: it moves earlier when that
+	// ticket's turn does (a window that rolled, a refund ahead), and to
+	// when it went once it has; a turn of another state (lost) stays as
+	// a bound. moved, if not nil, is closed when last moves earlier.
+	last    time.Time
+	lastQ   int
+	lastEnd int64
+	moved   chan struct{}
+	local   time.Time // the last turn FailLocal gave
+	hold    time.Time
 	// learned: the reset of the key's learned budget's window, as the
 	// last wait heard it (zero: none); a response to a unit sent past it
 	// is told to the script (Adapt).
 	learned time.Time
+}
+
+// drop wakes the waits that wait for m to move (it is forgotten).
+func (m *memo) drop() {
+	if m.moved != nil {
+		close(m.moved)
+	}
+}
+
+// bound returns the later of the last turns, Redis's and local.
+func (m *memo) bound() time.Time {
+	if m.local.After(m.last) {
+		return m.local
+	}
+	return m.last
 }
 
 // memos carries what this process knows of each key across an outage,
@@ -150,11 +196,15 @@ func (ms *memos) set(rkey string, f func(*memo)) {
 	if !ok && len(ms.m) >= maxMemos {
 		now := time.Now()
 		for k, v := range ms.m {
-			if v.last.Before(now) && v.hold.Before(now) {
+			if v.bound().Before(now) && v.hold.Before(now) {
+				v.drop()
 				delete(ms.m, k)
 			}
 		}
 		if len(ms.m) >= maxMemos {
+			for _, v := range ms.m {
+				v.drop()
+			}
 			clear(ms.m)
 		}
 	}
@@ -162,14 +212,47 @@ func (ms *memos) set(rkey string, f func(*memo)) {
 	ms.m[rkey] = m
 }
 
-// turn records a turn at t from the state id (0: a local turn).
-func (ms *memos) turn(rkey string, id int64, t time.Time) {
+// ticket records the turn at of the ticket (qi, end) of state id, as
+// Redis gave it or moved it, or when it went. The last ticket's turn is
+// the process's last turn, also when it moved earlier; an earlier
+// ticket's moves it later only (it cannot come after the last's).
+func (ms *memos) ticket(rkey string, id int64, qi int, end int64, at time.Time) {
 	ms.set(rkey, func(m *memo) {
-		if id != 0 && id != m.id {
+		switch {
+		case id != m.id:
 			m.id, m.idArg = id, strconv.FormatInt(id, 10)
+			m.lastQ, m.lastEnd = qi, end
+			if at.After(m.last) {
+				m.last = at
+			}
+		case qi > m.lastQ || qi == m.lastQ && end >= m.lastEnd:
+			if at.Before(m.last) && m.moved != nil {
+				close(m.moved)
+				m.moved = nil
+			}
+			m.last, m.lastQ, m.lastEnd = at, qi, end
+		case at.After(m.last):
+			m.last = at
 		}
-		if t.After(m.last) {
-			m.last = t
+	})
+}
+
+// state records the id of the key's state, as a call that kept no ticket
+// saw it.
+func (ms *memos) state(rkey string, id int64) {
+	ms.set(rkey, func(m *memo) {
+		if id != m.id {
+			m.id, m.idArg = id, strconv.FormatInt(id, 10)
+			m.lastQ, m.lastEnd = 0, 0
+		}
+	})
+}
+
+// local records a turn at t that FailLocal gave.
+func (ms *memos) local(rkey string, t time.Time) {
+	ms.set(rkey, func(m *memo) {
+		if t.After(m.local) {
+			m.local = t
 		}
 	})
 }
@@ -211,10 +294,28 @@ func (ms *memos) learnedReset(rkey string) time.Time {
 // notBefore returns when a local turn may come at the earliest.
 func (ms *memos) notBefore(rkey string) time.Time {
 	m := ms.get(rkey)
-	if m.hold.After(m.last) {
-		return m.hold
+	if b := m.bound(); b.After(m.hold) {
+		return b
 	}
-	return m.last
+	return m.hold
+}
+
+// notBeforeMoved is notBefore, and a channel closed when it may have
+// moved earlier (the last ticket's turn did).
+func (ms *memos) notBeforeMoved(rkey string) (time.Time, <-chan struct{}) {
+	var nb time.Time
+	var moved chan struct{}
+	ms.set(rkey, func(m *memo) {
+		nb = m.bound()
+		if m.hold.After(nb) {
+			nb = m.hold
+		}
+		if m.moved == nil {
+			m.moved = make(chan struct{})
+		}
+		moved = m.moved
+	})
+	return nb, moved
 }
 
 // args returns the script's arguments for what this process knows: the
@@ -230,7 +331,7 @@ func (ms *memos) args(rkey string) (id any, last, hold string) {
 		}
 		return ""
 	}
-	return m.idArg, rel(m.last), rel(m.hold)
+	return m.idArg, rel(m.bound()), rel(m.hold)
 }
 
 // localLimits is FailLocal's fallback for a quota with further limits
@@ -320,7 +421,7 @@ func (l *localLimits) wait(ctx context.Context, q *Quota, w *keyWaiter, n int, u
 	if err := fw.(throttle.CostWaiter).WaitCost(ctx, throttle.Cost{N: n, Units: units}); err != nil {
 		return err
 	}
-	q.memo.turn(w.rkey, 0, q.clock())
+	q.memo.local(w.rkey, q.clock())
 	return nil
 }
 
@@ -352,7 +453,7 @@ func (l *localLimits) reserve(ctx context.Context, q *Quota, w *keyWaiter, n int
 		r.Cancel()
 		return nil, &throttle.DeadlineError{Key: w.key, Delay: time.Until(wake)}
 	}
-	q.memo.turn(w.rkey, 0, q.clock().Add(time.Until(wake)))
+	q.memo.local(w.rkey, q.clock().Add(time.Until(wake)))
 	return &heldReservation{Reservation: r, notBefore: wake}, nil
 }
 

@@ -58,6 +58,48 @@ func TestWaitLocal(t *testing.T) {
 	})
 }
 
+// TestWaitLocalFollowsMovedTurn: a FailLocal wait takes no turn before
+// the last one Redis gave its process, and that turn is the last
+// ticket's as last learned: when Redis moves it earlier (a learned
+// budget's window that rolled: the queue past it had turns a probe a
+// second apart), the wait goes then, not at the turn first told; a
+// refused wait's turn (nothing kept) bounds nothing; an earlier ticket's
+// turn moves the bound later only.
+func TestWaitLocalFollowsMovedTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l localBuckets
+		lim := l.get("k", 100, 10, 1, time.Now())
+		var m memos
+		const id = 7
+		start := time.Now()
+		m.state("k", id) // a refused wait: nothing kept, no bound
+		if nb := m.notBefore("k"); !nb.IsZero() {
+			t.Fatalf("bound after a refused wait = %v; want none", nb.Sub(start))
+		}
+		m.ticket("k", id, queueFirst, 10, start.Add(30*time.Second)) // the last ticket, past a spent window
+		m.ticket("k", id, queueFirst, 9, start.Add(29*time.Second))  // an earlier one: no change
+		done := make(chan error, 1)
+		go func() { done <- waitLocal(context.Background(), lim, "k", 1, time.Now, &m, "k") }()
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		select {
+		case err := <-done:
+			t.Fatalf("FailLocal wait returned %v after %v; want it held by the last turn, 30s", err, time.Since(start))
+		default:
+		}
+		// The window rolled: the last ticket's turn is now 100ms away.
+		m.ticket("k", id, queueFirst, 10, time.Now().Add(100*time.Millisecond))
+		if err := <-done; err != nil || time.Since(start) != 2100*time.Millisecond {
+			t.Fatalf("FailLocal wait = %v after %v; want nil after 2.1s (the moved turn)", err, time.Since(start))
+		}
+		// An earlier ticket's turn past the bound moves it later.
+		m.ticket("k", id, queueFirst, 5, time.Now().Add(time.Second))
+		if nb := m.notBefore("k"); nb.Sub(time.Now()) != time.Second {
+			t.Errorf("bound after an earlier ticket's later turn = %v from now; want 1s", nb.Sub(time.Now()))
+		}
+	})
+}
+
 // TestLocalRateIsShare: FailLocal paces at rate ÷ workers.
 func TestLocalRateIsShare(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

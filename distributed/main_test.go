@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/throttle-go/throttle"
 	"github.com/throttle-go/throttle/internal/redistest"
 	"go.uber.org/goleak"
 )
@@ -32,6 +35,29 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
+}
+
+// longRun reports whether THROTTLE_LONG=1 asks for the long runs: the
+// soaks and sweeps whose default run is a shorter, representative part of
+// them, held to the same bounds (fewer seeds, a shorter run, fewer
+// disruptions).
+func longRun() bool { return os.Getenv("THROTTLE_LONG") == "1" }
+
+// propRedisN returns the sequences per suite of the Redis property
+// suites: THROTTLE_PROP_REDIS_N, else 4 with THROTTLE_LONG=1, else 1.
+func propRedisN(tb testing.TB) int64 {
+	tb.Helper()
+	if v := os.Getenv("THROTTLE_PROP_REDIS_N"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			tb.Fatalf("THROTTLE_PROP_REDIS_N=%q: %v", v, err)
+		}
+		return n
+	}
+	if longRun() {
+		return 4
+	}
+	return 1
 }
 
 type discardLogger struct{}
@@ -91,6 +117,69 @@ else
 end
 return {string.format('%.17g', v[3]), string.format('%.17g', v[4])}
 `)
+
+// reached runs start, which begins a wait on the key rkey in another
+// goroutine, and returns once the key's hash differs from what it was
+// before: the wait has reached Redis and taken its place there, so what
+// the test does next comes after it (Redis runs one script at a time). It
+// fails the test if the hash is unchanged after 5 s.
+func reached(tb testing.TB, c redis.UniversalClient, rkey string, start func()) {
+	tb.Helper()
+	ctx := context.Background()
+	before, err := c.HGetAll(ctx, rkey).Result()
+	if err != nil {
+		tb.Fatalf("HGETALL %q: %v", rkey, err)
+	}
+	start()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		now, err := c.HGetAll(ctx, rkey).Result()
+		if err == nil && !maps.Equal(before, now) {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("the state of %q unchanged 5 s after a wait began (%v): the wait never reached Redis", rkey, err)
+		}
+	}
+}
+
+// awaitQueued polls w's state until n units are queued: the waits begun
+// in other goroutines have their tickets. It fails the test after 5 s.
+func awaitQueued(tb testing.TB, w throttle.Waiter, n int64) {
+	tb.Helper()
+	var st throttle.State
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		if st, err = w.(throttle.Inspector).State(context.Background()); err == nil && st.Queued >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("State = %+v, %v 5 s after %d units began to wait; want them queued", st, err, n)
+		}
+	}
+}
+
+// awaitSleeping polls q until n of its waits sleep on their turns and
+// its subscription to pushed moves is up: a move pushed from then on
+// reaches them. It fails the test after 5 s.
+func awaitSleeping(tb testing.TB, q *Quota, n int) {
+	tb.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		_, sub := q.pushes.mark()
+		if sleeping(q) >= n && sub.up {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%d waits sleeping, subscription up %v 5 s on; want %d sleeping, subscribed", sleeping(q), sub.up, n)
+		}
+	}
+}
+
+// sleeping returns how many of q's waits sleep on their turns.
+func sleeping(q *Quota) int {
+	q.pushes.mu.Lock()
+	defer q.pushes.mu.Unlock()
+	return len(q.pushes.sleepers)
+}
 
 // redisNow returns Redis's clock in µs.
 func redisNow(tb testing.TB, c redis.UniversalClient) float64 {

@@ -14,6 +14,7 @@ import (
 // that never saw the script) costs one NOSCRIPT and an EVAL; no wait sees
 // an error.
 func TestScriptFlush(t *testing.T) {
+	t.Parallel()
 	s, c := startRedis(t)
 	q := New(c, "flush", 1000, 10)
 	q.FailMode = FailClosed // any store error would surface
@@ -62,22 +63,27 @@ type result struct {
 	err        error
 }
 
-// TestOutage stops Redis for 3s in the middle of a run and restarts it on
-// the same port, once per FailMode, checking what the mode promises while
+// TestOutage stops Redis for 2s (3s with THROTTLE_LONG=1) in the middle
+// of a run and restarts it on the same port, once per FailMode, checking
+// what the mode promises while
 // Redis is away, that no wait is held longer than the store timeout (plus
 // a margin), and that waits are served by Redis again within 1s of the
 // restart (the breaker probes every 250ms).
 func TestOutage(t *testing.T) {
+	t.Parallel()
 	const (
 		limit, burst = 100, 10
 		workers      = 2 // FailLocal paces this process at 50/s
-		outage       = 3 * time.Second
 		// Margin over Timeout for a wait that fails over: the store call
 		// is cut at Timeout by its context; what remains is scheduling
 		// and, for FailLocal, the local turn, counted separately. 100ms
 		// covers a loaded 2-core machine under -race.
 		margin = 100 * time.Millisecond
 	)
+	outage := 2 * time.Second
+	if longRun() {
+		outage = 3 * time.Second
+	}
 	for _, mode := range []FailMode{FailOpen, FailClosed, FailLocal} {
 		t.Run(mode.String(), func(t *testing.T) {
 			t.Parallel()

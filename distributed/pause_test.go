@@ -4,12 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"slices"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,129 +40,6 @@ func TestPauseNeverShortens(t *testing.T) {
 	}
 }
 
-// TestPauseFleet: three workers (own clients, so own connections and
-// subscriptions, as separate processes would have) share a quota, with
-// four goroutines each sleeping on reserved turns; one worker pauses it
-// for 2s as after a 429 with Retry-After: 2. The server's arrival times
-// show that nothing is sent during the pause. Bounds:
-//
-//   - Pause writes now+2s by Redis's clock at some instant after pauseSent,
-//     so the pause ends at or after pauseSent+2s (Redis and the test share
-//     the machine's clock). A later wait's turn is at or after that end, a
-//     Go timer never fires early, so its request arrives after it: exact,
-//     no tolerance.
-//   - Waits already sleeping learn of the pause from the message pause.lua
-//     publishes, which Redis writes to the subscribers' sockets with the
-//     script's reply: it reaches them about when Pause returns. A wait
-//     whose turn came just before may still be sending, so arrivals are
-//     allowed until pauseDone + pushBound: one loopback round trip (the
-//     message, then the HTTP request), with scheduling slack for -race on
-//     a loaded 2-core machine. From then until the pause's end: none.
-//   - Sending resumes within 300ms of the pause's end (the first moved
-//     turns are at the end itself; 300ms is scheduling slack).
-func TestPauseFleet(t *testing.T) {
-	s, _ := startRedis(t)
-	type hit struct {
-		at, turn time.Time
-		after    bool // the wait began after Pause returned
-	}
-	var (
-		mu   sync.Mutex
-		hits []hit
-	)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		now := time.Now()
-		turn, _ := strconv.ParseInt(r.URL.Query().Get("turn"), 10, 64)
-		mu.Lock()
-		hits = append(hits, hit{now, time.UnixMicro(turn), r.URL.Query().Get("after") == "true"})
-		mu.Unlock()
-	}))
-	defer srv.Close()
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
-	defer hc.CloseIdleConnections()
-
-	const workers, goroutines = 3, 4
-	var (
-		paused    atomic.Bool
-		pauser    *keyWaiter
-		wg        sync.WaitGroup
-		errs      = make(chan error, workers*goroutines)
-		ctx, stop = context.WithTimeout(context.Background(), 3500*time.Millisecond)
-	)
-	defer stop()
-	for i := range workers {
-		q := New(newClient(t, s.Addr()), "pause-fleet", 100, 10)
-		q.Timeout = time.Second // a loaded machine must not turn this into an outage test
-		w := q.For("api").(*keyWaiter)
-		if i == 0 {
-			pauser = w
-		}
-		for range goroutines {
-			wg.Go(func() {
-				for ctx.Err() == nil {
-					after := paused.Load()
-					turn, err := w.waitN(ctx, 1)
-					if ctx.Err() != nil || errors.Is(err, throttle.ErrWouldExceedDeadline) {
-						return // the test's end
-					}
-					if err != nil {
-						errs <- err
-						return
-					}
-					url := srv.URL + "/?after=" + strconv.FormatBool(after) + "&turn=" + strconv.FormatInt(turn, 10)
-					if resp, err := hc.Get(url); err == nil {
-						resp.Body.Close()
-					}
-				}
-			})
-		}
-	}
-	time.Sleep(500 * time.Millisecond)
-	pauseSent := time.Now()
-	if err := pauser.Pause(ctx, 2*time.Second); err != nil {
-		t.Fatalf("Pause = %v", err)
-	}
-	paused.Store(true)
-	pauseDone := time.Now()
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Errorf("WaitN = %v", err)
-	}
-
-	end := pauseSent.Add(2 * time.Second)
-	quiet := pauseDone.Add(pushBound)
-	var before, inside, firstAfter = 0, 0, time.Time{}
-	mu.Lock()
-	defer mu.Unlock()
-	for _, h := range hits {
-		switch {
-		case h.at.Before(pauseSent):
-			before++
-		case h.at.Before(end):
-			inside++
-			if h.after {
-				t.Errorf("a wait begun after Pause returned arrived at pause+%v (turn pause+%v); want ≥ 2s", h.at.Sub(pauseSent), h.turn.Sub(pauseSent))
-			}
-			if !h.at.Before(quiet) {
-				t.Errorf("an arrival at pause+%v (turn pause+%v, Pause returned at pause+%v); want none after pause+%v until the end",
-					h.at.Sub(pauseSent), h.turn.Sub(pauseSent), pauseDone.Sub(pauseSent), quiet.Sub(pauseSent))
-			}
-		case firstAfter.IsZero() || h.at.Before(firstAfter):
-			firstAfter = h.at
-		}
-	}
-	t.Logf("Pause took %v; arrivals: %d before, %d during the 2s pause (all before Pause returned + %v), first after it at end+%v",
-		pauseDone.Sub(pauseSent), before, inside, pushBound, firstAfter.Sub(end))
-	if firstAfter.IsZero() || firstAfter.Sub(end) > 300*time.Millisecond {
-		t.Errorf("first arrival after the pause at end+%v; want within 300ms", firstAfter.Sub(end))
-	}
-}
-
-// pushBound is how long after Pause returns a wait that was already
-// sleeping may still send: see TestPauseFleet.
-const pushBound = 50 * time.Millisecond
-
 // TestPausePushed: waits of one process sleep on reserved turns 100ms
 // apart; another process (its own client) pauses the key for 1s, through
 // Pause and then through Adapt. Every sleeping turn moves back by the
@@ -174,6 +47,7 @@ const pushBound = 50 * time.Millisecond
 // end; a wait whose moved turn is past its deadline returns a
 // DeadlineError at once and gives its unit back.
 func TestPausePushed(t *testing.T) {
+	t.Parallel()
 	pause := func(w *keyWaiter) error { return w.Pause(context.Background(), time.Second) }
 	for _, tc := range []struct {
 		name    string
@@ -221,16 +95,16 @@ func TestPausePushed(t *testing.T) {
 			}
 			dctx, cancel := context.WithTimeout(context.Background(), 900*time.Millisecond)
 			defer cancel()
+			awaitSleeping(t, sleepers.q, waits)
 			deadlined := make(chan time.Duration, 1)
-			wg.Go(func() {
-				time.Sleep(20 * time.Millisecond) // after the others: the last turn
+			wg.Go(func() { // after the others: the last turn
 				_, err := sleepers.waitN(dctx, 1)
 				if !errors.Is(err, throttle.ErrWouldExceedDeadline) {
 					errs <- fmt.Errorf("waitN with a deadline = %v; want a DeadlineError", err)
 				}
 				deadlined <- time.Until(mustDeadline(dctx))
 			})
-			time.Sleep(50 * time.Millisecond) // every wait sleeping, subscribed
+			awaitSleeping(t, sleepers.q, waits+1)
 			if err := tc.pause(pauser); err != nil {
 				t.Fatalf("pause = %v", err)
 			}
@@ -272,40 +146,121 @@ func mustDeadline(ctx context.Context) time.Time {
 	return d
 }
 
-// TestPauseFleetProcesses is TestPauseFleet with three worker processes
-// (see runFleet), four goroutines each, sleeping on reserved turns; the
-// test process pauses the quota for 2s with its own client. The bounds
-// are TestPauseFleet's.
-func TestPauseFleetProcesses(t *testing.T) {
-	s := redistest.Start(t)
-	p := &fleetPause{at: 500 * time.Millisecond, d: 2 * time.Second}
-	arrivals, _ := runFleet(t, fleet{
-		addrs: []string{s.Addr()}, quotas: []string{"pause-procs"},
-		limit: 100, burst: 10, procs: 3, goroutines: 4,
-		duration: 3500 * time.Millisecond, pause: p,
-	})
-	end, quiet := p.sent.Add(p.d), p.done.Add(pushBound)
-	var before, inside, firstAfter = 0, 0, time.Time{}
-	for _, a := range arrivals {
-		switch {
-		case a.at.Before(p.sent):
-			before++
-		case a.at.Before(end):
-			inside++
-			if !a.at.Before(quiet) {
-				t.Errorf("worker %d: an arrival at pause+%v (turn pause+%v, Pause returned at pause+%v); want none after pause+%v until the end",
-					a.worker, a.at.Sub(p.sent), a.turn.Sub(p.sent), p.done.Sub(p.sent), quiet.Sub(p.sent))
-			}
-		case firstAfter.IsZero() || a.at.Before(firstAfter):
-			firstAfter = a.at
+// TestPauseExtendedHoldsQueue: 10/s burst 2, the bucket emptied, a
+// pause, six waits queued behind it, and an extension of the pause while
+// they wait: nothing goes before the extended pause's end, and then at
+// most the burst at once and the pace (any three turns ≥ 100ms apart).
+func TestPauseExtendedHoldsQueue(t *testing.T) {
+	t.Parallel()
+	_, c := startRedis(t)
+	q := New(c, "pause-extended", 10, 2)
+	q.Timeout = time.Second
+	defer q.Close()
+	w := q.For("k").(*keyWaiter)
+	ctx := context.Background()
+	for range 2 { // empty the bucket
+		if _, err := w.waitN(ctx, 1); err != nil {
+			t.Fatal(err)
 		}
 	}
-	t.Logf("Pause took %v; arrivals: %d before, %d during the 2s pause (all before Pause returned + %v), first after it at end+%v",
-		p.done.Sub(p.sent), before, inside, pushBound, firstAfter.Sub(end))
-	if before == 0 {
-		t.Errorf("no arrivals before the pause; want the workers sending")
+	if err := w.Pause(ctx, 400*time.Millisecond); err != nil {
+		t.Fatal(err)
 	}
-	if firstAfter.IsZero() || firstAfter.Sub(end) > 300*time.Millisecond {
-		t.Errorf("first arrival after the pause at end+%v; want within 300ms", firstAfter.Sub(end))
+	var waits []func() (int64, error)
+	for range 6 {
+		waits = append(waits, startWait(t, ctx, w, 1))
+	}
+	before := redisNow(t, c)
+	if err := w.Pause(ctx, 500*time.Millisecond); err != nil { // extends it
+		t.Fatal(err)
+	}
+	end := before + 500e3 // the extended pause ends no earlier
+	var turns []int64
+	for _, f := range waits {
+		turn, err := f()
+		if err != nil {
+			t.Fatal(err)
+		}
+		turns = append(turns, turn)
+	}
+	slices.Sort(turns)
+	t.Logf("turns from the pause's end (ms): %v", relMs(turns, end))
+	for i, turn := range turns {
+		if float64(turn) < end {
+			t.Errorf("turn %d came %.1fms before the pause's end", i, (end-float64(turn))/1e3)
+		}
+		if i >= 2 { // burst 2: three turns span at least one interval
+			if d := turn - turns[i-2]; d < 100e3-2 {
+				t.Errorf("turns %d and %d are %dµs apart; want ≥ 100000 (3 units with burst 2 at 10/s)", i-2, i, d)
+			}
+		}
+	}
+}
+
+// TestPauseExtendedAtItsEnd: 10/s, burst 10, the bucket full; a pause of
+// 600ms, k waits queued in it (k ≤ burst: all due exactly at its end, the
+// bucket not in debt), the pause extended to 1.5 s from then, and 10 more
+// waits queued in the extension. The k + 10 units find a full bucket at
+// the extended end: 10 go then, the rest one per 100ms. The extension
+// moves the queue's end with its sleeping waits, also when the queue is
+// due exactly at the first pause's end (were it left, the waits after it
+// would find the bucket full again: k + 10 at the end).
+func TestPauseExtendedAtItsEnd(t *testing.T) {
+	const (
+		burst    = 10
+		interval = 100e3 // µs per unit at 10/s
+	)
+	for _, k := range []int{3, burst} {
+		t.Run(fmt.Sprintf("k=%d", k), func(t *testing.T) {
+			_, c := startRedis(t)
+			q := New(c, "pause-extended-end", 10, burst)
+			q.Timeout = time.Second
+			q.MaxLease = 1 // k waits, k tickets: the state counts them
+			defer q.Close()
+			w := q.For("k").(*keyWaiter)
+			ctx := context.Background()
+			if err := w.Pause(ctx, 600*time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+			_, end1, _ := hashState(t, c, w.rkey)
+			var waits []func() (int64, error)
+			for range k {
+				waits = append(waits, startWait(t, ctx, w, 1))
+			}
+			// The k waits are queued and the first pause has not ended:
+			// the extension comes while they are due exactly at its end.
+			if st, err := w.State(ctx); err != nil || st.Queued != int64(k) {
+				t.Fatalf("State = %+v, %v; want %d units queued", st, err, k)
+			}
+			if now := redisNow(t, c); now >= end1 {
+				t.Fatalf("the first pause ended %.1fms before its extension; the machine is too slow for this test", (now-end1)/1e3)
+			}
+			if err := w.Pause(ctx, 1500*time.Millisecond); err != nil { // extends it
+				t.Fatal(err)
+			}
+			_, end, _ := hashState(t, c, w.rkey)
+			for range burst {
+				waits = append(waits, startWait(t, ctx, w, 1))
+			}
+			var turns []int64
+			for _, f := range waits {
+				turn, err := f()
+				if err != nil {
+					t.Fatal(err)
+				}
+				turns = append(turns, turn)
+			}
+			slices.Sort(turns)
+			t.Logf("pause extended by %.0fms; turns from its end (ms): %v", (end-end1)/1e3, relMs(turns, end))
+			// A full bucket at the end: the first burst units go then,
+			// each further one an interval after the one before. The
+			// turns are Redis's µs; 2µs is the rounding of a wait to µs.
+			for i, turn := range turns {
+				want := end + float64(max(0, i-burst+1))*interval
+				if d := float64(turn) - want; d < -2 || d > 2 {
+					t.Errorf("turn %d at %+.3fms from the extended pause's end; want %+.3fms (burst %d, then 10/s)", i, (float64(turn)-end)/1e3, (want-end)/1e3, burst)
+				}
+			}
+		})
 	}
 }

@@ -94,8 +94,8 @@ func luaConstants() string {
 // attempts). A turn past ctx's deadline is refused inside the same script,
 // before anything is kept. A turn is not stored: it follows from the key's
 // state, so a pause, a cut or a refund moves every queued turn at once;
-// the script that moves them publishes it, and the waits sleeping in every
-// process ask again (one more call each, only then). If ctx ends during
+// the script that moves them publishes it, and every process with waits
+// sleeping there asks again (one more call for all of them, only then). If ctx ends during
 // the sleep, a second call gives the units back: the tickets behind move
 // up. State is one Redis hash per key that expires once it is that of a
 // new key again, so idle keys cost nothing.
@@ -392,10 +392,11 @@ func (q *Quota) AdaptReport(ctx context.Context, f throttle.Feedback) (throttle.
 //     last of the margin, the ticket is given back as below and the same
 //     error returned.)
 //   - While it sleeps, a move of the key's queue (a pause, a cut, a
-//     window, a refund ahead of it) costs one more call to learn the new
-//     turn (see "Pauses and other moves of the queue" in the package
-//     doc); a moved turn past ctx's deadline gives the units back and
-//     returns a [*throttle.DeadlineError] at once.
+//     window, a refund ahead of it) costs its process one more call, for
+//     all its waits of the key sleeping then, to learn the new turns (see
+//     "Pauses and other moves of the queue" in the package doc); a moved
+//     turn past ctx's deadline gives the units back and returns a
+//     [*throttle.DeadlineError] at once.
 //   - If ctx ends while WaitN sleeps, WaitN returns ctx.Err() at once and a
 //     second script call, in the background, gives the n units back: the
 //     tickets behind move up,

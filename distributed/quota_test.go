@@ -145,6 +145,7 @@ func TestCancelRefunds(t *testing.T) {
 // see reserve.lua), plus the second of slack reserve.lua adds so that the
 // next waits need no PEXPIRE, then disappears.
 func TestIdleExpiry(t *testing.T) {
+	t.Parallel()
 	_, c := startRedis(t)
 	q := New(c, "expiry", 1, 5) // 1 s per unit
 	w := q.For("k").(*keyWaiter)

@@ -195,7 +195,7 @@ func (w *keyWaiter) reserveFail(ctx context.Context, n int, units []throttle.Uni
 		lr.CancelAt(now)
 		return nil, &throttle.DeadlineError{Key: w.key, Delay: delay}
 	}
-	q.memo.turn(w.rkey, 0, now.Add(delay))
+	q.memo.local(w.rkey, now.Add(delay))
 	return &localReservation{r: lr, wake: time.Now().Add(delay), clock: q.clock}, nil
 }
 

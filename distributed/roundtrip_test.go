@@ -98,6 +98,7 @@ func TestOneCommandPerWait(t *testing.T) {
 // and SUBSCRIBE: here once, as the measured waits start sleeping, at most
 // once more should every sleeper wake at the same instant.
 func TestOneCommandPerSleepingWait(t *testing.T) {
+	t.Parallel()
 	s, c := startRedis(t)
 	ctx := context.Background()
 	q := New(c, "roundtrip-sleep", 200, 1) // 5ms per unit, 4 goroutines: ~20ms sleeps

@@ -128,6 +128,24 @@ local function advance()
 			if interval > 0 then
 				tat = tatAfter(gone)
 			end
+			-- A learned budget's window at or past its reset: the units
+			-- that count in the next window are those whose turns were at
+			-- or after the reset, not all that a call releases then
+			-- (sleeping waits go at their turns; Redis releases their
+			-- units at the next call, possibly past the reset).
+			local past = nil
+			if w.valid and w.rolls and now >= w.reset then
+				local lo, hi = 0, gone -- the most units whose turns were before it
+				while lo < hi do
+					local mid = math.floor((lo + hi + 1) / 2)
+					if turnAt(mid) < w.reset then
+						lo = mid
+					else
+						hi = mid - 1
+					end
+				end
+				past = gone - lo
+			end
 			s.q[0], s.q[1] = q0, q1
 			s.tat = tat
 			if interval > 0 then
@@ -139,7 +157,12 @@ local function advance()
 			if M ~= nil then
 				mcommit()
 			end
-			spend(gone)
+			if spend(gone, past) and queued() > 0 then
+				-- The window spreads its last units: the turns of those
+				-- queued move later, which their sleepers must learn
+				-- (they go at the turns they know).
+				moved = true
+			end
 			if s.trim > 0 then
 				-- Units that went give the margin back, in steps, with a
 				-- wake-up (see advance in schedule_turns.go).

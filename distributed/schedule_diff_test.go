@@ -45,6 +45,8 @@ func pinnedScript(tb testing.TB, fast bool) *redis.Script {
 		"local now = tonumber(table.remove(ARGV))\n", 1)
 	replace("redis.call('PEXPIRE', key, ttlMs(newXe - now))", "", 2)
 	replace("redis.call('PUBLISH', channel, s.id .. ' ' .. key)", "redis.call('HSET', key, 'moved', 1)", 1)
+	// A refund's push is a move too (of the tickets behind it only).
+	replace("redis.call('PUBLISH', channel, string.format('%d:%d:%d ', s.id, refundedAt[1], refundedAt[2]) .. key)", "redis.call('HSET', key, 'moved', 1)", 1)
 	if !fast {
 		replace("if tag == CORE_BARE and (op == 'wait' or op == 'try') and", "if false and", 1)
 		replace("if tag == CORE_XC and op == 'mwait' and", "if false and", 1)

@@ -123,7 +123,12 @@ elseif op == 'cancel' then
 		local qi, e, n = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 		if e > s.q[qi].rel then
 			cancelTicket(s.q[qi], e, n)
-			moved, reply = true, 1
+			reply = 1
+			if M ~= nil then
+				moved = true -- every limit's walk
+			elseif e < s.q[qi]['end'] or (qi == 0 and live(s.q[1]) > 0) then
+				refunded(qi, e) -- the tickets behind move up; the tail's moves none
+			end
 		end
 	end
 elseif op == 'pause' then
@@ -297,7 +302,7 @@ elseif op == 'lease' then
 			local e = tonumber(ARGV[i])
 			if e > s.q[1].rel and e <= s.q[1]['end'] then
 				if e ~= s.q[1]['end'] then
-					moved = true -- the tickets behind move up
+					refunded(1, e) -- the tickets behind move up
 				end
 				cancelTicket(s.q[1], e, 1)
 			elseif e <= s.q[1].rel then
@@ -489,5 +494,7 @@ local ext, inCore = extOf()
 store(ext, inCore, expire)
 if moved then
 	redis.call('PUBLISH', channel, s.id .. ' ' .. key)
+elseif refundedAt ~= nil then
+	redis.call('PUBLISH', channel, string.format('%d:%d:%d ', s.id, refundedAt[1], refundedAt[2]) .. key)
 end
 return reply

@@ -80,6 +80,17 @@ end
 
 local xe = n0[14] -- when the TTL last set runs out
 local moved = false -- turns may have moved: publish
+-- refundedAt: {qi, e} when the only turns that moved are those of the
+-- tickets behind the ticket (qi, e), and earlier (a refund ahead of
+-- them): published as such, so that a process's waits ahead of it need
+-- not ask (see pushMsg in pushed.go); nil when none did.
+local refundedAt = nil
+local function refunded(qi, e)
+	local r = refundedAt
+	if r == nil or qi < r[1] or (qi == r[1] and e < r[2]) then
+		refundedAt = {qi, e}
+	end
+end
 
 -- line: one queue (schedule_line.go's line).
 local function live(q)

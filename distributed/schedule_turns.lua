@@ -33,12 +33,21 @@ local function windowTurn(p, probe)
 	end
 	return w.probeAt + math.floor(math.max(w.probed + p - w.left - 1, 0) / probe) * PROBE_WAIT * SEC
 end
-local function spend(k)
+-- spend: k units went at now, past of them at or after the window's reset
+-- (nil: all, if now is). It reports whether the window started to
+-- spread its units (the turns of the units queued within it move later).
+-- A learned budget's window is not spread: its q units go at once (see
+-- schedule_budget.go), each window as the one before, and a spread would
+-- start only when a call happened to advance the state (sleeping waits
+-- go at the turns they were told; Redis releases their units at the
+-- next call), so that one window's last units were spread and the next
+-- window's were not, over the budget.
+local function spend(k, past)
 	if not w.valid then
-		return
+		return false
 	end
 	if now >= w.reset then
-		w.past = w.past + k
+		w.past = w.past + (past or k)
 	end
 	if k <= w.left then
 		w.left = w.left - k
@@ -46,9 +55,11 @@ local function spend(k)
 		w.probed = w.probed + k - w.left
 		w.left = 0
 	end
-	if not spreading() and low() and now < w.reset and w.left > 0 then
+	if not w.rolls and not spreading() and low() and now < w.reset and w.left > 0 then
 		w.spreadAt, w.spreadLeft = now, w.left
+		return true
 	end
+	return false
 end
 local function update(left, reset, size, length, inFlight)
 	local at = now + reset

@@ -67,7 +67,7 @@ func TestServers(t *testing.T) {
 				for range 10 {
 					wg.Go(func() { _ = w.WaitN(ctx, 1) })
 				}
-				time.Sleep(20 * time.Millisecond)
+				awaitQueued(t, w, 10)
 				dctx, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
 				defer cancel()
 				start := time.Now()
@@ -99,6 +99,9 @@ func TestServers(t *testing.T) {
 				}
 			})
 			t.Run("FailClosed", func(t *testing.T) {
+				// Each call to the stopped server, and Close's give-back
+				// of held tickets, ends at Timeout.
+				q.Timeout = 100 * time.Millisecond
 				s.Stop()
 				if err := q.For("c").WaitN(ctx, 1); !errors.Is(err, ErrStoreUnavailable) {
 					t.Errorf("WaitN with %s gone = %v; want ErrStoreUnavailable", bin, err)

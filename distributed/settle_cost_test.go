@@ -20,6 +20,7 @@ import (
 // burst); turns read on Redis's clock, exact to the script's µs
 // rounding.
 func TestRedisSettleCost(t *testing.T) {
+	t.Parallel()
 	_, c := startRedis(t)
 	tok := func(n int) throttle.Cost { return throttle.Cost{Units: []throttle.UnitCost{{Unit: "tokens", N: n}}} }
 	for _, tt := range []struct {
@@ -48,7 +49,7 @@ func TestRedisSettleCost(t *testing.T) {
 				bt, err = w.waitDirectX(ctx, 1, queueFirst, x, nil)
 				done <- err
 			}()
-			time.Sleep(20 * time.Millisecond) // B has reached Redis
+			awaitSleeping(t, q, 1)
 			if err := w.SettleCost(ctx, tok(5), tok(tt.actual)); err != nil {
 				t.Fatalf("SettleCost(5, %d tokens): %v", tt.actual, err)
 			}

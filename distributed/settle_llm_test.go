@@ -19,19 +19,25 @@ import (
 
 // TestFleetSettleFakeLLM: four processes (a Quota and a Transport each,
 // each with its own Redis client) share 10,000 tokens a second, 20,000 at
-// once, with 8 goroutines each, for 8 s on the real clock against an
+// once, with 8 goroutines each, for 4 s (8 s with THROTTLE_LONG=1) on
+// the real clock against an
 // httptest throttletest.Usage server whose completions use 50% to 100%
 // of their estimate (max_tokens, 200 to 800). Settled from the usage,
 // the fleet keeps the server's count (goodput ≥ 0.9 of the limit, few
 // 429s); not settled, it spends a quarter of the limit on tokens never
 // used.
 func TestFleetSettleFakeLLM(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
-		t.Skip("real clock and a real redis-server: about 16 s")
+		t.Skip("real clock and a real redis-server: about 10 s")
 	}
 	s, _ := startRedis(t)
 	for _, settle := range []bool{true, false} {
-		const rate, burst, run = 10000.0, 20000, 8 * time.Second
+		const rate, burst = 10000.0, 20000
+		run := 4 * time.Second
+		if longRun() {
+			run = 8 * time.Second
+		}
 		srv := throttletest.NewUsage(int(60*rate), burst)
 		srv.Gen = 200 * time.Millisecond
 		rng := rand.New(rand.NewPCG(1, 2))

@@ -11,7 +11,7 @@ import (
 )
 
 // Settled costs on Redis: the turns are read on Redis's clock (see
-// defects_test.go), so they are exact to the script's µs rounding.
+// waiter_test.go), so they are exact to the script's µs rounding.
 
 // TestRedisSettleMovesTurns: at 10/s, burst 5, A's wait of 5 empties the
 // bucket and B's wait of 5, 20ms later, has its turn 500ms after A's.
@@ -20,6 +20,7 @@ import (
 // 1 s, and as 15 to 1 s too (a charge is at most the burst: actual
 // counts as at most spent + burst).
 func TestRedisSettleMovesTurns(t *testing.T) {
+	t.Parallel()
 	_, c := startRedis(t)
 	for _, tt := range []struct {
 		actual int
@@ -35,7 +36,7 @@ func TestRedisSettleMovesTurns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b := startWait(ctx, w, 5)
+			b := startWait(t, ctx, w, 5)
 			if err := w.Settle(ctx, 5, tt.actual); err != nil {
 				t.Fatalf("Settle(5, %d): %v", tt.actual, err)
 			}
@@ -56,6 +57,7 @@ func TestRedisSettleMovesTurns(t *testing.T) {
 // back: B goes at once, C 500ms after the settle (the bucket held its burst, not
 // more); costs no wait could have spent are refused before any call.
 func TestRedisSettleBounded(t *testing.T) {
+	t.Parallel()
 	s, c := startRedis(t)
 	q := New(c, "settle-bounded", 10, 5)
 	q.Timeout = time.Second
@@ -66,8 +68,8 @@ func TestRedisSettleBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := startWait(ctx, w, 5)
-	cw := startWait(ctx, w, 5)
+	b := startWait(t, ctx, w, 5)
+	cw := startWait(t, ctx, w, 5)
 	for redisNow(t, c) < float64(a)+400e3 {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -114,6 +116,7 @@ func TestRedisSettleBounded(t *testing.T) {
 // second idle, the wait settled as 3: the next wait of 5 has its turn
 // 200ms after the settle.
 func TestRedisSettleAfterIdle(t *testing.T) {
+	t.Parallel()
 	_, c := startRedis(t)
 	q := New(c, "settle-idle", 10, 5)
 	q.Timeout = time.Second

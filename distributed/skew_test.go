@@ -17,6 +17,7 @@ import (
 // Redis's TIME and returns a relative wait, so the shared quota stays
 // exact: the deadline-bounded run grants burst + rate·duration turns.
 func TestClockSkew(t *testing.T) {
+	t.Parallel()
 	s, _ := startRedis(t)
 	const limit, burst = 50, 5
 	const duration = 2 * time.Second

@@ -115,6 +115,7 @@ func TestStateMatchesLimiter(t *testing.T) {
 // for the miss (ended a window after the unit before it: what a
 // Transport's EventPause shows).
 func TestHiddenBudgetMatchesLimiter(t *testing.T) {
+	t.Parallel()
 	_, c := startRedis(t)
 	ctx := context.Background()
 	type key interface {

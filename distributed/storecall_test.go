@@ -57,6 +57,7 @@ func (l *eventLog) of(k throttle.EventKind) []throttle.Event {
 //   - the events: store errors per failed call (not per wait), the
 //     breaker opening and closing once each, fallbacks rate-limited.
 func TestStall(t *testing.T) {
+	t.Parallel()
 	const (
 		limit, burst = 10, 1 // 100ms apart: a ticket left in the queue shows
 		interval     = 100 * time.Millisecond
@@ -194,6 +195,7 @@ func TestStall(t *testing.T) {
 // ErrStoreUnavailable, and errors.Is and errors.As reach the dial error,
 // at the latest once the first call's outcome is known.
 func TestRefusedCause(t *testing.T) {
+	t.Parallel()
 	for _, enabled := range []bool{false, true} {
 		t.Run(fmt.Sprintf("ContextTimeoutEnabled=%v", enabled), func(t *testing.T) {
 			testRefusedCause(t, enabled)
@@ -296,6 +298,7 @@ func TestFallbackEvents(t *testing.T) {
 // given back: at 10/s, each ticket left behind would delay the next wait
 // by 100ms.
 func TestCancelInFlight(t *testing.T) {
+	t.Parallel()
 	t.Run("default", func(t *testing.T) {
 		testCancelInFlight(t, true, func(a string) redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: a}) })
 	})

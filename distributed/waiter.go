@@ -276,7 +276,6 @@ func (w *keyWaiter) takeX(ctx context.Context, n, qi int, x []any) (taken, error
 		wait: usDuration(reply[1]), recheck: usDuration(reply[4]),
 		rnow: reply[5], gen: gen, sub: sub,
 	}
-	q.memo.turn(w.rkey, r.t.id, time.Now().Add(r.wait))
 	if op == "wait" {
 		learned := time.Time{} // none
 		if len(reply) == 7 {
@@ -285,30 +284,35 @@ func (w *keyWaiter) takeX(ctx context.Context, n, qi int, x []any) (taken, error
 		q.memo.learn(w.rkey, learned)
 	}
 	if reply[0] != 1 {
+		q.memo.state(w.rkey, r.t.id) // nothing kept: no turn of this process
 		return taken{refused: true}, &throttle.DeadlineError{Key: w.key, Delay: r.wait}
 	}
 	if deadline, ok := ctx.Deadline(); ok && r.wait > 0 && time.Until(deadline) <= r.wait {
 		// The script compared the turn with the time left when the call
 		// was sent; the round trip used some of it, and the turn is now
 		// past the deadline. Give it back rather than sleep into it.
+		q.memo.state(w.rkey, r.t.id)
 		w.cancel(ctx, r.t)
 		return taken{refused: true}, &throttle.DeadlineError{Key: w.key, Delay: r.wait}
 	}
+	q.memo.ticket(w.rkey, r.t.id, qi, r.t.end, time.Now().Add(r.wait))
 	return r, nil
 }
 
 // sleep sleeps until the ticket's turn, wait from now, and returns the
-// turn in µs of Redis's clock. It asks the script for the turn again when
-// a move of the key's queue is pushed (a pause, a cut, a refund ahead of
-// it), at recheck (a cut's pace steps; negative: never), and before going
-// if a push could have been missed: the subscription was not up when the
-// wait was reserved, or went down since, or a push came between the
-// reservation and now (gen, sub: see pushes.mark). If ctx ends, or a
-// moved turn falls past its deadline, the units are given back. If Redis
-// cannot answer a question, the wait keeps the turn it has.
+// turn in µs of Redis's clock. Its turn is asked again (see pushes.ask:
+// one call for every wait of the key sleeping in this process) when a
+// push concerns it (a pause, a cut, a window, a refund ahead of it), at
+// recheck (a cut's pace steps; negative: never), and before going if a
+// push could have been missed: the subscription was not up when the
+// turn was learned, or went down since (gen, sub: see pushes.mark before
+// the reserving call). If ctx ends, or a moved turn falls past its
+// deadline, the units are given back. If Redis cannot answer a question,
+// the wait keeps the turn it has.
 func (w *keyWaiter) sleep(ctx context.Context, t ticket, wait, recheck time.Duration, rnow int64, gen uint64, sub subState) (int64, error) {
-	s := w.q.pushes.add(w.q, w.rkey)
-	defer w.q.pushes.remove(s)
+	p := &w.q.pushes
+	s := p.addTicket(w, t, gen, sub)
+	defer p.remove(s)
 	start := time.Now()
 	wake := start.Add(wait)
 	turn := rnow + wait.Microseconds()
@@ -316,34 +320,41 @@ func (w *keyWaiter) sleep(ctx context.Context, t ticket, wait, recheck time.Dura
 	if recheck >= 0 {
 		check = start.Add(recheck)
 	}
-	verify := !w.q.pushes.unchanged(gen, sub)
-	if verify {
-		// A move may have been pushed before this wait listened (or the
-		// subscription was not up): ask now, not only before going, since
-		// a refund ahead moves the turn earlier.
-		check = start
-	}
+	// going: the turn came, and an answer is awaited before going.
+	going := false
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
 		next := wake
+		if going {
+			next = time.Now().Add(time.Hour) // the answer ends the wait (within Timeout)
+		}
 		if !check.IsZero() && check.Before(next) {
 			next = check
 		}
 		timer.Reset(time.Until(next))
-		ask := false
 		select {
 		case <-timer.C:
-			if now := time.Now(); !now.Before(wake) {
-				if !verify && w.q.pushes.unchanged(gen, sub) {
-					return turn, nil
-				}
+			now := time.Now()
+			if !check.IsZero() && !now.Before(check) {
+				check = time.Time{}
+				p.ask(s) // a cut's step
+				continue
 			}
-			ask = true
+			if now.Before(wake) || going {
+				continue
+			}
+			if p.settled(s) {
+				return turn, nil
+			}
+			// A push may concern the turn, or could have been missed:
+			// ask before going.
+			p.ask(s)
+			going = true
+			continue
 		case <-s.sig:
-			ask = true
 		case <-ctx.Done():
-			if !time.Now().Before(wake) && !verify && w.q.pushes.unchanged(gen, sub) {
+			if !time.Now().Before(wake) && p.settled(s) {
 				// The turn came as ctx ended: the script lets the
 				// ticket go at its turn, so it went (as a Limiter's
 				// wait whose turn came returns nil, its ctx ended or not).
@@ -354,24 +365,22 @@ func (w *keyWaiter) sleep(ctx context.Context, t ticket, wait, recheck time.Dura
 			w.q.refunds.Go(func() { w.cancel(ctx, t) })
 			return 0, ctx.Err()
 		}
-		if !ask {
+		a := p.answer(s)
+		if a == nil {
 			continue
 		}
-		gen, sub = w.q.pushes.mark()
-		verify = !sub.up // not listening yet: ask again before going
-		// Not cut by ctx: a ticket whose turn came went, ctx ended or not
-		// (the call is bounded by Timeout).
-		reply, err := w.run(context.WithoutCancel(ctx), "turns", t.id, t.qi, t.end)
-		if err == nil && (len(reply) == 3 || len(reply) == 4) {
-			learned := time.Time{} // the key's learned budget's window's reset: none
-			if len(reply) == 4 {
-				learned = time.Now().Add(usDuration(reply[3]))
-			}
+		reply, err := a.reply, a.err
+		if err == nil && len(reply) == 4 {
+			learned := time.Now().Add(usDuration(reply[3]))
 			w.q.memo.learn(w.rkey, learned)
 			reply = reply[:3]
+		} else if err == nil && len(reply) == 3 {
+			w.q.memo.learn(w.rkey, time.Time{}) // no learned budget's window
 		}
 		if err == nil && len(reply) == 3 && reply[0] == -1 {
-			return min(turn, reply[2]), nil // gone: its turn has come
+			// Gone: its turn has come.
+			w.q.memo.ticket(w.rkey, t.id, t.qi, t.end, time.Now())
+			return min(turn, reply[2]), nil
 		}
 		if err != nil || len(reply) != 3 {
 			if ctx.Err() != nil {
@@ -390,15 +399,15 @@ func (w *keyWaiter) sleep(ctx context.Context, t ticket, wait, recheck time.Dura
 			w.q.refunds.Go(func() { w.cancel(ctx, t) })
 			return 0, ctx.Err()
 		}
-		switch reply[0] {
-		case -2: // the state it came from is lost: queue again
+		if reply[0] == -2 { // the state it came from is lost: queue again
+			p.remove(s)
 			_, err := w.wait(ctx, t.n, t.qi)
 			return rnow, err
 		}
 		left := usDuration(reply[0])
 		now := time.Now()
-		wake, turn = now.Add(left), rnow+reply[0]
-		w.q.memo.turn(w.rkey, t.id, wake)
+		wake, turn, going = now.Add(left), rnow+reply[0], false
+		w.q.memo.ticket(w.rkey, t.id, t.qi, t.end, wake)
 		check = time.Time{}
 		if reply[1] >= 0 {
 			check = now.Add(usDuration(reply[1]))
@@ -411,6 +420,45 @@ func (w *keyWaiter) sleep(ctx context.Context, t ticket, wait, recheck time.Dura
 			return 0, &throttle.DeadlineError{Key: w.key, Delay: left}
 		}
 	}
+}
+
+// turnsOf asks the turns of the sleepers' tickets (op turns: one call per
+// state id, nearly always one), and returns an answer for each, marked
+// with mark, the subscription before the call.
+func (w *keyWaiter) turnsOf(ss []*sleeper, mark subState) []turnAnswer {
+	out := make([]turnAnswer, len(ss))
+	done := make([]bool, len(ss))
+	for i := range ss {
+		if done[i] {
+			continue
+		}
+		id := ss[i].t.id
+		args := []any{id}
+		var idx []int
+		for j := i; j < len(ss); j++ {
+			if t := ss[j].t; !done[j] && t.id == id {
+				args = append(args, t.qi, t.end)
+				idx = append(idx, j)
+				done[j] = true
+			}
+		}
+		// Not cut by any wait's ctx: a ticket whose turn came went, ctx
+		// ended or not (the call is bounded by Timeout).
+		reply, err := w.run(context.Background(), "turns", args...)
+		k := len(idx)
+		if err == nil && len(reply) != k+2 && len(reply) != k+3 {
+			err = fmt.Errorf("unexpected reply %v from the schedule script", reply)
+		}
+		for x, j := range idx {
+			a := turnAnswer{err: err, mark: mark}
+			if err == nil {
+				// The ticket's wait, then the reply's common tail.
+				a.reply = append([]int64{reply[x]}, reply[k:]...)
+			}
+			out[j] = a
+		}
+	}
+	return out
 }
 
 // cancel gives the ticket's units back (best effort, bounded by Timeout):

@@ -4,9 +4,13 @@
 // github.com/openai/openai-go) with a [throttle.Transport] installed.
 //
 // It is a module of its own, so that the core module does not depend on
-// the client libraries. The fakes are [httptest.Server]s: start one with
-// [NewGitHub] or [NewOpenAI], point the client's base URL at its URL, and
-// read what it saw with its counting methods.
+// the client libraries. A fake ([NewGitHub], [NewOpenAI]) is a [Fake]: an
+// [http.Handler] and an [http.RoundTripper] that serves requests
+// in-process, on any host. Install it as the client's transport (or a
+// throttle.Transport's Base) and the tests run inside testing/synctest
+// bubbles, on a fake clock: the resets and retries they wait for take no
+// real time, and their durations are exact. Read what a fake saw with its
+// counting methods.
 //
 // # What the fakes send
 //

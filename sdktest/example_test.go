@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"time"
 
@@ -22,7 +23,8 @@ import (
 // the reset, and a spent account's 429 (x-should-retry: false) comes back
 // at once, reported as a give-up.
 func Example_openai() {
-	fake := sdktest.NewOpenAI(sdktest.OpenAILimits{Requests: 2, Window: 200 * time.Millisecond})
+	api := sdktest.NewOpenAI(sdktest.OpenAILimits{Requests: 2, Window: 200 * time.Millisecond})
+	fake := httptest.NewServer(api) // the fake API on a local socket
 	defer fake.Close()
 
 	tr := &throttle.Transport{OnEvent: func(e throttle.Event) {
@@ -44,10 +46,10 @@ func Example_openai() {
 		_, err := client.Chat.Completions.New(context.Background(), params)
 		fmt.Println("call", i+1, "error:", err)
 	}
-	ok, rejected := fake.Counts()
+	ok, rejected := api.Counts()
 	fmt.Println("server:", ok, "ok,", rejected, "429")
 
-	spent := sdktest.NewOpenAI(sdktest.OpenAILimits{InsufficientQuota: true})
+	spent := httptest.NewServer(sdktest.NewOpenAI(sdktest.OpenAILimits{InsufficientQuota: true}))
 	defer spent.Close()
 	_, err := client.Chat.Completions.New(context.Background(), params, option.WithBaseURL(spent.URL+"/v1"))
 	var apiErr *openai.Error
@@ -68,9 +70,10 @@ func Example_openai() {
 // with *github.RateLimitError once a response said x-ratelimit-remaining:
 // 0, until the reset. The Transport holds those calls until the reset
 // instead, and pauses and retries secondary limits (403 with
-// retry-after). The fake allows 2 requests per 2 s window.
+// retry-after). The fake allows 2 requests per 1 s window.
 func Example_github() {
-	fake := sdktest.NewGitHub(sdktest.GitHubLimits{Primary: 2, Window: 2 * time.Second})
+	api := sdktest.NewGitHub(sdktest.GitHubLimits{Primary: 2, Window: time.Second})
+	fake := httptest.NewServer(api) // the fake API on a local socket
 	defer fake.Close()
 
 	client := github.NewClient(&http.Client{Transport: &throttle.Transport{}})
@@ -85,7 +88,7 @@ func Example_github() {
 		}
 		fmt.Println(repo.GetFullName())
 	}
-	ok, primary, _ := fake.Counts()
+	ok, primary, _ := api.Counts()
 	fmt.Println("server:", ok, "ok,", primary, "rejected")
 	// Output:
 	// octo/r0

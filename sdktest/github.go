@@ -3,7 +3,6 @@ package sdktest
 import (
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,10 +40,11 @@ type GitHubLimits struct {
 }
 
 // GitHub is a fake of the GitHub REST API's rate limits. It answers
-// GET /repos/{owner}/{repo} with a repository, and counts what it saw.
-// It is safe for concurrent use.
+// GET /repos/{owner}/{repo} with a repository, on any host, and counts
+// what it saw. It is an [http.Handler], and an [http.RoundTripper] that
+// serves each request in-process (see [Fake]). It is safe for concurrent
+// use.
 type GitHub struct {
-	*httptest.Server
 	calls
 
 	lim GitHubLimits
@@ -60,7 +60,7 @@ type GitHub struct {
 	secondary int
 }
 
-// NewGitHub starts a GitHub fake; Close it when done.
+// NewGitHub returns a GitHub fake enforcing lim.
 func NewGitHub(lim GitHubLimits) *GitHub {
 	if lim.Primary <= 0 {
 		lim.Primary = 5000
@@ -74,9 +74,12 @@ func NewGitHub(lim GitHubLimits) *GitHub {
 	if lim.PrimaryStatus == 0 {
 		lim.PrimaryStatus = http.StatusForbidden
 	}
-	g := &GitHub{lim: lim}
-	g.Server = httptest.NewServer(http.HandlerFunc(g.serve))
-	return g
+	return &GitHub{lim: lim}
+}
+
+// RoundTrip serves req in-process.
+func (g *GitHub) RoundTrip(req *http.Request) (*http.Response, error) {
+	return serveInProcess(g, req)
 }
 
 // Counts returns how many requests succeeded, and how many the primary
@@ -87,7 +90,8 @@ func (g *GitHub) Counts() (ok, primary, secondary int) {
 	return g.ok, g.primary, g.secondary
 }
 
-func (g *GitHub) serve(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP answers r as GitHub would, on the clock of time.Now.
+func (g *GitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.calls.add(r)
 	now := time.Now()
 	g.mu.Lock()

@@ -3,7 +3,6 @@ package sdktest
 import (
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"sync"
 	"time"
@@ -40,10 +39,11 @@ type OpenAILimits struct {
 }
 
 // OpenAI is a fake of the OpenAI API's rate limits. It answers
-// POST /v1/chat/completions with a completion, and counts what it saw.
-// It is safe for concurrent use.
+// POST /v1/chat/completions with a completion, on any host, and counts
+// what it saw. It is an [http.Handler], and an [http.RoundTripper] that
+// serves each request in-process (see [Fake]). It is safe for concurrent
+// use.
 type OpenAI struct {
-	*httptest.Server
 	calls
 
 	lim OpenAILimits
@@ -56,7 +56,7 @@ type OpenAI struct {
 	rejected int
 }
 
-// NewOpenAI starts an OpenAI fake; Close it when done. Its URL plus "/v1"
+// NewOpenAI returns an OpenAI fake enforcing lim. Any URL ending in "/v1"
 // is the SDK's base URL.
 func NewOpenAI(lim OpenAILimits) *OpenAI {
 	if lim.Requests <= 0 {
@@ -68,9 +68,12 @@ func NewOpenAI(lim OpenAILimits) *OpenAI {
 	if lim.Tokens <= 0 {
 		lim.Tokens = 2000000
 	}
-	o := &OpenAI{lim: lim}
-	o.Server = httptest.NewServer(http.HandlerFunc(o.serve))
-	return o
+	return &OpenAI{lim: lim}
+}
+
+// RoundTrip serves req in-process.
+func (o *OpenAI) RoundTrip(req *http.Request) (*http.Response, error) {
+	return serveInProcess(o, req)
 }
 
 // Counts returns how many requests succeeded and how many were answered
@@ -81,7 +84,8 @@ func (o *OpenAI) Counts() (ok, rejected int) {
 	return o.ok, o.rejected
 }
 
-func (o *OpenAI) serve(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP answers r as the OpenAI API would, on the clock of time.Now.
+func (o *OpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	o.calls.add(r)
 	now := time.Now()
 	o.mu.Lock()

@@ -14,10 +14,15 @@ import (
 	"github.com/throttle-go/throttle/sdktest"
 )
 
-// openaiClient returns an SDK client of fake over hc, with opts.
-func openaiClient(fake *sdktest.OpenAI, hc *http.Client, opts ...option.RequestOption) openai.Client {
+// openaiURL is the base URL the tests give the SDK; the fake, as the
+// client's transport, answers on any host.
+const openaiURL = "https://api.openai.test/v1"
+
+// openaiClient returns an SDK client over hc, whose transport ends in a
+// fake, with opts.
+func openaiClient(hc *http.Client, opts ...option.RequestOption) openai.Client {
 	opts = append([]option.RequestOption{
-		option.WithBaseURL(fake.URL + "/v1"),
+		option.WithBaseURL(openaiURL),
 		option.WithAPIKey("sk-fake"),
 		option.WithHTTPClient(hc),
 	}, opts...)
@@ -59,20 +64,20 @@ type openaiSetup struct {
 
 var openaiSetups = []openaiSetup{
 	{"bare SDK (2 retries)", func(f *sdktest.OpenAI) (openai.Client, *recorder) {
-		return openaiClient(f, &http.Client{}), nil
+		return openaiClient(&http.Client{Transport: f}), nil
 	}},
 	{"SDK retries + Transport retries", func(f *sdktest.OpenAI) (openai.Client, *recorder) {
 		rec := &recorder{}
-		return openaiClient(f, transportClient(&throttle.Transport{OnEvent: rec.on})), rec
+		return openaiClient(transportClient(&throttle.Transport{Base: f, OnEvent: rec.on})), rec
 	}},
 	{"SDK retries + Transport MaxAttempts 1", func(f *sdktest.OpenAI) (openai.Client, *recorder) {
 		rec := &recorder{}
-		tr := &throttle.Transport{OnEvent: rec.on, Retry: throttle.RetryPolicy{MaxAttempts: 1}}
-		return openaiClient(f, transportClient(tr)), rec
+		tr := &throttle.Transport{Base: f, OnEvent: rec.on, Retry: throttle.RetryPolicy{MaxAttempts: 1}}
+		return openaiClient(transportClient(tr)), rec
 	}},
 	{recommendedOpenAI, func(f *sdktest.OpenAI) (openai.Client, *recorder) {
 		rec := &recorder{}
-		return openaiClient(f, transportClient(&throttle.Transport{OnEvent: rec.on}), option.WithMaxRetries(0)), rec
+		return openaiClient(transportClient(&throttle.Transport{Base: f, OnEvent: rec.on}), option.WithMaxRetries(0)), rec
 	}},
 }
 
@@ -87,25 +92,26 @@ const recommendedOpenAI = "WithMaxRetries(0) + Transport retries"
 func TestOpenAIRateLimited(t *testing.T) {
 	for _, s := range openaiSetups {
 		t.Run(s.name, func(t *testing.T) {
-			fake := sdktest.NewOpenAI(sdktest.OpenAILimits{Requests: 5, Window: time.Second})
-			defer fake.Close()
-			c, rec := s.client(fake)
-			res := runCalls(20, 20, 15*time.Second, chat(c), openaiKind)
-			ok, rejected := fake.Counts()
-			mean, maxN := attemptStats(fake.Attempts())
-			t.Logf("%s: %v; attempts per call mean %.2f max %d; server: %d ok, %d 429", s.name, res, mean, maxN, ok, rejected)
-			if rec != nil {
-				t.Logf("events: %v", rec.counts())
-			}
-			if ok != res.ok {
-				t.Errorf("the server counted %d successes, the callers %d", ok, res.ok)
-			}
-			if s.name == recommendedOpenAI && (res.ok != 20 || maxN > 5) {
-				// 5 calls a window, every call still waiting retried at
-				// each reset: the 20 are through by the 4th reset, within
-				// MaxAttempts (5).
-				t.Errorf("%d of 20 calls succeeded, at most %d attempts each; want 20, at most 5", res.ok, maxN)
-			}
+			bubble(t, func(t *testing.T) {
+				fake := sdktest.NewOpenAI(sdktest.OpenAILimits{Requests: 5, Window: time.Second})
+				c, rec := s.client(fake)
+				res := runCalls(20, 20, 15*time.Second, chat(c), openaiKind)
+				ok, rejected := fake.Counts()
+				mean, maxN := attemptStats(fake.Attempts())
+				t.Logf("%s: %v; attempts per call mean %.2f max %d; server: %d ok, %d 429", s.name, res, mean, maxN, ok, rejected)
+				if rec != nil {
+					t.Logf("events: %v", rec.counts())
+				}
+				if ok != res.ok {
+					t.Errorf("the server counted %d successes, the callers %d", ok, res.ok)
+				}
+				if s.name == recommendedOpenAI && (res.ok != 20 || maxN > 5) {
+					// 5 calls a window, every call still waiting retried at
+					// each reset: the 20 are through by the 4th reset, within
+					// MaxAttempts (5).
+					t.Errorf("%d of 20 calls succeeded, at most %d attempts each; want 20, at most 5", res.ok, maxN)
+				}
+			})
 		})
 	}
 }
@@ -123,21 +129,22 @@ func TestOpenAIAttemptsMultiply(t *testing.T) {
 	}
 	for _, s := range openaiSetups {
 		t.Run(s.name, func(t *testing.T) {
-			fake := sdktest.NewOpenAI(sdktest.OpenAILimits{Spent: true, Window: 50 * time.Millisecond})
-			defer fake.Close()
-			c, rec := s.client(fake)
-			res := runCalls(4, 4, 15*time.Second, chat(c), openaiKind)
-			mean, maxN := attemptStats(fake.Attempts())
-			t.Logf("%s: %v; attempts per call mean %.2f max %d", s.name, res, mean, maxN)
-			if rec != nil {
-				t.Logf("events: %v", rec.counts())
-			}
-			if res.ok != 0 {
-				t.Errorf("%d calls succeeded against a spent limit", res.ok)
-			}
-			if a := fake.Attempts(); len(a) != 4 || a[0] != want[s.name] || a[3] != want[s.name] {
-				t.Errorf("attempts per call %v; want %d each", a, want[s.name])
-			}
+			bubble(t, func(t *testing.T) {
+				fake := sdktest.NewOpenAI(sdktest.OpenAILimits{Spent: true, Window: 50 * time.Millisecond})
+				c, rec := s.client(fake)
+				res := runCalls(4, 4, 15*time.Second, chat(c), openaiKind)
+				mean, maxN := attemptStats(fake.Attempts())
+				t.Logf("%s: %v; attempts per call mean %.2f max %d", s.name, res, mean, maxN)
+				if rec != nil {
+					t.Logf("events: %v", rec.counts())
+				}
+				if res.ok != 0 {
+					t.Errorf("%d calls succeeded against a spent limit", res.ok)
+				}
+				if a := fake.Attempts(); len(a) != 4 || a[0] != want[s.name] || a[3] != want[s.name] {
+					t.Errorf("attempts per call %v; want %d each", a, want[s.name])
+				}
+			})
 		})
 	}
 }
@@ -145,34 +152,34 @@ func TestOpenAIAttemptsMultiply(t *testing.T) {
 // TestOpenAIPermanent429 sends 10 calls, one after another, to an
 // account whose quota is spent (429 insufficient_quota, x-should-retry:
 // false): no layer may retry them or slow the next call down. Each must
-// reach the caller after one attempt, in less than 250 ms: the shortest
-// retry delay either layer takes (the Transport's InitialInterval less
-// its jitter, the SDK's 0.5 s less 25%) — a local round trip takes a few
-// ms. A Transport reports an EventGiveUp with the reason for each.
+// reach the caller after one attempt, at once (on the bubble's clock: no
+// time at all, where either layer's shortest retry delay would show). A
+// Transport reports an EventGiveUp with the reason for each.
 func TestOpenAIPermanent429(t *testing.T) {
 	for _, s := range openaiSetups {
 		t.Run(s.name, func(t *testing.T) {
-			fake := sdktest.NewOpenAI(sdktest.OpenAILimits{InsufficientQuota: true})
-			defer fake.Close()
-			c, rec := s.client(fake)
-			res := runCalls(10, 1, 15*time.Second, chat(c), openaiKind)
-			t.Logf("%s: %v; attempts %v", s.name, res, fake.Attempts())
-			if res.errs["429 insufficient_quota"] != 10 {
-				t.Errorf("errors %v; want 10 × 429 insufficient_quota", res.errs)
-			}
-			if a := fake.Attempts(); len(a) != 10 || a[9] != 1 {
-				t.Errorf("attempts per call %v; want 1 each", a)
-			}
-			if slowest := res.times[len(res.times)-1]; slowest >= 250*time.Millisecond {
-				t.Errorf("slowest call took %v; want < 250ms (no retry, no wait)", slowest)
-			}
-			if rec != nil {
-				ev := rec.counts()
-				t.Logf("events: %v", ev)
-				if n := ev["give-up: server said x-should-retry: false"]; n != 10 {
-					t.Errorf("%d give-ups for x-should-retry: false; want 10", n)
+			bubble(t, func(t *testing.T) {
+				fake := sdktest.NewOpenAI(sdktest.OpenAILimits{InsufficientQuota: true})
+				c, rec := s.client(fake)
+				res := runCalls(10, 1, 15*time.Second, chat(c), openaiKind)
+				t.Logf("%s: %v; attempts %v", s.name, res, fake.Attempts())
+				if res.errs["429 insufficient_quota"] != 10 {
+					t.Errorf("errors %v; want 10 × 429 insufficient_quota", res.errs)
 				}
-			}
+				if a := fake.Attempts(); len(a) != 10 || a[9] != 1 {
+					t.Errorf("attempts per call %v; want 1 each", a)
+				}
+				if slowest := res.times[len(res.times)-1]; slowest != 0 {
+					t.Errorf("slowest call took %v; want 0 (no retry, no wait)", slowest)
+				}
+				if rec != nil {
+					ev := rec.counts()
+					t.Logf("events: %v", ev)
+					if n := ev["give-up: server said x-should-retry: false"]; n != 10 {
+						t.Errorf("%d give-ups for x-should-retry: false; want 10", n)
+					}
+				}
+			})
 		})
 	}
 }
@@ -182,27 +189,29 @@ func TestOpenAIPermanent429(t *testing.T) {
 // SDK itself does. Against 1 request per 300 ms, another client spends
 // the window (so the setup under test has not seen remaining 0), then
 // one call through the setup gets a 429 with retry-after: 1 and
-// retry-after-ms ≤ 300; it must be back within 900 ms (honouring the
-// rounded retry-after would take 1 s or more).
+// retry-after-ms: 300 (on the bubble's clock the two calls come at one
+// instant); it must be back after exactly those 300 ms (honouring the
+// rounded retry-after would take 1 s).
 func TestOpenAIRetryAfterMS(t *testing.T) {
 	for _, s := range openaiSetups {
 		t.Run(s.name, func(t *testing.T) {
-			fake := sdktest.NewOpenAI(sdktest.OpenAILimits{Requests: 1, Window: 300 * time.Millisecond})
-			defer fake.Close()
-			other := openaiClient(fake, &http.Client{}, option.WithMaxRetries(0))
-			if err := chat(other)(t.Context(), -1); err != nil {
-				t.Fatal(err)
-			}
-			c, _ := s.client(fake)
-			res := runCalls(1, 1, 15*time.Second, chat(c), openaiKind)
-			ok, rejected := fake.Counts()
-			t.Logf("%s: %v; server %d ok, %d 429", s.name, res, ok, rejected)
-			if res.ok != 1 || rejected != 1 {
-				t.Errorf("%d of 1 call succeeded, %d 429s; want 1 and 1", res.ok, rejected)
-			}
-			if d := res.times[0]; d >= 900*time.Millisecond {
-				t.Errorf("the rate-limited call took %v; want < 900ms", d)
-			}
+			bubble(t, func(t *testing.T) {
+				fake := sdktest.NewOpenAI(sdktest.OpenAILimits{Requests: 1, Window: 300 * time.Millisecond})
+				other := openaiClient(&http.Client{Transport: fake}, option.WithMaxRetries(0))
+				if err := chat(other)(t.Context(), -1); err != nil {
+					t.Fatal(err)
+				}
+				c, _ := s.client(fake)
+				res := runCalls(1, 1, 15*time.Second, chat(c), openaiKind)
+				ok, rejected := fake.Counts()
+				t.Logf("%s: %v; server %d ok, %d 429", s.name, res, ok, rejected)
+				if res.ok != 1 || rejected != 1 {
+					t.Errorf("%d of 1 call succeeded, %d 429s; want 1 and 1", res.ok, rejected)
+				}
+				if d := res.times[0]; d != 300*time.Millisecond {
+					t.Errorf("the rate-limited call took %v; want 300ms (retry-after-ms)", d)
+				}
+			})
 		})
 	}
 }
@@ -217,23 +226,24 @@ func TestOpenAIRetryAfterMS(t *testing.T) {
 func TestOpenAIDeadline(t *testing.T) {
 	for _, s := range openaiSetups {
 		t.Run(s.name, func(t *testing.T) {
-			fake := sdktest.NewOpenAI(sdktest.OpenAILimits{Requests: 5, Window: time.Second})
-			defer fake.Close()
-			c, rec := s.client(fake)
-			res := runCalls(30, 30, 1500*time.Millisecond, chat(c), openaiKind)
-			ok, rejected := fake.Counts()
-			t.Logf("%s: %v; server: %d ok, %d 429", s.name, res, ok, rejected)
-			if rec != nil {
-				t.Logf("events: %v", rec.counts())
-			}
-			if s.name != recommendedOpenAI {
-				return
-			}
-			for kind, n := range res.errs {
-				if kind != "ErrWouldExceedDeadline" && kind != "429 rate_limit_exceeded" {
-					t.Errorf("%d calls failed with %s; want only ErrWouldExceedDeadline or the last 429", n, kind)
+			bubble(t, func(t *testing.T) {
+				fake := sdktest.NewOpenAI(sdktest.OpenAILimits{Requests: 5, Window: time.Second})
+				c, rec := s.client(fake)
+				res := runCalls(30, 30, 1500*time.Millisecond, chat(c), openaiKind)
+				ok, rejected := fake.Counts()
+				t.Logf("%s: %v; server: %d ok, %d 429", s.name, res, ok, rejected)
+				if rec != nil {
+					t.Logf("events: %v", rec.counts())
 				}
-			}
+				if s.name != recommendedOpenAI {
+					return
+				}
+				for kind, n := range res.errs {
+					if kind != "ErrWouldExceedDeadline" && kind != "429 rate_limit_exceeded" {
+						t.Errorf("%d calls failed with %s; want only ErrWouldExceedDeadline or the last 429", n, kind)
+					}
+				}
+			})
 		})
 	}
 }

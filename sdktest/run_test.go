@@ -7,10 +7,31 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/throttle-go/throttle"
 )
+
+// bubbleStart is when the clock of a test's bubble starts: in 2025, since
+// a bubble's own starts in 2000, and GitHub's x-ratelimit-reset is epoch
+// seconds, which the Transport tells from a delay by its size (an epoch
+// from 1e9 s, September 2001, on); 400ms past a whole second, so that the
+// whole-second resets round up as they do on a running clock.
+var bubbleStart = time.Date(2025, 1, 1, 0, 0, 0, 400e6, time.UTC)
+
+// bubble runs f in a synctest bubble whose clock reads bubbleStart: the
+// client, the Transport and the fake (in-process) run on the bubble's
+// fake clock, so that waits for resets and retries take no real time and
+// every duration measured is exact.
+func bubble(t *testing.T, f func(t *testing.T)) {
+	t.Helper()
+	synctest.Test(t, func(t *testing.T) {
+		time.Sleep(time.Until(bubbleStart))
+		f(t)
+	})
+}
 
 // result is what a batch of calls came to, as the caller saw it.
 type result struct {

@@ -247,7 +247,11 @@ func (s *State) Apply(now float64, c Config, op Op) Reply {
 	case Cancel:
 		s.Advance(now, c)
 		if !o.Lost && s.Cancel(now, o.Queue, o.End, o.N) {
-			r.OK, r.Moved = true, true
+			// The tickets behind move up; the queue's last ticket moves
+			// none, unless it is a retry's with first attempts behind it,
+			// or further limits' walks take every ticket.
+			r.OK = true
+			r.Moved = s.x != nil || o.End < s.q[o.Queue].end || (o.Queue == Retry && s.q[First].live() > 0)
 		}
 	case Pause:
 		s.Advance(now, c)

@@ -64,7 +64,7 @@ func TestBudgetRules(t *testing.T) {
 	// window at once: 19 units left (the probe is one), a step below hi
 	// (the cycles put W above 1 ms: far below).
 	s.count(until, 1, c.Sec)
-	s.win.spend(1, until)
+	s.win.spend(1, 1, until)
 	if !s.BudgetAccepted(until+2*ms, until, c) {
 		t.Fatal("an accepted probe moved nothing")
 	}
@@ -79,10 +79,10 @@ func TestBudgetRules(t *testing.T) {
 	// The window spends its 19; its probe at the reset, accepted: hi is
 	// its answer less the window's first send.
 	burst(until+3*ms, 19)
-	s.win.spend(19, until+3*ms)
+	s.win.spend(19, 19, until+3*ms)
 	probe := s.win.reset
 	s.count(probe, 1, c.Sec)
-	s.win.spend(1, probe)
+	s.win.spend(1, 1, probe)
 	s.BudgetAccepted(probe+2*ms, probe, c)
 	hi := probe + 2*ms - until
 	if w = s.win; !near(w.hi, hi) || !near(w.reset, probe+(hi-hi/32)) {
@@ -94,10 +94,10 @@ func TestBudgetRules(t *testing.T) {
 	// on.
 	first := s.win.first
 	burst(probe+3*ms, 19)
-	s.win.spend(19, probe+3*ms)
+	s.win.spend(19, 19, probe+3*ms)
 	probe2 := s.win.reset
 	s.count(probe2, 1, c.Sec)
-	s.win.spend(1, probe2)
+	s.win.spend(1, 1, probe2)
 	// The same probe refused with a Retry-After of 3 s, which puts the
 	// reset past first + hi even rounded down, is no probe: the server's
 	// pause stands, and it ends a cycle.
@@ -112,7 +112,7 @@ func TestBudgetRules(t *testing.T) {
 		t.Fatalf("after the refused probe: %+v; want tight, lo %v", w, probe2-first)
 	}
 	s.count(first+hi, 1, c.Sec)
-	s.win.spend(1, first+hi)
+	s.win.spend(1, 1, first+hi)
 	s.BudgetAccepted(first+hi+2*ms, first+hi, c)
 	if w = s.win; !near(w.reset, first+hi+w.hi) {
 		t.Fatalf("after a refused probe, the window is told %v; want hi %v", w.reset-first-hi, w.hi)
@@ -123,7 +123,7 @@ func TestBudgetRules(t *testing.T) {
 	// windows ends a cycle.
 	start, hi0, ended := s.win.sent0, s.win.hi, s.hb.cycles
 	burst(start+3*ms, 19)
-	s.win.spend(19, start+3*ms)
+	s.win.spend(19, 19, start+3*ms)
 	miss := start + 10*ms
 	// At the cycles' bound already, a miss leaves the window there.
 	capped := s

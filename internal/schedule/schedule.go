@@ -22,9 +22,10 @@ type State struct {
 	maxCost   float64 // the largest cost of a wait on the key
 	trim      float64 // the share of a known limit the pace is trimmed by
 	trimGone  float64 // units gone since the trim last moved
-	// sped: advance moved queued turns earlier (the trim gave a step
-	// back), which no sleeping wait is told of otherwise; the waiter
-	// clears it and wakes its sleepers.
+	// sped: advance moved queued turns (earlier: the trim gave a step
+	// back; later: a window started spreading its last units), which no
+	// sleeping wait is told of otherwise; the waiter clears it and wakes
+	// its sleepers.
 	sped    bool
 	credInt float64 // the interval in force at the last advance
 	credTau float64 // and the bucket's depth in time then
@@ -51,9 +52,9 @@ func (s *State) Init(lim []Limit) {
 // Gone reports whether the ticket (qi, e) has gone.
 func (s *State) Gone(qi int, e int64) bool { return e <= s.q[qi].rel }
 
-// Sped reports whether advance moved queued turns earlier since it was
-// last asked (the trim gave a step back), which no sleeping wait is told
-// of otherwise, and clears it.
+// Sped reports whether advance moved queued turns since it was last
+// asked (earlier: the trim gave a step back; later: a window started
+// spreading), which no sleeping wait is told of otherwise, and clears it.
 func (s *State) Sped() bool {
 	sped := s.sped
 	s.sped = false

@@ -29,7 +29,7 @@ func (s *State) Settle(now float64, c Config, spent, actual float64) bool {
 	}
 	s.x.moved(now)
 	if d > 0 {
-		s.win.spend(d, now)
+		s.win.spend(d, d, now)
 	}
 	interval, _ := s.Pace(now, c)
 	if interval > 0 {

@@ -42,6 +42,24 @@ func (s *State) Advance(now float64, c Config) {
 			if interval > 0 {
 				tat = s.tatAfter(now, c, n)
 			}
+			// A learned budget's window at or past its reset: the units
+			// that count in the next window are those whose turns were at
+			// or after the reset, not all that go now (a store releases
+			// sleeping waits' units at its next call, possibly past the
+			// reset).
+			past := n
+			if w := &s.win; w.valid && w.rolls && now >= w.reset {
+				lo, hi := 0.0, n // the most units whose turns were before it
+				for lo < hi {
+					mid := math.Floor((lo + hi + 1) / 2)
+					if s.TurnAt(now, c, mid) < w.reset {
+						lo = mid
+					} else {
+						hi = mid - 1
+					}
+				}
+				past = n - lo
+			}
 			s.q[Retry], s.q[First] = qr, qf
 			s.tat = tat
 			if interval > 0 {
@@ -56,7 +74,11 @@ func (s *State) Advance(now float64, c Config) {
 			if s.x != nil {
 				s.x.commit(s)
 			}
-			s.win.spend(n, now)
+			if s.win.spend(n, past, now) && s.Queued() > 0 {
+				// The window spreads its last units: the turns of those
+				// queued move later, which their sleepers must learn.
+				s.sped = true
+			}
 			if s.trim > 0 {
 				// Units that went give the margin back: a step per
 				// 1/trimTarget − 1 units, so that a rejection rate of

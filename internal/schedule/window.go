@@ -50,13 +50,15 @@ func (w *window) turn(p, probe, sec float64) float64 {
 	return w.probeAt + math.Floor(max(w.probed+p-w.left-1, 0)/probe)*probeWait*sec
 }
 
-// spend takes k units that went at now.
-func (w *window) spend(k, now float64) {
+// spend takes k units that went at now, past of them at or after the
+// window's reset (those count in a learned budget's next window). It
+// reports whether the window started spreading its last units.
+func (w *window) spend(k, past, now float64) bool {
 	if !w.valid {
-		return
+		return false
 	}
 	if now >= w.reset {
-		w.past += k
+		w.past += past
 	}
 	if k <= w.left {
 		w.left -= k
@@ -64,9 +66,13 @@ func (w *window) spend(k, now float64) {
 		w.probed += k - w.left
 		w.left = 0
 	}
-	if !w.spreading() && w.low() && now < w.reset && w.left > 0 {
+	// A learned budget's window lets its units go at once (budget.go): it
+	// is not spread.
+	if !w.rolls && !w.spreading() && w.low() && now < w.reset && w.left > 0 {
 		w.spreadAt, w.spreadLeft = now, w.left
+		return true
 	}
+	return false
 }
 
 // low reports whether the window's units are few enough to spread.
