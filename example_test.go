@@ -35,7 +35,6 @@ func ExampleTransport() {
 
 	client := &http.Client{Transport: &throttle.Transport{
 		Waiter: &throttle.Limiter{Limits: []throttle.Limit{{Rate: 10, Burst: 10}}}, // 10 requests/s per host
-		Retry:  throttle.RetryPolicy{InitialInterval: 10 * time.Millisecond},
 	}}
 	resp, err := client.Get(srv.URL)
 	if err != nil {

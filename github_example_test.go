@@ -11,7 +11,8 @@ import (
 	"github.com/throttle-go/throttle"
 )
 
-// A GitHub client: 5,000 requests an hour (the primary limit), and two
+// A GitHub client: 5,000 requests an hour from the first (the primary
+// limit, a window the responses' X-RateLimit headers track), and two
 // of GitHub's secondary limits, 100 requests at once and 900 points a
 // minute for REST, where a GET costs 1 point and a request that changes
 // something 5. A 403 that is a secondary limit (a Retry-After, or
@@ -27,8 +28,7 @@ func ExampleTransport_github() {
 
 	lim := &throttle.Limiter{
 		Limits: []throttle.Limit{
-			{Rate: 5000.0 / 3600, Burst: 100}, // primary: 5,000 an hour
-			// secondary: 900 points in any minute (a sliding window)
+			{Count: 5000, Per: time.Hour, Kind: throttle.FromFirstUse}, // primary
 			{Unit: "points", Count: 900, Per: time.Minute, Kind: throttle.Sliding},
 		},
 		InFlight: 100, // secondary: 100 at once
@@ -58,11 +58,16 @@ func ExampleTransport_github() {
 	key := api.Listener.Addr().String() // the Transport's key: the request's host
 	st, _ := lim.For(key).State(context.Background())
 	for _, l := range st.Limits {
-		fmt.Printf("%s: %.0f of 900 left this minute\n", l.Unit, l.Remaining)
+		unit := l.Unit
+		if unit == "" {
+			unit = "requests" // the first limit's unit: what CostOf's N counts
+		}
+		fmt.Printf("%s: %.0f left\n", unit, l.Remaining)
 	}
 	// Output:
 	// GET 200
 	// GET 200
 	// POST 200
-	// points: 893 of 900 left this minute
+	// requests: 4997 left
+	// points: 893 left
 }
