@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/throttle-go/throttle/internal/local"
 )
 
 // ErrWouldExceedDeadline is returned (wrapped) by a wait whose turn comes
@@ -51,3 +53,24 @@ func (e *DeadlineError) Timeout() bool { return true }
 
 // Temporary reports true, as [context.DeadlineExceeded] does.
 func (e *DeadlineError) Temporary() bool { return true }
+
+// keyErr converts an error of package local for key to the package's
+// own.
+func keyErr(key string, err error) error {
+	if err == nil {
+		return nil // before de and le, which escape: a wait that went allocates nothing
+	}
+	var de *local.DeadlineError
+	var le *local.Error
+	switch {
+	case errors.As(err, &de):
+		return &DeadlineError{Key: key, Delay: de.Delay}
+	case errors.As(err, &le):
+		sentinel := ErrInvalidLimit
+		if le.Err == local.ErrCost {
+			sentinel = ErrCostExceedsBurst
+		}
+		return fmt.Errorf("throttle: %s: %w", le.Msg, sentinel)
+	}
+	return err
+}

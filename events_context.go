@@ -70,12 +70,3 @@ func sinkFrom(ctx context.Context) *eventSink {
 	s, _ := ctx.Value(eventsKey{}).(*eventSink)
 	return s
 }
-
-// withAttemptEvents returns ctx carrying the Transport's OnEvent for the
-// waiter calls of one attempt of req; ctx itself if there is no OnEvent.
-func (t *Transport) withAttemptEvents(ctx context.Context, req *http.Request, attempt int) context.Context {
-	if t.OnEvent == nil {
-		return ctx
-	}
-	return context.WithValue(ctx, eventsKey{}, &eventSink{fn: t.OnEvent, req: req, attempt: attempt})
-}

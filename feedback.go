@@ -3,7 +3,6 @@ package throttle
 import (
 	"time"
 
-	"github.com/throttle-go/throttle/internal/local"
 	"golang.org/x/time/rate"
 )
 
@@ -89,24 +88,4 @@ type ServerWindow struct {
 type Declared struct {
 	Rate  rate.Limit
 	Burst int
-}
-
-// responseOf converts f to what a key of package local takes.
-func responseOf(f Feedback) local.Response {
-	r := local.Response{
-		Cost: f.Spent, Age: f.Age, Pause: f.Pause,
-		Refused:   f.Verdict == Refused || f.Verdict == RefusedBare,
-		Throttled: f.Verdict == RefusedBare,
-		Accepted:  f.Verdict == Accepted,
-	}
-	if w := f.Window; w != nil {
-		r.HasRemaining, r.Remaining, r.Size, r.Reset, r.Window = true, w.Remaining, w.Size, w.Reset, w.Length
-	}
-	if a := f.Available; a != nil {
-		r.HasAvailable, r.Available = true, *a
-	}
-	if d := f.Declared; d != nil {
-		r.HasDeclared, r.DeclaredRate, r.DeclaredBurst = true, d.Rate, d.Burst
-	}
-	return r
 }

@@ -142,7 +142,7 @@ func (l *Limiter) keyConfig(key string) local.KeyConfig {
 
 // decided tells OnEvent of a decision a key took from no call (a
 // slow-down's end).
-func (l *Limiter) decided(key string, d local.Decision) {
+func (l *Limiter) decided(key string, d local.Decided) {
 	if l.OnEvent != nil {
 		l.OnEvent(eventOf(l, key, d))
 	}

@@ -2,7 +2,6 @@ package throttle
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -97,23 +96,6 @@ func (q *limiterKey) reserve(ctx context.Context, n int, v []float64, qi int) (R
 	return &reservation{r: r, key: q.k().Name()}, nil
 }
 
-// reservation is a Limiter key's Reservation.
-type reservation struct {
-	r   *local.Reservation
-	key string
-}
-
-// Delay implements [Reservation]: the turn as the key's state is now.
-func (r *reservation) Delay() time.Duration { return r.r.Delay() }
-
-// Cancel implements [Reservation].
-func (r *reservation) Cancel() { r.r.Cancel() }
-
-// Wait implements [Reservation].
-func (r *reservation) Wait(ctx context.Context) error {
-	return keyErr(r.key, r.r.Wait(ctx))
-}
-
 // Pause holds every caller of the key until d from now: see [Quota]. It
 // never blocks and never fails.
 func (q *limiterKey) Pause(ctx context.Context, d time.Duration) error {
@@ -190,27 +172,6 @@ func stateOf(v local.View, at time.Time) State {
 		st.Window = &ServerWindow{Remaining: v.WindowLeft, Reset: local.Duration(v.WindowReset - v.Now)}
 	}
 	return st
-}
-
-// keyErr converts an error of package local for key to the package's
-// own.
-func keyErr(key string, err error) error {
-	if err == nil {
-		return nil // before de and le, which escape: a wait that went allocates nothing
-	}
-	var de *local.DeadlineError
-	var le *local.Error
-	switch {
-	case errors.As(err, &de):
-		return &DeadlineError{Key: key, Delay: de.Delay}
-	case errors.As(err, &le):
-		sentinel := ErrInvalidLimit
-		if le.Err == local.ErrCost {
-			sentinel = ErrCostExceedsBurst
-		}
-		return fmt.Errorf("throttle: %s: %w", le.Msg, sentinel)
-	}
-	return err
 }
 
 // costOf converts c's units to the key's further limits' costs: nil for
@@ -297,7 +258,7 @@ func (l *Limiter) listener(ctx context.Context, key string) local.Listener {
 	if sink == nil && l.OnEvent == nil {
 		return local.Listener{}
 	}
-	to := local.Listener{Emit: func(d local.Decision) {
+	to := local.Listener{Emit: func(d local.Decided) {
 		e := eventOf(l, key, d)
 		if sink != nil {
 			e = sink.fill(e)
@@ -311,13 +272,13 @@ func (l *Limiter) listener(ctx context.Context, key string) local.Listener {
 	}}
 	if sink != nil {
 		fn := sink.fn
-		to.Call = func(d local.Decision) { fn(eventOf(l, key, d)) }
+		to.Call = func(d local.Decided) { fn(eventOf(l, key, d)) }
 	}
 	return to
 }
 
 // eventOf converts a key's decision to an Event.
-func eventOf(owner any, key string, d local.Decision) Event {
+func eventOf(owner any, key string, d local.Decided) Event {
 	e := Event{Key: key, Rate: d.Rate, Burst: d.Burst, Remaining: d.Remaining, Delay: d.Delay, Err: d.Err}
 	switch d.Kind {
 	case local.SlowDown:
@@ -342,4 +303,24 @@ func eventOf(owner any, key string, d local.Decision) Event {
 		}
 	}
 	return e
+}
+
+// responseOf converts f to what a key of package local takes.
+func responseOf(f Feedback) local.Response {
+	r := local.Response{
+		Cost: f.Spent, Age: f.Age, Pause: f.Pause,
+		Refused:   f.Verdict == Refused || f.Verdict == RefusedBare,
+		Throttled: f.Verdict == RefusedBare,
+		Accepted:  f.Verdict == Accepted,
+	}
+	if w := f.Window; w != nil {
+		r.HasRemaining, r.Remaining, r.Size, r.Reset, r.Window = true, w.Remaining, w.Size, w.Reset, w.Length
+	}
+	if a := f.Available; a != nil {
+		r.HasAvailable, r.Available = true, *a
+	}
+	if d := f.Declared; d != nil {
+		r.HasDeclared, r.DeclaredRate, r.DeclaredBurst = true, d.Rate, d.Burst
+	}
+	return r
 }

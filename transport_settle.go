@@ -59,24 +59,15 @@ func SettleResponse(resp *http.Response, actual Cost) error {
 type settleKey struct{}
 
 // settlement is what settling one attempt's response needs: the quota it
-// spent on and what it spent. It is the context of the response's
-// request, so that SettleResponse finds it.
+// spent on and what it spent. The response's request carries it in its
+// context (settleKey), so that SettleResponse finds it.
 type settlement struct {
-	context.Context
-
 	q     Quota
 	spent Cost
 	resp  *http.Response // the response it settles
 
 	mu      sync.Mutex // protects settled
 	settled bool
-}
-
-func (s *settlement) Value(key any) any {
-	if key == (settleKey{}) {
-		return s
-	}
-	return s.Context.Value(key)
 }
 
 // settle settles the attempt's cost as actual, once.
@@ -117,7 +108,7 @@ func (t *Transport) settleAttempt(ctx context.Context, q Quota, resp *http.Respo
 }
 
 // attach makes resp's request carry rec, for SettleResponse: a copy of
-// the request whose context is rec, over the request's own.
+// the request whose context holds rec.
 func attach(resp *http.Response, req *http.Request, rec *settlement) *http.Response {
 	if rec == nil || resp == nil {
 		return resp
@@ -126,7 +117,6 @@ func attach(resp *http.Response, req *http.Request, rec *settlement) *http.Respo
 	if r == nil {
 		r = req
 	}
-	rec.Context = r.Context()
-	resp.Request = r.WithContext(rec)
+	resp.Request = r.WithContext(context.WithValue(r.Context(), settleKey{}, rec))
 	return resp
 }

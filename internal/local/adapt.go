@@ -47,7 +47,7 @@ func (k *Key) Pause(d time.Duration, to Listener) {
 	if listen {
 		w = k.s.Watch(now, k.pacing, false)
 	}
-	var ds []Decision
+	var ds []Decided
 	if k.s.Apply(now, k.pacing, schedule.Pause{D: float64(d)}).Moved {
 		if listen {
 			ds = k.decideLocked(now, w, to)
@@ -118,7 +118,7 @@ func (k *Key) Adapt(r Response, to Listener) (timing bool, pause time.Duration) 
 	default:
 		st.Answered(units)
 	}
-	var ds []Decision
+	var ds []Decided
 	if moved {
 		if listen {
 			ds = k.decideLocked(now, w, to)

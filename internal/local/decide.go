@@ -8,10 +8,10 @@ import (
 
 // What a key decides by itself (a slow-down and its end, queued turns
 // moved later, a window learned, a declared pace adopted, an acquisition
-// that blocked on the in-flight cap) is told as a Decision, after the
+// that blocked on the in-flight cap) is told as a Decided, after the
 // key's lock is released.
 
-// DecisionKind tells what a Decision reports.
+// DecisionKind tells what a Decided reports.
 type DecisionKind int
 
 // The kinds of decisions.
@@ -25,8 +25,8 @@ const (
 	Clamp                             // a settle's charge past what Limit holds at once: Units dropped
 )
 
-// Decision is one decision of a key.
-type Decision struct {
+// Decided is one decision of a key.
+type Decided struct {
 	Kind      DecisionKind
 	Rate      float64 // units a second
 	Burst     int
@@ -44,11 +44,11 @@ type Decision struct {
 // Call, the call's own listener alone, if it has one, which is also told
 // of the end of a slow-down the call started.
 type Listener struct {
-	Emit func(Decision)
-	Call func(Decision)
+	Emit func(Decided)
+	Call func(Decided)
 }
 
-func (to Listener) emit(ds []Decision) {
+func (to Listener) emit(ds []Decided) {
 	for _, d := range ds {
 		to.Emit(d)
 	}
@@ -60,27 +60,27 @@ const minShift = time.Millisecond
 // decideLocked returns what changed since w, at now (see
 // schedule.State.Decide), and arms the timer that reports the end of a
 // cut that started. It requires k.mu.
-func (k *Key) decideLocked(now float64, w schedule.Watch, to Listener) []Decision {
-	var ds []Decision
+func (k *Key) decideLocked(now float64, w schedule.Watch, to Listener) []Decided {
+	var ds []Decided
 	x := k.s.Decide(now, k.pacing, w)
 	if x.Cut {
-		ds = append(ds, Decision{Kind: SlowDown, Rate: x.CutRate})
+		ds = append(ds, Decided{Kind: SlowDown, Rate: x.CutRate})
 		k.armRecoveryLocked(now, x.CutEnd)
 	}
 	if x.Trimmed {
-		ds = append(ds, Decision{Kind: SlowDown, Rate: x.TrimRate})
+		ds = append(ds, Decided{Kind: SlowDown, Rate: x.TrimRate})
 	}
 	if k.recovery != nil && to.Call != nil {
 		k.recoverTo = to.Call // the last call's listener that adapted the key
 	}
 	if x.Declared {
-		ds = append(ds, Decision{Kind: Declared, Rate: x.DeclaredRate, Burst: int(x.DeclaredBurst)})
+		ds = append(ds, Decided{Kind: Declared, Rate: x.DeclaredRate, Burst: int(x.DeclaredBurst)})
 	}
 	if x.Window {
-		ds = append(ds, Decision{Kind: Window, Remaining: x.WindowLeft, Delay: Duration(x.WindowReset - now)})
+		ds = append(ds, Decided{Kind: Window, Remaining: x.WindowLeft, Delay: Duration(x.WindowReset - now)})
 	}
 	if delay := Duration(x.Shift); delay >= minShift {
-		ds = append(ds, Decision{Kind: Shift, Delay: delay})
+		ds = append(ds, Decided{Kind: Shift, Delay: delay})
 	}
 	return ds
 }
@@ -115,7 +115,7 @@ func (k *Key) recovered(at float64) {
 	k.recovery, k.recoverTo = nil, nil
 	interval, _ := k.s.Base(k.pacing)
 	k.mu.Unlock()
-	d := Decision{Kind: Recovered}
+	d := Decided{Kind: Recovered}
 	if interval > 0 {
 		d.Rate = k.pacing.Sec / interval
 	}

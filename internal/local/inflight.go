@@ -141,7 +141,7 @@ func (k *Key) Acquire(ctx context.Context, n int, to Listener) (release func(), 
 				panic(p)
 			}
 		}()
-		to.Emit(Decision{Kind: InFlight, Delay: d, Err: err})
+		to.Emit(Decided{Kind: InFlight, Delay: d, Err: err})
 	}
 	if err != nil {
 		return nil, err

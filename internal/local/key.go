@@ -66,7 +66,7 @@ type Key struct {
 
 	// The slow-down in force, for its end (decide.go).
 	recovery  *time.Timer    // reports the cut's end; nil if none armed
-	recoverTo func(Decision) // the last call's listener to tell, if any
+	recoverTo func(Decided) // the last call's listener to tell, if any
 }
 
 // Owner returns the Config's Owner of the key's set.

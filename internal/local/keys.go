@@ -46,7 +46,7 @@ type Config struct {
 	Owner any
 	// Decided, if not nil, is told of every decision a key takes by
 	// itself (an event), after the key's lock is released.
-	Decided func(key string, d Decision)
+	Decided func(key string, d Decided)
 }
 
 // Keys is a set of keys, created on first use and forgotten when idle:

@@ -9,7 +9,7 @@ import "github.com/throttle-go/throttle/internal/schedule"
 // and to is told of it.
 func (k *Key) Settle(spent, actual int, d []float64, to Listener) error {
 	k = k.lock()
-	var ds []Decision
+	var ds []Decided
 	defer func() {
 		k.mu.Unlock()
 		to.emit(ds)
@@ -27,7 +27,7 @@ func (k *Key) Settle(spent, actual int, d []float64, to Listener) error {
 	r := k.s.Apply(now, k.pacing, schedule.Settle{Spent: float64(spent), Actual: float64(actual), Diff: d})
 	for i, x := range r.Dropped {
 		if x > 0 && to.Emit != nil {
-			ds = append(ds, Decision{Kind: Clamp, Limit: i - 1, Units: x})
+			ds = append(ds, Decided{Kind: Clamp, Limit: i - 1, Units: x})
 		}
 	}
 	if r.Moved {
