@@ -1,0 +1,46 @@
+package protogen
+
+import (
+	"testing"
+
+	"github.com/throttle-go/throttle/internal/schedule"
+)
+
+// TestCoreMatchesLayout: the core's order names every field the state's
+// layout places in the core, at its place.
+func TestCoreMatchesLayout(t *testing.T) {
+	n := 0
+	for _, f := range schedule.Layout() {
+		if f.Core == 0 {
+			continue
+		}
+		n++
+		if f.Core > len(schedule.Core) || schedule.Core[f.Core-1] != luaName(f.Name) {
+			t.Errorf("field %s is the core's number %d; schedule.Core names it %q", f.Name, f.Core, schedule.Core[f.Core-1])
+		}
+	}
+	if n == 0 {
+		t.Fatal("no field in the core")
+	}
+}
+
+// TestLayoutsDistinct: no two arguments of a layout share a name, and
+// every op has one layout.
+func TestLayoutsDistinct(t *testing.T) {
+	ops := map[string]string{}
+	for _, l := range schedule.Layouts {
+		seen := map[string]bool{}
+		for _, a := range l.Args {
+			if a.Name != "" && seen[a.Name] {
+				t.Errorf("layout %s: %s twice", l.Name, a.Name)
+			}
+			seen[a.Name] = true
+		}
+		for _, op := range l.Ops {
+			if o, ok := ops[op]; ok {
+				t.Errorf("op %s in layouts %s and %s", op, o, l.Name)
+			}
+			ops[op] = l.Name
+		}
+	}
+}

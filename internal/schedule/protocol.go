@@ -1,0 +1,150 @@
+package schedule
+
+// The protocol: what the engine and a store's script must agree on,
+// stated once. Package protogen writes, from these tables, the script's
+// prelude (every constant, argument and reply position, limit kind and
+// state slot as a named Lua local) and the Go side's names; a test fails
+// when the written files are stale. Nothing else states a position.
+
+// Arg is one argument of an op: its name (upper case, as the script names
+// it) and what it holds. List: it is the first of the rest of ARGV.
+type Arg struct {
+	Name string
+	Doc  string
+	List bool
+}
+
+// ArgLayout is the arguments of a group of ops, after the four every call
+// sends (Header): Args[i] is ARGV[len(Header)+1+i]; an empty name is a
+// position the layout leaves unused.
+type ArgLayout struct {
+	Name string   // the script's prefix for its arguments: WAIT_N
+	Ops  []string // the ops that use it
+	Args []Arg
+}
+
+// Header is the arguments every call sends first, ARGV[1] to ARGV[4].
+var Header = []Arg{
+	{Name: "OP", Doc: "the op's name"},
+	{Name: "INTERVAL", Doc: "the configured µs per unit (0: no limit)"},
+	{Name: "BURST", Doc: `the burst, with ":version" after it when the configuration has a version`},
+	{Name: "CHANNEL", Doc: "the channel a move is published on"},
+}
+
+// known are the arguments a wait or lease sends of what its process knew
+// of a state the store lost.
+var known = []Arg{
+	{Name: "KNOWN_ID", Doc: `the id of the state the process knew ("": none)`},
+	{Name: "KNOWN_FLOOR", Doc: `its last turn, µs from now ("": none)`},
+	{Name: "KNOWN_HOLD", Doc: `its known pause, µs from now ("": none)`},
+}
+
+// limits are the arguments of an op on further limits, at fixed places.
+var limits = []Arg{
+	{Name: "XSPEC", Doc: `the further limits' configuration, "version|spec"`},
+	{Name: "XCOST", Doc: "the cost (or, settling, actual − spent) in each further limit", List: true},
+}
+
+func pad(n int) []Arg { return make([]Arg, n) }
+
+func cat(parts ...[]Arg) []Arg {
+	var out []Arg
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// Layouts are the ops' arguments.
+var Layouts = []ArgLayout{
+	{Name: "WAIT", Ops: []string{"wait", "try", "mwait", "mtry"}, Args: cat([]Arg{
+		{Name: "N", Doc: "units of the first limit"},
+		{Name: "QUEUE", Doc: "0: retries, 1: first attempts"},
+		{Name: "MAXWAIT", Doc: `the most µs the turn may be from now ("": no bound; "0": a try)`},
+	}, known, limits)},
+	{Name: "TURNS", Ops: []string{"turns"}, Args: []Arg{
+		{Name: "ID", Doc: "the tickets' state's id"},
+		{Name: "TICKETS", Doc: "pairs of queue and end", List: true},
+	}},
+	{Name: "CANCEL", Ops: []string{"cancel"}, Args: []Arg{
+		{Name: "ID", Doc: "the ticket's state's id"},
+		{Name: "QUEUE", Doc: "its queue"},
+		{Name: "END", Doc: "its end"},
+		{Name: "N", Doc: "its units"},
+	}},
+	{Name: "PAUSE", Ops: []string{"pause"}, Args: []Arg{
+		{Name: "D", Doc: "µs from now"},
+	}},
+	{Name: "ADAPT", Ops: []string{"adapt"}, Args: []Arg{
+		{Name: "COST", Doc: "the request's cost"},
+		{Name: "PAUSE", Doc: "a pause, µs from now (0: none)"},
+		{Name: "REMAINING", Doc: `the server's window: units left ("": no window)`},
+		{Name: "RESET", Doc: "its reset, µs from now"},
+		{Name: "SIZE", Doc: "its size (0: unknown)"},
+		{Name: "LENGTH", Doc: "its length, µs (0: unknown)"},
+		{Name: "REJECTED_AGE", Doc: `a bare rejection: the request's age, µs ("": none)`},
+		{Name: "REFUSED", Doc: `"1": a refusal that said when to come back`},
+		{Name: "AGE", Doc: `the request's age, µs ("": unknown)`},
+		{Name: "ACCEPTED", Doc: `"1": a unit sent past a learned window's reset was taken; "2": a refusal that stated a limit`},
+	}},
+	{Name: "SETTLE", Ops: []string{"settle", "msettle"}, Args: cat([]Arg{
+		{Name: "SPENT", Doc: "units of the first limit spent"},
+		{Name: "ACTUAL", Doc: "what they really cost"},
+	}, pad(4), limits)},
+	{Name: "LEASE", Ops: []string{"lease"}, Args: cat([]Arg{
+		{Name: "K", Doc: "tickets to take, at most"},
+		{Name: "NEED", Doc: "of them for waits queued in the process"},
+		{Name: "MAXWAIT", Doc: `the most µs a needed turn may be from now ("": no bound)`},
+		{Name: "RATE", Doc: "the waits expected, units a second"},
+		{Name: "LATE", Doc: "how early before its expected arrival an unneeded turn may be, µs"},
+	}, known, []Arg{
+		{Name: "BACK_ID", Doc: `the id of the tickets given back ("": none)`},
+		{Name: "BACK", Doc: "their ends", List: true},
+	})},
+	{Name: "STATE", Ops: []string{"state", "mstate"}, Args: cat(pad(6), limits[:1])},
+}
+
+// ReplyLayout is an op's reply: its numbers in order. Optional: the last is
+// sent only when the state has it (a learned budget's reset).
+type ReplyLayout struct {
+	Name     string
+	Ops      []string
+	Fields   []string
+	Optional bool
+}
+
+// Replies are the ops' replies (µs are from the reply's now).
+var Replies = []ReplyLayout{
+	{Name: "RWAIT", Ops: []string{"wait", "try", "mwait", "mtry"},
+		Fields: []string{"STATUS", "WAIT", "ID", "END", "RECHECK", "NOW", "RESET"}, Optional: true},
+	{Name: "RLEASE", Ops: []string{"lease"},
+		Fields: []string{"COUNT", "ID", "LAST", "RECHECK", "NOW", "WAITS"}},
+	{Name: "RSTATE", Ops: []string{"state"},
+		Fields: []string{"TOKENS", "REMAINING", "NEXT", "HOLD", "QUEUED", "RATE", "BURST", "CUT", "WINDOW", "WINDOW_LEFT", "WINDOW_RESET", "NOW"}},
+}
+
+// Kind is a further limit's kind: its code in the state and its letter
+// in a configuration's spec.
+type Kind struct {
+	Name   string
+	Code   int
+	Letter string
+}
+
+// Kinds are the further limits' kinds.
+var Kinds = []Kind{
+	{"BUCKET", KindBucket, "b"},
+	{"FIXED", KindFixed, "f"},
+	{"SLIDING", KindSliding, "s"},
+	{"LOG", KindLog, "l"},
+	{"FIRST", KindFirst, "u"},
+}
+
+// Core is the order of the core's numbers after its tag (the script's
+// struct-packed doubles), 1-based as the script unpacks them: the state's
+// id, Layout's fields of a core place, the TTL's end and the
+// configuration in force.
+var Core = []string{
+	"ID", "TAT", "HOLD", "Q0_REL", "Q0_END", "Q1_REL", "Q1_END", "PENDING", "LAST_GO",
+	"SENT_SEC", "SENT_CUR", "SENT_PREV", "MAX_COST", "XE", "BUSY_SINCE", "CFG_INTERVAL", "CFG_TAU", "TAIL",
+}
