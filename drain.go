@@ -37,6 +37,13 @@ var errBodyDiscarded = errors.New("throttle: rest of the response body discarded
 // A body that stalls is closed when the time is up, which ends the read:
 // net/http's response bodies unblock a Read on Close.
 func keep(ctx context.Context, resp *http.Response) *http.Response {
+	keepRead(ctx, resp)
+	return resp
+}
+
+// keepRead is keep, and returns what it read of the body (at most
+// drainBytes).
+func keepRead(ctx context.Context, resp *http.Response) []byte {
 	body := resp.Body
 	var once sync.Once
 	var cut atomic.Bool // the read was cut short by time or ctx
@@ -60,7 +67,7 @@ func keep(ctx context.Context, resp *http.Response) *http.Response {
 		kept = bytes.NewReader(b)
 	}
 	resp.Body = io.NopCloser(kept)
-	return resp
+	return b[:min(len(b), drainBytes)]
 }
 
 type errReader struct{ err error }

@@ -193,8 +193,17 @@ func (t *Transport) observe(ctx context.Context, o *Outcome, q Quota, key string
 	r := t.learned.Read(key, o.Reading, t.unit(), n, rejected, now)
 	f, wait, said := t.feedback(resp, r, now.Sub(sent), followsDeclared(q))
 	f.Spent = n
-	if !rejected {
+	status := resp.StatusCode
+	switch {
+	case (status == http.StatusForbidden || status == http.StatusTooManyRequests) && !said &&
+		learn.IsSecondary(keepRead(ctx, resp)):
+		// A secondary limit (GitHub's): a minute's pause, doubled while
+		// they come in a row (internal/learn).
+		wait, said = min(t.learned.Secondary(key, now), t.Retry.maxRetryAfter()), true
+		f.Verdict, f.Pause = Refused, wait
+	case !rejected:
 		f.Verdict = Accepted
+		t.learned.Accepted(key)
 	}
 	o.Wait, o.HasWait = wait, said
 	d = t.Retry.classify(*o)

@@ -16,6 +16,7 @@ package learn
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/throttle-go/throttle/ratelimit"
@@ -33,8 +34,10 @@ import (
 // arbitrary one is forgotten (what it had learned is learned again
 // from its next responses), and at most learnedPolicies policies a key.
 type Keys struct {
-	mu   sync.Mutex // protects keys
-	keys map[string][]policySeen
+	mu        sync.Mutex // protects keys and secondary
+	keys      map[string][]policySeen
+	secondary map[string]secondaryRun // secondary limits in a row, by key (secondary.go)
+	anyDue    atomic.Bool             // secondary is not empty
 }
 
 const (
