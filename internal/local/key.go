@@ -65,7 +65,7 @@ type Key struct {
 	xerr     error         // the further limits' configuration error
 
 	// The slow-down in force, for its end (decide.go).
-	recovery  *time.Timer    // reports the cut's end; nil if none armed
+	recovery  *time.Timer   // reports the cut's end; nil if none armed
 	recoverTo func(Decided) // the last call's listener to tell, if any
 }
 
