@@ -14,7 +14,7 @@ import (
 )
 
 var (
-	_ throttle.Adapter = (*Quota)(nil)
+	_ throttle.Adapter = (*Limiter)(nil)
 	_ throttle.Adapter = (*keyWaiter)(nil)
 )
 

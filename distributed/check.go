@@ -30,7 +30,7 @@ var ErrEvictable = errors.New("throttle/distributed: Redis may evict the quota's
 // Check cannot tell and returns nil: check the provider's parameter
 // group instead. If Redis cannot be reached, the error matches
 // [ErrStoreUnavailable]. Check is bounded by ctx only.
-func (q *Quota) Check(ctx context.Context) error {
+func (q *Limiter) Check(ctx context.Context) error {
 	var (
 		mu   sync.Mutex
 		errs []error

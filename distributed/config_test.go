@@ -43,7 +43,7 @@ func TestConfigMismatch(t *testing.T) {
 		if !errors.Is(err, ErrConfigMismatch) || !errors.As(err, &ce) {
 			t.Fatalf("%s: %v, want a *ConfigError", what, err)
 		}
-		if ce.Limit != 200 || ce.Burst != 10 || ce.StoredLimit != 2 || ce.StoredBurst != 1 || ce.Quota != "shared" || ce.Key != "k" {
+		if ce.Limit != 200 || ce.Burst != 10 || ce.StoredLimit != 2 || ce.StoredBurst != 1 || ce.Limiter != "shared" || ce.Key != "k" {
 			t.Errorf("%s: %+v", what, *ce)
 		}
 		if errors.Is(err, ErrStoreUnavailable) {

@@ -20,7 +20,7 @@ import (
 
 // capQuota returns a Quota with an in-flight cap of n on c, closed at
 // cleanup.
-func capQuota(t *testing.T, c redis.UniversalClient, name string, n int) *Quota {
+func capQuota(t *testing.T, c redis.UniversalClient, name string, n int) *Limiter {
 	t.Helper()
 	q := New(c, name, rate.Inf, 1000)
 	q.InFlight = n
@@ -30,7 +30,7 @@ func capQuota(t *testing.T, c redis.UniversalClient, name string, n int) *Quota 
 	return q
 }
 
-func mustAcquireQ(t *testing.T, q *Quota, key string, n int) func() {
+func mustAcquireQ(t *testing.T, q *Limiter, key string, n int) func() {
 	t.Helper()
 	release, err := q.For(key).(throttle.Acquirer).AcquireN(context.Background(), n)
 	if err != nil {
@@ -40,7 +40,7 @@ func mustAcquireQ(t *testing.T, q *Quota, key string, n int) func() {
 }
 
 // heldUnits returns the units held under key's cap in Redis now.
-func heldUnits(t *testing.T, c redis.UniversalClient, q *Quota, key string) int {
+func heldUnits(t *testing.T, c redis.UniversalClient, q *Limiter, key string) int {
 	t.Helper()
 	members, err := c.ZRange(context.Background(), inflightKeys(redisKey(q.Prefix, q.name, key))[0], 0, -1).Result()
 	if err != nil {
@@ -80,7 +80,7 @@ func TestQuotaInFlightFIFO(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, w := range []struct {
 		name string
-		q    *Quota
+		q    *Limiter
 		n    int
 	}{{"A2", q1, 2}, {"B1", q2, 1}, {"C2", q1, 2}} {
 		wg.Go(func() {

@@ -118,7 +118,7 @@ type leaseGrant struct {
 
 // leaseBox is one key's leased turns in this process.
 type leaseBox struct {
-	q    *Quota
+	q    *Limiter
 	w    *keyWaiter // makes the calls (any waiter of the key will do)
 	rkey string
 
@@ -170,7 +170,7 @@ type leaseStats struct {
 }
 
 // maxLease returns the most turns one call leases; 1: no leases.
-func (q *Quota) maxLease() int {
+func (q *Limiter) maxLease() int {
 	if q.MaxLease == 0 {
 		return defaultMaxLease
 	}
@@ -377,7 +377,7 @@ func (b *leaseBox) use(ctx context.Context, w *keyWaiter, g leaseGrant) (int64, 
 		if errCaller(ctx, g.err) || isDeadline(g.err) {
 			return 0, g.err
 		}
-		return 0, w.fail(ctx, 1, nil, g.err)
+		return 0, w.fail(ctx, throttle.Cost{N: 1}, g.err)
 	}
 	t := g.t
 	if t.gone {

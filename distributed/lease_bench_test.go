@@ -107,7 +107,7 @@ func BenchmarkTransportRatio(b *testing.B) {
 }
 
 // leaseStatsOf sums the counts of q's lease boxes.
-func leaseStatsOf(q *Quota) leaseStats {
+func leaseStatsOf(q *Limiter) leaseStats {
 	q.leases.mu.Lock()
 	defer q.leases.mu.Unlock()
 	var sum leaseStats

@@ -157,7 +157,7 @@ func (b *leaseBox) lease(ctx context.Context) {
 		// process the next turns of all: at a fleet's 100/s, the lease
 		// after a burst took 80 turns for one process of 4
 		// (TestFleetAccuracy: Jain's index 0.93).
-		if pace := b.pace(now); float64(b.q.limit) >= pace {
+		if pace := b.pace(now); float64(b.q.config().limit) >= pace {
 			rate = pace
 		}
 	}
@@ -366,7 +366,7 @@ func (l *leases) close() {
 // giveBackLease returns the tickets a late lease call took (see
 // Quota.giveBack): its args are those of leaseBox.lease, its reply
 // {count, id, last end, …}.
-func giveBackLease(ctx context.Context, q *Quota, keys []string, args []any, cmd *redis.Cmd) {
+func giveBackLease(ctx context.Context, q *Limiter, keys []string, args []any, cmd *redis.Cmd) {
 	v, ok := scriptInts(cmd.Val())
 	if !ok || len(v) < 5 || v[0] <= 0 {
 		return

@@ -97,7 +97,7 @@ func TestLeaseGivenBack(t *testing.T) {
 // a lost turn shows as a unit missing.
 func TestLeaseSpentGivenBack(t *testing.T) {
 	ctx := context.Background()
-	setup := func(t *testing.T, burst int) (*Quota, *keyWaiter, *leaseBox) {
+	setup := func(t *testing.T, burst int) (*Limiter, *keyWaiter, *leaseBox) {
 		s, _ := startRedis(t)
 		q := New(newClient(t, s.Addr()), "lease-spent", 1, burst)
 		q.Timeout = time.Second

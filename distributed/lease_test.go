@@ -13,7 +13,7 @@ import (
 )
 
 // held returns the tickets q holds for rkey.
-func held(q *Quota, rkey string) int {
+func held(q *Limiter, rkey string) int {
 	q.leases.mu.Lock()
 	b := q.leases.m[rkey]
 	q.leases.mu.Unlock()
@@ -95,7 +95,7 @@ func TestLeaseExact(t *testing.T) {
 	defer cancel()
 	var (
 		done []func() []int64
-		qs   []*Quota
+		qs   []*Limiter
 	)
 	for range procs {
 		q := New(newClient(t, s.Addr()), "lease-exact", limit, burst)
@@ -187,7 +187,7 @@ func TestLeasePause(t *testing.T) {
 // (as if they had come within the last second), at a quota whose turns
 // are 100ms apart: the tickets reach seconds ahead. It returns how many
 // the box holds.
-func leaseAheadOf(t *testing.T, q *Quota, w *keyWaiter) int {
+func leaseAheadOf(t *testing.T, q *Limiter, w *keyWaiter) int {
 	t.Helper()
 	b := q.leases.box(w)
 	b.mu.Lock()

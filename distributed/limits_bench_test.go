@@ -56,7 +56,7 @@ func BenchmarkLimitsLogTry(b *testing.B) {
 	_, c := startRedis(b)
 	ctx := context.Background()
 	n := throttle.MaxLogCount
-	mk := func(name string, w throttle.Window) *Quota {
+	mk := func(name string, w throttle.Window) *Limiter {
 		q := New(c, name, rate.Limit(1e9), 1e6)
 		q.Limits = []throttle.UnitLimit{{Unit: "requests", Window: w}}
 		return q

@@ -127,7 +127,7 @@ func TestLimitsFastPathSliding(t *testing.T) {
 }
 
 // coreTag returns the first byte of key's core in q's Redis (0: none).
-func coreTag(tb testing.TB, q *Quota, key string) byte {
+func coreTag(tb testing.TB, q *Limiter, key string) byte {
 	tb.Helper()
 	w := q.For(key).(*keyWaiter)
 	raw, err := q.client.HGet(context.Background(), w.rkey, "c").Result()

@@ -48,7 +48,7 @@ func TestLimitsCancelRedis(t *testing.T) {
 // mixed, unless their Version is higher: then they replace them.
 func TestLimitsMismatch(t *testing.T) {
 	_, c := startRedis(t)
-	newQ := func(tokens rate.Limit, version int) *Quota {
+	newQ := func(tokens rate.Limit, version int) *Limiter {
 		q := New(c, "limits-mismatch", 1000, 10)
 		q.Limits = []throttle.UnitLimit{{Unit: "tokens", Rate: throttle.Rate{Limit: tokens, Burst: 100}}}
 		q.Timeout, q.Version, q.MaxLease = time.Second, version, 1
@@ -63,7 +63,7 @@ func TestLimitsMismatch(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		name string
-		q    *Quota
+		q    *Limiter
 		want error
 	}{
 		{"same limits", a, nil},
@@ -91,7 +91,7 @@ func TestLimitsFleetWindow(t *testing.T) {
 	}
 	_, c := startRedis(t)
 	const per = 2 * time.Second
-	var qs []*Quota
+	var qs []*Limiter
 	for range 3 {
 		q := New(c, "limits-fleet-window", 1e9, 1e6) // the first limit far off
 		q.Limits = []throttle.UnitLimit{{Unit: "requests", Window: throttle.Window{Count: 100, Per: per}}}
@@ -280,8 +280,8 @@ func TestReserveCostRedis(t *testing.T) {
 // twoProcesses returns two Quotas named name on c, as two processes
 // would make them: the first limit far off, a further limit of w in
 // requests.
-func twoProcesses(t *testing.T, c *redis.Client, name string, w throttle.Window) [2]*Quota {
-	var qs [2]*Quota
+func twoProcesses(t *testing.T, c *redis.Client, name string, w throttle.Window) [2]*Limiter {
+	var qs [2]*Limiter
 	for i := range qs {
 		q := New(c, name, 1e9, 1e6)
 		q.Limits = []throttle.UnitLimit{{Unit: "requests", Window: w}}

@@ -161,7 +161,7 @@ func awaitQueued(tb testing.TB, w throttle.Waiter, n int64) {
 // awaitSleeping polls q until n of its waits sleep on their turns and
 // its subscription to pushed moves is up: a move pushed from then on
 // reaches them. It fails the test after 5 s.
-func awaitSleeping(tb testing.TB, q *Quota, n int) {
+func awaitSleeping(tb testing.TB, q *Limiter, n int) {
 	tb.Helper()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 		_, sub := q.pushes.mark()
@@ -175,7 +175,7 @@ func awaitSleeping(tb testing.TB, q *Quota, n int) {
 }
 
 // sleeping returns how many of q's waits sleep on their turns.
-func sleeping(q *Quota) int {
+func sleeping(q *Limiter) int {
 	q.pushes.mu.Lock()
 	defer q.pushes.mu.Unlock()
 	return len(q.pushes.sleepers)

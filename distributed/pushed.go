@@ -182,7 +182,7 @@ func (p *pushes) changed() {
 
 // add registers a listener of rkey, signalled at every push of it, and
 // subscribes if it is the first.
-func (p *pushes) add(q *Quota, rkey string) *sleeper {
+func (p *pushes) add(q *Limiter, rkey string) *sleeper {
 	s := &sleeper{rkey: rkey, sig: make(chan struct{}, 1)}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -220,7 +220,7 @@ func (p *pushes) addTicket(w *keyWaiter, t ticket, gen uint64, sub subState) *sl
 	return s
 }
 
-func (p *pushes) addLocked(q *Quota, s *sleeper) {
+func (p *pushes) addLocked(q *Limiter, s *sleeper) {
 	if p.sleepers == nil {
 		p.sleepers = make(map[*sleeper]struct{})
 	}

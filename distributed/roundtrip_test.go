@@ -35,7 +35,7 @@ func commandStats(tb testing.TB, s *redistest.Server) map[string]int64 {
 }
 
 // subscribed reports whether q's subscription to pushed moves is up.
-func subscribed(q *Quota) bool {
+func subscribed(q *Limiter) bool {
 	_, sub := q.pushes.mark()
 	return sub.up
 }

@@ -1,5 +1,5 @@
 -- schedule_advance.lua: units going at their turns (advance, and the walk of several limits), enqueue, rejections, refusals and settles.
--- A part of the schedule script, not a script of its own: quota.go
+-- A part of the schedule script, not a script of its own: script.go
 -- joins schedule.lua and its parts in order into one chunk, whose
 -- locals every part shares (see schedule.lua).
 

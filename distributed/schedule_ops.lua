@@ -1,5 +1,5 @@
 -- schedule_ops.lua: the view, the ops of the general path and the write-back.
--- A part of the schedule script, not a script of its own: quota.go
+-- A part of the schedule script, not a script of its own: script.go
 -- joins schedule.lua and its parts in order into one chunk, whose
 -- locals every part shares (see schedule.lua).
 

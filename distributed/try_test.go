@@ -13,8 +13,8 @@ import (
 )
 
 var (
-	_ throttle.Trier     = (*Quota)(nil)
-	_ throttle.Inspector = (*Quota)(nil)
+	_ throttle.Trier     = (*Limiter)(nil)
+	_ throttle.Inspector = (*Limiter)(nil)
 )
 
 // TestTryN: tries spend while the bucket holds units; a refused try

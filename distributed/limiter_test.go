@@ -14,9 +14,9 @@ import (
 
 // Compile-time checks of the seam.
 var (
-	_ throttle.Waiter      = (*Quota)(nil)
-	_ throttle.KeyedWaiter = (*Quota)(nil)
-	_ throttle.Pauser      = (*Quota)(nil)
+	_ throttle.Waiter      = (*Limiter)(nil)
+	_ throttle.KeyedWaiter = (*Limiter)(nil)
+	_ throttle.Pauser      = (*Limiter)(nil)
 	_ throttle.Pauser      = (*keyWaiter)(nil)
 )
 
