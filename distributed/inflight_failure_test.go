@@ -6,8 +6,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/throttle-go/throttle"
 )
 
 // TestQuotaInFlightStoreDown: with Redis away, FailClosed refuses an
@@ -19,26 +17,26 @@ func TestQuotaInFlightStoreDown(t *testing.T) {
 	srv.Stop()
 	closed := capQuota(t, c, "down", 4)
 	closed.Timeout = 50 * time.Millisecond
-	if _, err := closed.AcquireN(context.Background(), 1); !errors.Is(err, ErrStoreUnavailable) {
+	if _, err := closed.For("").Acquire(context.Background(), 1); !errors.Is(err, ErrStoreUnavailable) {
 		t.Errorf("FailClosed AcquireN with Redis down = %v; want ErrStoreUnavailable", err)
 	}
 	open := capQuota(t, c, "down", 4)
 	open.FailMode, open.Timeout = FailOpen, 50*time.Millisecond
 	for range 10 {
-		if _, err := open.AcquireN(context.Background(), 4); err != nil {
+		if _, err := open.For("").Acquire(context.Background(), 4); err != nil {
 			t.Fatalf("FailOpen AcquireN with Redis down = %v; want nil", err)
 		}
 	}
 	local := capQuota(t, c, "down", 4)
 	local.FailMode, local.Workers, local.Timeout = FailLocal, 2, 50*time.Millisecond
-	r1, err1 := local.AcquireN(context.Background(), 1)
-	r2, err2 := local.AcquireN(context.Background(), 1)
+	r1, err1 := local.For("").Acquire(context.Background(), 1)
+	r2, err2 := local.For("").Acquire(context.Background(), 1)
 	if err1 != nil || err2 != nil {
 		t.Fatalf("FailLocal AcquireN = %v, %v; want nil (2 of 4 ÷ 2 workers)", err1, err2)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	if _, err := local.AcquireN(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := local.For("").Acquire(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("a third FailLocal AcquireN under 4 ÷ 2 workers = %v; want DeadlineExceeded", err)
 	}
 	r1()
@@ -77,7 +75,7 @@ func TestQuotaInFlightDeadWaiter(t *testing.T) {
 			var wg sync.WaitGroup
 			defer wg.Wait()
 			wg.Go(func() {
-				r, err := w.AcquireN(context.Background(), 1)
+				r, err := w.Acquire(context.Background(), 1)
 				if err != nil {
 					t.Errorf("AcquireN = %v", err)
 					got <- 0
@@ -117,7 +115,7 @@ func TestQuotaInFlightStateLost(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ttl)
 	defer cancel()
-	if _, err := q2.For("k").(throttle.Acquirer).AcquireN(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := q2.For("k").Acquire(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("AcquireN under a cap of 1 whose unit is in flight, its lease written again = %v; want DeadlineExceeded", err)
 	}
 	release()

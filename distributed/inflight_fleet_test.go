@@ -164,7 +164,7 @@ func TestInFlightKilled(t *testing.T) {
 	// TTL/6 before a full TTL from the kill.
 	time.Sleep(ttl + ttl/6)
 	c := newClient(t, srv)
-	q := New(c, "killed", rate.Inf, 1000)
+	q := New(c, "killed", throttle.Limit{Rate: rate.Inf, Burst: 1000})
 	q.InFlight, q.LeaseTTL, q.FailMode, q.Timeout = n, ttl, FailClosed, 2*time.Second
 	defer q.Close()
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -174,7 +174,7 @@ func TestInFlightKilled(t *testing.T) {
 	cmd.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*ttl)
 	defer cancel()
-	release, err := q.For("api").(throttle.Acquirer).AcquireN(ctx, n)
+	release, err := q.For("api").Acquire(ctx, n)
 	back := time.Since(killed)
 	if err != nil {
 		t.Fatalf("AcquireN(%d) after the holder was killed = %v after %v; want the units within LeaseTTL %v", n, err, back, ttl)
@@ -242,7 +242,7 @@ func TestInFlightHelper(t *testing.T) {
 	if env("MODE") == "hang" {
 		name = "killed"
 	}
-	q := New(client, name, rate.Inf, 1000)
+	q := New(client, name, throttle.Limit{Rate: rate.Inf, Burst: 1000})
 	q.InFlight = capN
 	q.FailMode = FailClosed // a store error must show
 	q.Timeout = 2 * time.Second

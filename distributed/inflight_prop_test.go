@@ -73,7 +73,7 @@ func genCapOps(r *rand.Rand, capN, steps int) []capOp {
 func runCapLocal(t *testing.T, capN int, ops []capOp) [][]int {
 	var out [][]int
 	synctest.Test(t, func(t *testing.T) {
-		a := (&throttle.Limiter{InFlight: capN}).For("k").(throttle.Acquirer)
+		a := (&throttle.Limiter{InFlight: capN}).For("k")
 		var (
 			mu       sync.Mutex
 			granted  = map[int]func(){}
@@ -87,7 +87,7 @@ func runCapLocal(t *testing.T, capN int, ops []capOp) [][]int {
 				ctx, cancel := context.WithCancel(context.Background())
 				cancels[op.id] = cancel
 				wg.Go(func() {
-					release, err := a.AcquireN(ctx, op.n)
+					release, err := a.Acquire(ctx, op.n)
 					if err == nil {
 						mu.Lock()
 						granted[op.id] = release

@@ -22,7 +22,7 @@ import (
 // cleanup.
 func capQuota(t *testing.T, c redis.UniversalClient, name string, n int) *Limiter {
 	t.Helper()
-	q := New(c, name, rate.Inf, 1000)
+	q := New(c, name, throttle.Limit{Rate: rate.Inf, Burst: 1000})
 	q.InFlight = n
 	q.FailMode = FailClosed // a store error must show
 	q.Timeout = 2 * time.Second
@@ -32,7 +32,7 @@ func capQuota(t *testing.T, c redis.UniversalClient, name string, n int) *Limite
 
 func mustAcquireQ(t *testing.T, q *Limiter, key string, n int) func() {
 	t.Helper()
-	release, err := q.For(key).(throttle.Acquirer).AcquireN(context.Background(), n)
+	release, err := q.For(key).Acquire(context.Background(), n)
 	if err != nil {
 		t.Fatalf("AcquireN(%d) = %v", n, err)
 	}
@@ -84,7 +84,7 @@ func TestQuotaInFlightFIFO(t *testing.T) {
 		n    int
 	}{{"A2", q1, 2}, {"B1", q2, 1}, {"C2", q1, 2}} {
 		wg.Go(func() {
-			release, err := w.q.For("k").(throttle.Acquirer).AcquireN(context.Background(), w.n)
+			release, err := w.q.For("k").Acquire(context.Background(), w.n)
 			if err != nil {
 				t.Errorf("%s: AcquireN = %v", w.name, err)
 				return
@@ -147,13 +147,13 @@ func TestQuotaInFlightFIFO(t *testing.T) {
 func TestQuotaInFlightCancel(t *testing.T) {
 	_, c := startRedis(t)
 	q := capQuota(t, c, "cancel", 2)
-	a := q.For("k").(throttle.Acquirer)
+	a := q.For("k")
 	r1 := mustAcquireQ(t, q, "k", 1)
 	r2 := mustAcquireQ(t, q, "k", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	if _, err := a.AcquireN(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := a.Acquire(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("AcquireN past its deadline = %v; want DeadlineExceeded", err)
 	}
 	if d := time.Since(start); d < 300*time.Millisecond || d > time.Second {
@@ -165,7 +165,7 @@ func TestQuotaInFlightCancel(t *testing.T) {
 	r3 := mustAcquireQ(t, q, "k", 1) // the unit r1 freed
 	ctx, cancel = context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	if _, err := a.AcquireN(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := a.Acquire(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("a third unit under a cap of 2 after a release called three times = %v; want DeadlineExceeded", err)
 	}
 	r2()
@@ -174,7 +174,7 @@ func TestQuotaInFlightCancel(t *testing.T) {
 	if h := heldUnits(t, c, q, "k"); h != 0 {
 		t.Errorf("held %d in Redis; want 0", h)
 	}
-	if _, err := a.AcquireN(context.Background(), 3); !errors.Is(err, throttle.ErrCostExceedsBurst) {
+	if _, err := a.Acquire(context.Background(), 3); !errors.Is(err, throttle.ErrCostExceedsBurst) {
 		t.Errorf("AcquireN(3) under a cap of 2 = %v; want ErrCostExceedsBurst", err)
 	}
 }
@@ -191,7 +191,7 @@ func TestQuotaInFlightRenewal(t *testing.T) {
 	release := mustAcquireQ(t, q1, "k", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 1200*time.Millisecond)
 	defer cancel()
-	if _, err := q2.For("k").(throttle.Acquirer).AcquireN(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := q2.For("k").Acquire(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("AcquireN while another process holds the only unit for 4 TTLs = %v; want DeadlineExceeded (the lease renewed)", err)
 	}
 	release()
@@ -207,7 +207,7 @@ func TestQuotaInFlightMismatch(t *testing.T) {
 	r := mustAcquireQ(t, q1, "k", 1)
 	defer r()
 	q2 := capQuota(t, c, "mismatch", 3)
-	if _, err := q2.For("k").(throttle.Acquirer).AcquireN(context.Background(), 1); !errors.Is(err, ErrConfigMismatch) {
+	if _, err := q2.For("k").Acquire(context.Background(), 1); !errors.Is(err, ErrConfigMismatch) {
 		t.Errorf("AcquireN with cap 3 where cap 2 holds = %v; want ErrConfigMismatch", err)
 	}
 	q3 := capQuota(t, c, "mismatch", 3)
@@ -239,7 +239,7 @@ func TestQuotaInFlightCluster(t *testing.T) {
 		}
 		release := mustAcquireQ(t, q, key, 1)
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		if _, err := q.For(key).(throttle.Acquirer).AcquireN(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+		if _, err := q.For(key).Acquire(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("%s: a second unit under a cap of 1 = %v; want DeadlineExceeded", key, err)
 		}
 		cancel()

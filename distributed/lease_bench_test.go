@@ -39,7 +39,7 @@ func BenchmarkTransportRatio(b *testing.B) {
 				io.WriteString(w, `{"ok":true}`)
 			}))
 			defer srv.Close()
-			q := New(c, "bench-transport", rate.Limit(1e9), 1e6)
+			q := New(c, "bench-transport", throttle.Limit{Rate: rate.Limit(1e9), Burst: 1e6})
 			q.MaxLease = tt.maxLease
 			q.Timeout = time.Second // a busy machine is no outage
 			defer q.Close()

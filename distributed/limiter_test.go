@@ -12,42 +12,38 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Compile-time checks of the seam.
-var (
-	_ throttle.Waiter      = (*Limiter)(nil)
-	_ throttle.KeyedWaiter = (*Limiter)(nil)
-	_ throttle.Pauser      = (*Limiter)(nil)
-	_ throttle.Pauser      = (*keyWaiter)(nil)
-)
-
-// TestInvalid checks that bad configuration and costs fail with the right
-// error before any Redis call: the client points at a port nothing listens
-// on, and FailClosed would turn any call into ErrStoreUnavailable.
+// TestInvalid checks that bad limits and costs fail with the right error
+// before any Redis call, by throttle.Limit's rules: the client points at
+// a port nothing listens on, and FailClosed would turn any call into
+// ErrStoreUnavailable.
 func TestInvalid(t *testing.T) {
 	c := newClient(t, "127.0.0.1:1")
 	tests := []struct {
 		name  string
-		limit rate.Limit
-		burst int
+		limit throttle.Limit
 		n     int
 		want  error
 	}{
-		{"zero rate", 0, 10, 1, throttle.ErrInvalidLimit},
-		{"negative rate", -5, 10, 1, throttle.ErrInvalidLimit},
-		{"NaN rate", rate.Limit(math.NaN()), 10, 1, throttle.ErrInvalidLimit},
-		{"zero burst", 10, 0, 1, throttle.ErrInvalidLimit},
-		{"negative burst", 10, -1, 1, throttle.ErrInvalidLimit},
-		{"negative cost", 10, 10, -1, throttle.ErrInvalidLimit},
-		{"cost above burst", 10, 10, 11, throttle.ErrCostExceedsBurst},
-		{"zero cost", 10, 10, 0, nil},
+		{"negative rate", throttle.Limit{Rate: -5, Burst: 10}, 1, throttle.ErrInvalidLimit},
+		{"NaN rate", throttle.Limit{Rate: rate.Limit(math.NaN()), Burst: 10}, 1, throttle.ErrInvalidLimit},
+		{"negative burst", throttle.Limit{Rate: 10, Burst: -1}, 1, throttle.ErrInvalidLimit},
+		{"window without a count", throttle.Limit{Per: time.Minute}, 1, throttle.ErrInvalidLimit},
+		{"window without a period", throttle.Limit{Count: 10}, 1, throttle.ErrInvalidLimit},
+		{"window of no kind", throttle.Limit{Count: 10, Per: time.Minute, Kind: 9}, 1, throttle.ErrInvalidLimit},
+		{"sliding log too long", throttle.Limit{Count: throttle.MaxLogCount + 1, Per: time.Minute, Kind: throttle.SlidingLog}, 1, throttle.ErrInvalidLimit},
+		{"negative cost", throttle.Limit{Rate: 10, Burst: 10}, -1, throttle.ErrInvalidLimit},
+		{"cost above burst", throttle.Limit{Rate: 10, Burst: 10}, 11, throttle.ErrCostExceedsBurst},
+		{"cost above burst 0 (1)", throttle.Limit{Rate: 10}, 2, throttle.ErrCostExceedsBurst},
+		{"cost above a window's count", throttle.Limit{Count: 10, Per: time.Minute}, 11, throttle.ErrCostExceedsBurst},
+		{"zero cost", throttle.Limit{Rate: 10, Burst: 10}, 0, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			q := New(c, "invalid", tt.limit, tt.burst)
+			q := New(c, "invalid", tt.limit)
 			q.FailMode = FailClosed
 			err := q.WaitN(context.Background(), tt.n)
 			if tt.want == nil && err != nil || !errors.Is(err, tt.want) {
-				t.Errorf("WaitN(%d) with rate %v burst %d = %v; want %v", tt.n, tt.limit, tt.burst, err, tt.want)
+				t.Errorf("WaitN(%d) with %v = %v; want %v", tt.n, tt.limit, err, tt.want)
 			}
 			if errors.Is(err, ErrStoreUnavailable) {
 				t.Errorf("WaitN(%d) reached Redis: %v", tt.n, err)
@@ -62,14 +58,14 @@ func TestNewNilClientPanics(t *testing.T) {
 			t.Errorf("New(nil, …) did not panic")
 		}
 	}()
-	New(nil, "q", 1, 1)
+	New(nil, "q", throttle.Limit{Rate: 1, Burst: 1})
 }
 
 // TestDeadline: a turn past the deadline is refused at once and reserves
 // nothing, so the next caller's turn is unchanged.
 func TestDeadline(t *testing.T) {
 	_, c := startRedis(t)
-	q := New(c, "deadline", 2, 1) // one unit per 500ms
+	q := New(c, "deadline", throttle.Limit{Rate: 2, Burst: 1}) // one unit per 500ms
 	w := q.For("k").(*keyWaiter)
 	ctx := context.Background()
 	if err := w.WaitN(ctx, 1); err != nil { // takes the burst
@@ -111,7 +107,7 @@ func TestDeadline(t *testing.T) {
 func TestCancelRefunds(t *testing.T) {
 	_, c := startRedis(t)
 	const limit, burst, n = 10, 5, 3 // 100ms per unit
-	q := New(c, "refund", limit, burst)
+	q := New(c, "refund", throttle.Limit{Rate: limit, Burst: burst})
 	w := q.For("k").(*keyWaiter)
 	ctx := context.Background()
 	for range 2 { // spend the burst and then some: tat = now + 1s
@@ -147,7 +143,7 @@ func TestCancelRefunds(t *testing.T) {
 func TestIdleExpiry(t *testing.T) {
 	t.Parallel()
 	_, c := startRedis(t)
-	q := New(c, "expiry", 1, 5) // 1 s per unit
+	q := New(c, "expiry", throttle.Limit{Rate: 1, Burst: 5}) // 1 s per unit
 	w := q.For("k").(*keyWaiter)
 	ctx := context.Background()
 	if err := w.WaitN(ctx, 5); err != nil { // empties it: full again in 5 s
@@ -158,7 +154,7 @@ func TestIdleExpiry(t *testing.T) {
 		t.Errorf("PTTL after spending the burst = %v; want (5.9s, 6s]: until the bucket is full, plus 1 s", pttl)
 	}
 
-	q = New(c, "expiry", 10, 5) // 100ms per unit
+	q = New(c, "expiry", throttle.Limit{Rate: 10, Burst: 5}) // 100ms per unit
 	w = q.For("k2").(*keyWaiter)
 	if err := w.WaitN(ctx, 5); err != nil { // full again in 500ms
 		t.Fatalf("WaitN(5) = %v", err)
@@ -176,21 +172,21 @@ func TestIdleExpiry(t *testing.T) {
 // TestInfiniteRate: rate.Inf never waits, but a pause still holds.
 func TestInfiniteRate(t *testing.T) {
 	_, c := startRedis(t)
-	q := New(c, "inf", rate.Inf, 1)
+	q := New(c, "inf", throttle.Limit{Rate: rate.Inf, Burst: 1})
 	ctx := context.Background()
 	for range 100 {
 		if err := q.WaitN(ctx, 1); err != nil {
 			t.Fatalf("WaitN at rate.Inf = %v", err)
 		}
 	}
-	if err := q.Pause(ctx, time.Second); err != nil {
+	if err := q.For("").Pause(ctx, time.Second); err != nil {
 		t.Fatalf("Pause = %v", err)
 	}
 	dctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
 	var de *throttle.DeadlineError
-	if err := q.For("").WaitN(dctx, 1); !errors.As(err, &de) || de.Delay < 900*time.Millisecond {
-		t.Errorf("WaitN during a 1s pause with a 500ms deadline = %v; want a DeadlineError of about 1s (Quota.Pause pauses For(\"\"))", err)
+	if err := q.WaitN(dctx, 1); !errors.As(err, &de) || de.Delay < 900*time.Millisecond {
+		t.Errorf("WaitN during a 1s pause with a 500ms deadline = %v; want a DeadlineError of about 1s (Limiter.WaitN waits on For(\"\"))", err)
 	}
 }
 
@@ -218,7 +214,7 @@ func TestLocalBucketsBounded(t *testing.T) {
 // breaker is open a wait fails without touching the network.
 func TestStoreUnavailable(t *testing.T) {
 	c := newClient(t, "127.0.0.1:1") // nothing listens on port 1
-	q := New(c, "down", 10, 10)
+	q := New(c, "down", throttle.Limit{Rate: 10, Burst: 10})
 	q.FailMode = FailClosed
 	ctx := context.Background()
 	for i := range breakerThreshold {
@@ -239,7 +235,7 @@ func TestStoreUnavailable(t *testing.T) {
 	if err := q.WaitN(ctx, 1); err != nil {
 		t.Errorf("FailOpen wait = %v; want nil", err)
 	}
-	if err := q.Pause(ctx, time.Second); !errors.Is(err, ErrStoreUnavailable) {
+	if err := q.For("").Pause(ctx, time.Second); !errors.Is(err, ErrStoreUnavailable) {
 		t.Errorf("Pause = %v; want ErrStoreUnavailable", err)
 	}
 }

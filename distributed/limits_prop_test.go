@@ -91,8 +91,7 @@ func TestPropRedisLimits(t *testing.T) {
 				propSlots <- struct{}{}
 				defer func() { <-propSlots }()
 				seq := schedtest.Generate(seed, s.cfg, s.opt)
-				q := New(c, fmt.Sprintf("prop-%s-%d", s.name, seed), 20, 4)
-				q.Limits = s.cfg.Limits()
+				q := New(c, fmt.Sprintf("prop-%s-%d", s.name, seed), s.cfg.Limits()...)
 				q.Timeout = time.Second // a loaded machine is no outage
 				q.FailMode = FailClosed // a store error must show
 				defer q.Close()

@@ -144,12 +144,12 @@ func reached(tb testing.TB, c redis.UniversalClient, rkey string, start func()) 
 
 // awaitQueued polls w's state until n units are queued: the waits begun
 // in other goroutines have their tickets. It fails the test after 5 s.
-func awaitQueued(tb testing.TB, w throttle.Waiter, n int64) {
+func awaitQueued(tb testing.TB, w throttle.Quota, n int64) {
 	tb.Helper()
 	var st throttle.State
 	var err error
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-		if st, err = w.(throttle.Inspector).State(context.Background()); err == nil && st.Queued >= n {
+		if st, err = w.State(context.Background()); err == nil && st.Queued >= n {
 			return
 		}
 		if time.Now().After(deadline) {

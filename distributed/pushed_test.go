@@ -83,8 +83,8 @@ func awaitSettled(t *testing.T, q *Limiter, rkey string, n int) {
 func TestPushAskedOncePerProcess(t *testing.T) {
 	s, c := startRedis(t)
 	c2 := newClient(t, s.Addr())
-	q := New(c, "asked-once", 1, 1)
-	pauser := New(c2, "asked-once", 1, 1)
+	q := New(c, "asked-once", throttle.Limit{Rate: 1, Burst: 1})
+	pauser := New(c2, "asked-once", throttle.Limit{Rate: 1, Burst: 1})
 	q.MaxLease = 1                                       // waits of their own (leased turns: TestLeaseKeptAfterMove)
 	q.Timeout, pauser.Timeout = time.Second, time.Second // a busy machine is no outage
 	defer q.Close()
@@ -130,8 +130,8 @@ func TestPushAskedOncePerProcess(t *testing.T) {
 func TestPushRefundAsksBehindOnly(t *testing.T) {
 	s, c := startRedis(t)
 	cb := newClient(t, s.Addr())
-	qa := New(c, "refund-behind", 1, 1)
-	qb := New(cb, "refund-behind", 1, 1)
+	qa := New(c, "refund-behind", throttle.Limit{Rate: 1, Burst: 1})
+	qb := New(cb, "refund-behind", throttle.Limit{Rate: 1, Burst: 1})
 	qa.MaxLease, qb.MaxLease = 1, 1                   // waits of their own
 	qa.Timeout, qb.Timeout = time.Second, time.Second // a busy machine is no outage
 	defer qa.Close()
@@ -245,7 +245,7 @@ func cancelsAndPauses(t *testing.T, leases bool) {
 	)
 	var qs []*Limiter
 	for _, c := range []*redis.Client{c1, c2} {
-		q := New(c, "cancels-pauses", limit, burst)
+		q := New(c, "cancels-pauses", throttle.Limit{Rate: limit, Burst: burst})
 		q.Timeout = time.Second // a busy machine is no outage
 		if !leases {
 			q.MaxLease = 1

@@ -184,7 +184,7 @@ func TestRestartHelper(t *testing.T) {
 	goroutines, _ := strconv.Atoi(env("GOROUTINES"))
 	client := redis.NewClient(&redis.Options{Addr: env("ADDR"), ContextTimeoutEnabled: true, MaxRetries: -1})
 	defer client.Close()
-	q := New(client, "restart", 100, 10)
+	q := New(client, "restart", throttle.Limit{Rate: 100, Burst: 10})
 	q.Workers = 4
 	defer q.Close()
 	hc := &http.Client{Transport: &throttle.Transport{

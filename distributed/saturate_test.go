@@ -27,7 +27,7 @@ func TestFarTurnSaturates(t *testing.T) {
 	for _, limit := range []rate.Limit{1e-10, 1e-300} {
 		for _, lease := range []int{1, 0} {
 			t.Run(fmt.Sprintf("%g/s,MaxLease=%d", limit, lease), func(t *testing.T) {
-				q := New(c, fmt.Sprintf("far-%g-%d", limit, lease), limit, 1)
+				q := New(c, fmt.Sprintf("far-%g-%d", limit, lease), throttle.Limit{Rate: limit, Burst: 1})
 				q.MaxLease = lease
 				q.Timeout = time.Second
 				defer q.Close()
@@ -48,7 +48,7 @@ func TestFarTurnSaturates(t *testing.T) {
 // Duration, not a negative one.
 func TestHugeSettleSaturates(t *testing.T) {
 	_, c := startRedis(t)
-	q := New(c, "huge-settle", 1e-10, 2)
+	q := New(c, "huge-settle", throttle.Limit{Rate: 1e-10, Burst: 2})
 	q.MaxLease = 1
 	q.Timeout = time.Second
 	defer q.Close()
@@ -57,22 +57,22 @@ func TestHugeSettleSaturates(t *testing.T) {
 	if err := w.WaitN(ctx, 1); err != nil {
 		t.Fatalf("first WaitN(1) = %v", err)
 	}
-	dropped, err := w.settleN(ctx, 1, 1e11)
+	dropped, err := w.settle(ctx, throttle.Cost{N: 1}, throttle.Cost{N: 1e11})
 	if want := []int64{1e11 - 1 - 2}; err != nil || len(dropped) != 1 || dropped[0] != want[0] {
 		t.Fatalf("settle(1, 1e11) = %v, %v; want %v dropped", dropped, err, want)
 	}
 	never(t, w)
 }
 
-// never checks that w's next unit is never: TryN and State say the
+// never checks that w's next unit is never: Try and State say the
 // largest Duration, waits with a deadline fail at once, waits without
 // one sleep until their context ends.
 func never(t *testing.T, w *keyWaiter) {
 	t.Helper()
 	ctx := context.Background()
-	ok, d, err := w.TryN(ctx, 1)
+	ok, d, err := w.Try(ctx, throttle.Cost{N: 1})
 	if ok || err != nil || d != math.MaxInt64 {
-		t.Errorf("TryN(1) = %v, %v, %v; want false, the largest Duration", ok, d, err)
+		t.Errorf("Try(1) = %v, %v, %v; want false, the largest Duration", ok, d, err)
 	}
 	st, err := w.State(ctx)
 	if err != nil || st.Next != math.MaxInt64 {

@@ -316,6 +316,14 @@ local function bound(d, most)
 	end
 	return d, 0
 end
+-- boundFirst: bound on the first limit, its burst; with no pace
+-- configured there is nothing to bound (the engine's Clamp).
+local function boundFirst(d)
+	if cfgI > 0 then
+		return bound(d, cfgB)
+	end
+	return d, 0
+end
 -- recheck and waitOf reply µs from now, at most FAR.
 local function recheck()
 	local t = nextStep(now)

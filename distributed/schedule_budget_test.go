@@ -123,7 +123,7 @@ func TestHiddenBudgetFleetLiveness(t *testing.T) {
 			client.AddHook(fault)
 		}
 		defer client.Close()
-		q := New(client, "hidden-fleet", 100, 10)
+		q := New(client, "hidden-fleet", throttle.Limit{Rate: 100, Burst: 10})
 		q.Workers = procs
 		q.Timeout = time.Second // a busy machine is no outage: the faults are the injected ones
 		defer q.Close()

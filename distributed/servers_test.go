@@ -28,7 +28,7 @@ func TestServers(t *testing.T) {
 			if v, err := c.Info(ctx, "server").Result(); err == nil {
 				t.Logf("%s: %s", bin, firstLine(v, "valkey_version:", "redis_version:"))
 			}
-			q := New(c, "servers", 100, 5)
+			q := New(c, "servers", throttle.Limit{Rate: 100, Burst: 5})
 			q.FailMode = FailClosed
 			q.Timeout = time.Second // a loaded machine must not fake an outage
 			w := q.For("k").(*keyWaiter)

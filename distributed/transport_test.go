@@ -103,7 +103,7 @@ func TestTransportFleetWindow(t *testing.T) {
 		ok       [2]int // 200s per worker
 	)
 	for i := range 2 {
-		q := New(newClient(t, s.Addr()), "transport-fleet", 1000, 50)
+		q := New(newClient(t, s.Addr()), "transport-fleet", throttle.Limit{Rate: 1000, Burst: 50})
 		q.Timeout = time.Second // a busy machine is no outage
 		client := &http.Client{Transport: &throttle.Transport{
 			Base:   api.Client().Transport,

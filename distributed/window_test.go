@@ -43,15 +43,15 @@ func TestWindowFleet(t *testing.T) {
 	t.Parallel()
 	s, c1 := startRedis(t)
 	c2 := newClient(t, s.Addr())
-	q1, q2 := New(c1, "window-fleet", 1000, 10), New(c2, "window-fleet", 1000, 10)
+	q1, q2 := New(c1, "window-fleet", throttle.Limit{Rate: 1000, Burst: 10}), New(c2, "window-fleet", throttle.Limit{Rate: 1000, Burst: 10})
 	q1.Timeout, q2.Timeout = time.Second, time.Second // a busy machine is no outage
 	w1, w2 := q1.For("api").(*keyWaiter), q2.For("api").(*keyWaiter)
 	ctx := context.Background()
 	win := func(left float64) throttle.Feedback {
-		return throttle.Feedback{HasRemaining: true, Remaining: left, Reset: 2 * time.Second, Size: 10, Window: 2 * time.Second}
+		return throttle.Feedback{Window: &throttle.ServerWindow{Remaining: left, Reset: 2 * time.Second, Size: 10, Length: 2 * time.Second}}
 	}
 	before := redisNow(t, c1)
-	if err := w1.Adapt(ctx, win(5)); err != nil {
+	if _, err := w1.Observe(ctx, win(5)); err != nil {
 		t.Fatalf("Adapt = %v", err)
 	}
 	after := redisNow(t, c1)
@@ -80,7 +80,7 @@ func TestWindowFleet(t *testing.T) {
 				rec.add(turn)
 				if float64(turn) >= resetLo && probed.CompareAndSwap(false, true) {
 					// The probe's response: a new window, 3 left after it.
-					if err := w.Adapt(ctx, win(3)); err != nil {
+					if _, err := w.Observe(ctx, win(3)); err != nil {
 						errs <- err
 					}
 				}
@@ -143,12 +143,12 @@ func relMs(turns []int64, from float64) []float64 {
 func TestWindowSpread(t *testing.T) {
 	t.Parallel()
 	_, c := startRedis(t)
-	q := New(c, "window-spread", 1000, 1) // 1ms per unit: the window paces
+	q := New(c, "window-spread", throttle.Limit{Rate: 1000, Burst: 1}) // 1ms per unit: the window paces
 	q.Timeout = time.Second
 	w := q.For("api").(*keyWaiter)
 	ctx := context.Background()
 	before := redisNow(t, c)
-	if err := w.Adapt(ctx, throttle.Feedback{HasRemaining: true, Remaining: 4, Reset: 2 * time.Second}); err != nil {
+	if _, err := w.Observe(ctx, throttle.Feedback{Window: &throttle.ServerWindow{Remaining: 4, Reset: 2 * time.Second}}); err != nil {
 		t.Fatalf("Adapt = %v", err)
 	}
 	after := redisNow(t, c)
