@@ -3,6 +3,7 @@ package distributed
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"testing"
@@ -237,5 +238,121 @@ func TestStoreUnavailable(t *testing.T) {
 	}
 	if err := q.For("").Pause(ctx, time.Second); !errors.Is(err, ErrStoreUnavailable) {
 		t.Errorf("Pause = %v; want ErrStoreUnavailable", err)
+	}
+}
+
+// TestLimitsAsThrottleLimiter runs the same operations on a key of a
+// throttle.Limiter and on one of a Limiter with the same limits, and
+// checks that each answers alike (went or not, and the error's kind):
+// the limits follow throttle.Limiter's rules, a window may be the first
+// limit, Rate 0 lets its burst through and then none, no limit lets
+// everything through, and the short forms spend every limit of Unit "".
+func TestLimitsAsThrottleLimiter(t *testing.T) {
+	_, c := startRedis(t)
+	ctx := context.Background()
+	type op struct {
+		name string
+		do   func(q throttle.Quota) (bool, error)
+	}
+	try := func(cost ...throttle.Cost) op {
+		return op{fmt.Sprint("Try", cost), func(q throttle.Quota) (bool, error) {
+			ok, _, err := q.Try(ctx, cost...)
+			return ok, err
+		}}
+	}
+	allowN := func(n int) op {
+		return op{fmt.Sprint("AllowN ", n), func(q throttle.Quota) (bool, error) { return q.AllowN(n), nil }}
+	}
+	waitN := func(n int) op { // a wait that would sleep fails at once
+		return op{fmt.Sprint("WaitN ", n), func(q throttle.Quota) (bool, error) {
+			ctx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+			defer cancel()
+			err := q.WaitN(ctx, n)
+			if errors.Is(err, throttle.ErrWouldExceedDeadline) {
+				return false, nil
+			}
+			return err == nil, err
+		}}
+	}
+	reserveN := func(n int) op {
+		return op{fmt.Sprint("ReserveN ", n), func(q throttle.Quota) (bool, error) {
+			r, err := q.ReserveN(ctx, n)
+			if err != nil {
+				return false, err
+			}
+			went := r.Delay() == 0
+			r.Cancel()
+			return went, nil
+		}}
+	}
+	tokens := func(n, tok int) throttle.Cost { return throttle.Cost{N: n, Units: map[string]int{"tokens": tok}} }
+	for _, tt := range []struct {
+		name   string
+		limits []throttle.Limit
+		ops    []op
+	}{
+		{"window first", []throttle.Limit{{Count: 3, Per: time.Hour, Kind: throttle.SlidingLog}},
+			[]op{waitN(1), allowN(1), try(), reserveN(1), allowN(1), waitN(1), try(), waitN(4)}},
+		{"bucket and window of requests", []throttle.Limit{{Rate: 1000, Burst: 1000}, {Count: 2, Per: time.Hour}},
+			[]op{waitN(2), try(), allowN(1), try(throttle.Cost{N: 3})}},
+		{"rate 0", []throttle.Limit{{Burst: 2}},
+			[]op{try(), allowN(1), try(), waitN(1), waitN(3)}},
+		{"burst 0 is 1", []throttle.Limit{{Rate: 1.0 / 3600}},
+			[]op{try(), try(), try(throttle.Cost{N: 2})}},
+		{"no limit", nil,
+			[]op{try(throttle.Cost{N: 1e6}), waitN(1e6), allowN(5)}},
+		{"rate.Inf is no bucket", []throttle.Limit{{Rate: rate.Inf, Burst: 1}},
+			[]op{waitN(5), try(throttle.Cost{N: 100})}},
+		{"tokens", []throttle.Limit{{Rate: 1.0 / 3600, Burst: 3}, {Unit: "tokens", Rate: 1.0 / 3600, Burst: 100}},
+			[]op{try(tokens(1, 60)), try(tokens(1, 60)), try(tokens(0, 60)), try(tokens(1, 40)), try(tokens(1, 1)),
+				try(tokens(1, 101)), try(throttle.Cost{N: 1, Units: map[string]int{"": 1}}), try(throttle.Cost{N: 1, Units: map[string]int{"bytes": 1}}),
+				try(tokens(1, -1)), try(throttle.Cost{N: -1})}},
+		{"invalid", []throttle.Limit{{Count: 5}}, []op{try(), waitN(1)}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			lk := (&throttle.Limiter{Limits: tt.limits}).For("k")
+			q := New(c, "as-limiter-"+tt.name, tt.limits...)
+			q.FailMode = FailClosed // a store error must show
+			defer q.Close()
+			qk := q.For("k")
+			for i, o := range tt.ops {
+				wok, werr := o.do(lk)
+				gok, gerr := o.do(qk)
+				if gok != wok || kind(gerr) != kind(werr) {
+					t.Errorf("op %d, %s: Limiter %v, %v; throttle.Limiter %v, %v", i, o.name, gok, gerr, wok, werr)
+				}
+			}
+		})
+	}
+}
+
+// kind names the sentinel an error matches, for comparing errors of two
+// implementations.
+func kind(err error) string {
+	for _, s := range []error{throttle.ErrInvalidLimit, throttle.ErrCostExceedsBurst, throttle.ErrWouldExceedDeadline, ErrStoreUnavailable} {
+		if errors.Is(err, s) {
+			return s.Error()
+		}
+	}
+	if err != nil {
+		return "other: " + err.Error()
+	}
+	return ""
+}
+
+// TestFailLocalFirstWindow: while Redis is away, FailLocal holds a
+// window of the unit waits count at this process's share, as it holds a
+// further limit of another unit: 10 an hour, 2 workers, 5 go.
+func TestFailLocalFirstWindow(t *testing.T) {
+	q := New(newClient(t, "127.0.0.1:1"), "down-window", throttle.Limit{Count: 10, Per: time.Hour})
+	q.Workers = 2
+	k := q.For("k")
+	for i := range 5 {
+		if ok, _, err := k.Try(context.Background()); !ok || err != nil {
+			t.Fatalf("try %d of the share of 5 = %v, %v; want it to go", i+1, ok, err)
+		}
+	}
+	if ok, d, err := k.Try(context.Background()); ok || err != nil || d <= 0 || d > time.Hour {
+		t.Errorf("6th try in the hour = %v, %v, %v; want false, within the hour", ok, d, err)
 	}
 }

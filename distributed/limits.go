@@ -218,20 +218,19 @@ func unitName(u string) string {
 }
 
 // xargs returns the script's arguments of a cost in the further limits
-// (the configuration, then a cost each), and whether it spends anything
-// in them; nil for a Limiter without further limits.
-func (q *Limiter) xargs(cost []float64) (args []any, spends bool) {
+// (the configuration, then a cost each); nil for a Limiter without
+// further limits.
+func (q *Limiter) xargs(cost []float64) []any {
 	x := q.xconfig()
 	if x == nil {
-		return nil, false
+		return nil
 	}
-	args = make([]any, 0, 1+len(cost))
+	args := make([]any, 0, 1+len(cost))
 	args = append(args, x.spec)
 	for _, c := range cost {
 		args = append(args, strconv.FormatFloat(c, 'g', -1, 64))
-		spends = spends || c > 0
 	}
-	return args, spends
+	return args
 }
 
 // limitsError returns the script's refusal of this process's further

@@ -46,10 +46,10 @@ func (w *keyWaiter) reserve(ctx context.Context, c throttle.Cost) (throttle.Rese
 	if err != nil {
 		return nil, err
 	}
-	x, spends := q.xargs(cost)
-	if n == 0 && !spends {
-		return &reservation{w: w, state: resDone}, nil
+	if n == 0 {
+		return &reservation{w: w, state: resDone}, nil // nothing to spend: see wait
 	}
+	x := q.xargs(cost)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

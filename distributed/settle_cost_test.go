@@ -37,7 +37,7 @@ func TestRedisSettleCost(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			x, _ := q.xargs(cost)
+			x := q.xargs(cost)
 			a, err := w.waitDirectX(ctx, tok(5), x)
 			if err != nil {
 				t.Fatal(err)

@@ -50,10 +50,10 @@ func (w *keyWaiter) try(ctx context.Context, c throttle.Cost) (bool, time.Durati
 	if err != nil {
 		return false, 0, err
 	}
-	x, spends := q.xargs(cost)
-	if n == 0 && !spends {
-		return true, 0, nil
+	if n == 0 {
+		return true, 0, nil // nothing to spend: see wait
 	}
+	x := q.xargs(cost)
 	if err := ctx.Err(); err != nil {
 		return false, 0, err
 	}

@@ -219,10 +219,14 @@ func (w *keyWaiter) wait(ctx context.Context, c throttle.Cost) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	x, spends := q.xargs(cost)
-	if n == 0 && !spends {
+	if n == 0 {
+		// No unit of the first limit: nothing to queue (the engine's
+		// queues hold tickets of the first limit's units), whatever
+		// units of the further limits the cost names, as a
+		// throttle.Limiter's key.
 		return 0, nil
 	}
+	x := q.xargs(cost)
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -280,7 +284,7 @@ func (w *keyWaiter) takeX(ctx context.Context, n, qi int, x []any) (taken, error
 	op := "wait"
 	if q.xconfig() != nil {
 		if x == nil {
-			x, _ = q.xargs(make([]float64, len(q.xconfig().units)))
+			x = q.xargs(make([]float64, len(q.xconfig().units)))
 		}
 		op = "mwait"
 	}
