@@ -12,7 +12,7 @@ import (
 )
 
 // TestCheck starts redis-server with each kind of eviction setting and
-// checks what Quota.Check says of it.
+// checks what Limiter.Check says of it.
 func TestCheck(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

@@ -12,7 +12,7 @@ import (
 	"github.com/throttle-go/throttle"
 )
 
-// TestConfigMismatch: two processes (two Quotas, two clients) name the
+// TestConfigMismatch: two processes (two Limiters, two clients) name the
 // same quota with different limits (2/s and 200/s, the case that
 // ran at 4/s): the second is refused with a ConfigError naming both, on
 // every kind of call, without its fail mode or breaker, and the first
@@ -54,7 +54,7 @@ func TestConfigMismatch(t *testing.T) {
 		check("WaitN", w2.WaitN(ctx, 1))
 	}
 	_, _, err := w2.Try(ctx, throttle.Cost{N: 1})
-	check("TryN", err)
+	check("Try", err)
 	_, err = w2.ReserveN(ctx, 1)
 	check("ReserveN", err)
 	_, err = w2.State(ctx)

@@ -16,7 +16,7 @@ import (
 )
 
 // DefaultLeaseTTL is how long an in-flight lease lives without renewal
-// when [Quota.LeaseTTL] is zero.
+// when [Limiter.LeaseTTL] is zero.
 const DefaultLeaseTTL = 30 * time.Second
 
 // The in-flight script's replies (prepended to it as Lua constants).
@@ -237,13 +237,13 @@ func (w *keyWaiter) held(tok string) func() {
 	}
 }
 
-// slotLeases are the in-flight leases this process holds for one Quota, and
+// slotLeases are the in-flight leases this process holds for one Limiter, and
 // the one goroutine that renews them: every TTL/3, one script call per
 // key renews all of the key's leases. A goroutine per lease would cost a
 // call per lease per period, and a timer per lease as much; one per
-// Quota costs a call per key, however many requests are in flight. It
+// Limiter costs a call per key, however many requests are in flight. It
 // runs only while leases are held (the last release stops it) and
-// Quota.Close stops it, so no goroutine outlives the leases.
+// Limiter.Close stops it, so no goroutine outlives the leases.
 type slotLeases struct {
 	mu   sync.Mutex            // protects the fields below
 	id   string                // this process's part of every token
@@ -260,7 +260,7 @@ type leasedKey struct {
 }
 
 // token returns a new token for n units: unique across processes (a
-// random id per Quota) and in this one (a counter).
+// random id per Limiter) and in this one (a counter).
 func (l *slotLeases) token(n int) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()

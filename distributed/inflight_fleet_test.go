@@ -48,7 +48,7 @@ func startInFlightWorkers(t *testing.T, procs int, env ...string) ([]*exec.Cmd, 
 	return cmds, outs
 }
 
-// TestInFlightFleet: 4 processes share one Quota with an in-flight cap of
+// TestInFlightFleet: 4 processes share one Limiter with an in-flight cap of
 // N, 4N goroutines in all, sending through a Transport to a real server
 // that refuses (429) any request past N in flight. The server never sees
 // more than N at once and refuses none.
@@ -177,7 +177,7 @@ func TestInFlightKilled(t *testing.T) {
 	release, err := q.For("api").Acquire(ctx, n)
 	back := time.Since(killed)
 	if err != nil {
-		t.Fatalf("AcquireN(%d) after the holder was killed = %v after %v; want the units within LeaseTTL %v", n, err, back, ttl)
+		t.Fatalf("Acquire(%d) after the holder was killed = %v after %v; want the units within LeaseTTL %v", n, err, back, ttl)
 	}
 	release()
 	t.Logf("a killed worker's %d units came back %v after SIGKILL (LeaseTTL %v, renewed every %v)", n, back, ttl, ttl/3)

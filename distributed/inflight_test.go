@@ -18,9 +18,9 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// capQuota returns a Quota with an in-flight cap of n on c, closed at
+// capLimiter returns a Limiter with an in-flight cap of n on c, closed at
 // cleanup.
-func capQuota(t *testing.T, c redis.UniversalClient, name string, n int) *Limiter {
+func capLimiter(t *testing.T, c redis.UniversalClient, name string, n int) *Limiter {
 	t.Helper()
 	q := New(c, name, throttle.Limit{Rate: rate.Inf, Burst: 1000})
 	q.InFlight = n
@@ -34,7 +34,7 @@ func mustAcquireQ(t *testing.T, q *Limiter, key string, n int) func() {
 	t.Helper()
 	release, err := q.For(key).Acquire(context.Background(), n)
 	if err != nil {
-		t.Fatalf("AcquireN(%d) = %v", n, err)
+		t.Fatalf("Acquire(%d) = %v", n, err)
 	}
 	return release
 }
@@ -60,14 +60,14 @@ func heldUnits(t *testing.T, c redis.UniversalClient, q *Limiter, key string) in
 	return n
 }
 
-// TestQuotaInFlightFIFO: two processes (two Quotas, two clients) share a
+// TestLimiterInFlightFIFO: two processes (two Limiters, two clients) share a
 // cap of 2. Waiting acquisitions are granted in arrival order across
 // them, a large head is not overtaken, and a release reaches a waiting
 // process at once (pushed, not polled: well within the TTL).
-func TestQuotaInFlightFIFO(t *testing.T) {
+func TestLimiterInFlightFIFO(t *testing.T) {
 	srv, c1 := startRedis(t)
 	c2 := newClient(t, srv.Addr())
-	q1, q2 := capQuota(t, c1, "fifo", 2), capQuota(t, c2, "fifo", 2)
+	q1, q2 := capLimiter(t, c1, "fifo", 2), capLimiter(t, c2, "fifo", 2)
 	r1 := mustAcquireQ(t, q1, "k", 1)
 	r2 := mustAcquireQ(t, q2, "k", 1)
 
@@ -86,7 +86,7 @@ func TestQuotaInFlightFIFO(t *testing.T) {
 		wg.Go(func() {
 			release, err := w.q.For("k").Acquire(context.Background(), w.n)
 			if err != nil {
-				t.Errorf("%s: AcquireN = %v", w.name, err)
+				t.Errorf("%s: Acquire = %v", w.name, err)
 				return
 			}
 			grants <- grant{w.name, time.Now()}
@@ -142,11 +142,11 @@ func TestQuotaInFlightFIFO(t *testing.T) {
 	}
 }
 
-// TestQuotaInFlightCancel: an acquisition whose ctx ends returns ctx's
+// TestLimiterInFlightCancel: an acquisition whose ctx ends returns ctx's
 // error and holds nothing; a release called twice frees its units once.
-func TestQuotaInFlightCancel(t *testing.T) {
+func TestLimiterInFlightCancel(t *testing.T) {
 	_, c := startRedis(t)
-	q := capQuota(t, c, "cancel", 2)
+	q := capLimiter(t, c, "cancel", 2)
 	a := q.For("k")
 	r1 := mustAcquireQ(t, q, "k", 1)
 	r2 := mustAcquireQ(t, q, "k", 1)
@@ -154,10 +154,10 @@ func TestQuotaInFlightCancel(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	if _, err := a.Acquire(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("AcquireN past its deadline = %v; want DeadlineExceeded", err)
+		t.Errorf("Acquire past its deadline = %v; want DeadlineExceeded", err)
 	}
 	if d := time.Since(start); d < 300*time.Millisecond || d > time.Second {
-		t.Errorf("AcquireN with 300ms returned after %v", d)
+		t.Errorf("Acquire with 300ms returned after %v", d)
 	}
 	r1()
 	r1()
@@ -175,56 +175,56 @@ func TestQuotaInFlightCancel(t *testing.T) {
 		t.Errorf("held %d in Redis; want 0", h)
 	}
 	if _, err := a.Acquire(context.Background(), 3); !errors.Is(err, throttle.ErrCostExceedsBurst) {
-		t.Errorf("AcquireN(3) under a cap of 2 = %v; want ErrCostExceedsBurst", err)
+		t.Errorf("Acquire(3) under a cap of 2 = %v; want ErrCostExceedsBurst", err)
 	}
 }
 
-// TestQuotaInFlightRenewal: a lease held for 4 TTLs is renewed by its
+// TestLimiterInFlightRenewal: a lease held for 4 TTLs is renewed by its
 // holder, and holds its unit all along; once released, the unit goes to
 // the process waiting for it.
-func TestQuotaInFlightRenewal(t *testing.T) {
+func TestLimiterInFlightRenewal(t *testing.T) {
 	t.Parallel()
 	srv, c1 := startRedis(t)
-	q1 := capQuota(t, c1, "renew", 1)
-	q2 := capQuota(t, newClient(t, srv.Addr()), "renew", 1)
+	q1 := capLimiter(t, c1, "renew", 1)
+	q2 := capLimiter(t, newClient(t, srv.Addr()), "renew", 1)
 	q1.LeaseTTL, q2.LeaseTTL = 300*time.Millisecond, 300*time.Millisecond
 	release := mustAcquireQ(t, q1, "k", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 1200*time.Millisecond)
 	defer cancel()
 	if _, err := q2.For("k").Acquire(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("AcquireN while another process holds the only unit for 4 TTLs = %v; want DeadlineExceeded (the lease renewed)", err)
+		t.Errorf("Acquire while another process holds the only unit for 4 TTLs = %v; want DeadlineExceeded (the lease renewed)", err)
 	}
 	release()
 	r := mustAcquireQ(t, q2, "k", 1)
 	r()
 }
 
-// TestQuotaInFlightMismatch: a process with another cap under the same
+// TestLimiterInFlightMismatch: a process with another cap under the same
 // Version is refused; one with a higher Version replaces it.
-func TestQuotaInFlightMismatch(t *testing.T) {
+func TestLimiterInFlightMismatch(t *testing.T) {
 	_, c := startRedis(t)
-	q1 := capQuota(t, c, "mismatch", 2)
+	q1 := capLimiter(t, c, "mismatch", 2)
 	r := mustAcquireQ(t, q1, "k", 1)
 	defer r()
-	q2 := capQuota(t, c, "mismatch", 3)
+	q2 := capLimiter(t, c, "mismatch", 3)
 	if _, err := q2.For("k").Acquire(context.Background(), 1); !errors.Is(err, ErrConfigMismatch) {
-		t.Errorf("AcquireN with cap 3 where cap 2 holds = %v; want ErrConfigMismatch", err)
+		t.Errorf("Acquire with cap 3 where cap 2 holds = %v; want ErrConfigMismatch", err)
 	}
-	q3 := capQuota(t, c, "mismatch", 3)
+	q3 := capLimiter(t, c, "mismatch", 3)
 	q3.Version = 1
 	r3 := mustAcquireQ(t, q3, "k", 1)
 	r3()
 }
 
-// TestQuotaInFlightCluster: on a real 3-master Cluster every key the
+// TestLimiterInFlightCluster: on a real 3-master Cluster every key the
 // in-flight script touches is in the slot of the key's schedule (a
 // cross-slot script call would fail), for keys that land on each master.
-func TestQuotaInFlightCluster(t *testing.T) {
+func TestLimiterInFlightCluster(t *testing.T) {
 	t.Parallel()
 	cl := redistest.StartCluster(t)
 	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), ContextTimeoutEnabled: true})
 	defer client.Close()
-	q := capQuota(t, client, "cluster", 1)
+	q := capLimiter(t, client, "cluster", 1)
 	for i := range 12 {
 		key := fmt.Sprintf("tenant-%d", i)
 		rkey := redisKey("", "cluster", key)
@@ -248,12 +248,12 @@ func TestQuotaInFlightCluster(t *testing.T) {
 	}
 }
 
-// TestQuotaInFlightTransport: through a Transport, a request holds its
+// TestLimiterInFlightTransport: through a Transport, a request holds its
 // lease until its body is closed; the one behind it is sent then, and
 // its wait is an EventInFlight on the Transport's OnEvent.
-func TestQuotaInFlightTransport(t *testing.T) {
+func TestLimiterInFlightTransport(t *testing.T) {
 	_, c := startRedis(t)
-	q := capQuota(t, c, "transport", 1)
+	q := capLimiter(t, c, "transport", 1)
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "ok")
 	}))

@@ -81,7 +81,7 @@ func checkNeverOver(t *testing.T, turns []int64, limit float64, burst int) {
 	}
 }
 
-// TestLeaseExact: four Quotas on clients of their own (four processes as
+// TestLeaseExact: four Limiters on clients of their own (four processes as
 // far as Redis can tell) with 8 goroutines each share a key at 400/s,
 // burst 20, for 1.5 s: leases happen (in the run's steady middle second,
 // fewer calls than waits), and the turns of every wait that went, leased

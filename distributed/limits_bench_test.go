@@ -11,7 +11,7 @@ import (
 
 // BenchmarkLimitsWaitRatio alternates a raw EVALSHA of a trivial script,
 // a wait on a one-limit quota and a wait on a quota with a further limit
-// (tokens, WaitCost), one each per iteration (each at every place in the
+// (tokens, Wait of a Cost), one each per iteration (each at every place in the
 // iteration in turn) on the same server and
 // client, neither taking leased turns (one script call per wait), and
 // reports the ratios of their mean times: what the second limit adds

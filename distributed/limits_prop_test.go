@@ -11,8 +11,8 @@ import (
 )
 
 // TestPropRedisLimits runs the property suite's sequences of several
-// limits per key (Config.Extra, waits with costs in each: WaitCost)
-// against Quota.Limits on a real redis-server, as TestPropRedis runs the
+// limits per key (Config.Extra, waits with costs in each)
+// against a Limiter of those limits on a real redis-server, as TestPropRedis runs the
 // one-bucket ones: never over on each limit, all or none and exact
 // refund against the ideal FIFO schedule of every limit, FIFO, pauses,
 // no wedge. The further limits run at the quota's scale (50 ms a unit,

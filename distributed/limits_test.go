@@ -80,7 +80,7 @@ func TestLimitsMismatch(t *testing.T) {
 
 // TestLimitsFleetWindow shares "100 requests per 2 s" (a fixed window,
 // aligned to the Unix epoch on Redis's clock) among three processes'
-// quotas, 600 non-blocking attempts (TryCost) over two windows: exactly
+// quotas, 600 non-blocking attempts (Try) over two windows: exactly
 // 100 admitted in each, whichever process asked.
 func TestLimitsFleetWindow(t *testing.T) {
 	t.Parallel()
@@ -239,7 +239,7 @@ func TestLimitStatesRedis(t *testing.T) {
 	}
 }
 
-// TestReserveCostRedis: a quota's reservation of a cost, as a Limiter's
+// TestReserveCostRedis: a key's reservation of a cost, as a throttle.Limiter's
 // (TestReserveCost): tokens 100/s burst 100, 60 a reservation. The
 // second's turn is about 200 ms away; cancelled, its tokens serve a try
 // of 40 at once, every limit's units back.

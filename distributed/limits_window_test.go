@@ -10,7 +10,7 @@ import (
 )
 
 // TestLimitsLogRedis checks a sliding log kept in Redis across calls and
-// processes: two Quotas (each its own process's view) spend 1, then 2
+// processes: two Limiters (each its own process's view) spend 1, then 2
 // units of a log of 3 per second; a third is refused with the time the
 // first leaves (the second from the first's turn, less the time since),
 // and it goes once that has passed but not earlier than the refusal said;

@@ -146,7 +146,7 @@ type memo struct {
 	hold    time.Time
 	// learned: the reset of the key's learned budget's window, as the
 	// last wait heard it (zero: none); a response to a unit sent past it
-	// is told to the script (Adapt).
+	// is told to the script (Observe).
 	learned time.Time
 }
 

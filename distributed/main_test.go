@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 	redis.SetLogger(discardLogger{})
 	code := m.Run()
 	if code == 0 {
-		// A Quota's subscription to pushed moves outlives its last
+		// A Limiter's subscription to pushed moves outlives its last
 		// sleeping wait by pushLinger, by design; anything older is a leak.
 		time.Sleep(pushLinger + pushRetry)
 		if err := goleak.Find(); err != nil {
@@ -65,7 +65,7 @@ type discardLogger struct{}
 func (discardLogger) Printf(context.Context, string, ...any) {}
 
 // newClient returns a client of the server at addr that honours context
-// deadlines (so Quota.Timeout bounds each call), closed at cleanup.
+// deadlines (so Limiter.Timeout bounds each call), closed at cleanup.
 func newClient(tb testing.TB, addr string) *redis.Client {
 	tb.Helper()
 	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})

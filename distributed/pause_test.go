@@ -42,7 +42,7 @@ func TestPauseNeverShortens(t *testing.T) {
 
 // TestPausePushed: waits of one process sleep on reserved turns 100ms
 // apart; another process (its own client) pauses the key for 1s, through
-// Pause and then through Adapt. Every sleeping turn moves back by the
+// Pause and then through Observe. Every sleeping turn moves back by the
 // pause's length, keeping its spacing, so none comes before the pause's
 // end; a wait whose moved turn is past its deadline returns a
 // DeadlineError at once and gives its unit back.

@@ -12,9 +12,9 @@ import (
 )
 
 // The property suite of the schedule (internal/schedtest), run against
-// Quota on a real redis-server: the same random sequences of waits,
+// Limiter on a real redis-server: the same random sequences of waits,
 // retries, tries, reservations, cancels, deadlines, pauses, windows, bare rejections and settles the root
-// package runs against Limiter in synctest bubbles, and the same
+// package runs against throttle.Limiter in synctest bubbles, and the same
 // invariants (never over, nothing inside a pause, windows, FIFO, exact
 // refunds, no wedge, deadlines), on the real clock.
 //

@@ -195,7 +195,7 @@ func TestPushRefundAsksBehindOnly(t *testing.T) {
 	}
 }
 
-// TestCancelsAndPausesNeverOver: two processes (two Quotas, each its own
+// TestCancelsAndPausesNeverOver: two processes (two Limiters, each its own
 // client and subscription) share one key at 100/s, burst 5. 360 waits of
 // 1 to 3 units arrive over 3 s, two by two to each process in turn; half
 // are cancelled while they sleep (after 0 to 1 s), and one process pauses

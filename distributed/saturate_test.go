@@ -17,7 +17,7 @@ import (
 // are never, as for the in-process Limiter, never a wait that overflowed
 // into the past. At 1e-10/s (a unit per 317 years, a reply of integers)
 // and 1e-300/s (the fast path's packed doubles, far past int64), burst
-// 1, through leased turns and without: the first unit goes, then TryN
+// 1, through leased turns and without: the first unit goes, then Try
 // refuses with the largest Duration, State's next turn is the largest
 // Duration, 40 waits with a deadline fail at once with
 // ErrWouldExceedDeadline, and 40 without one sleep until their context
@@ -44,7 +44,7 @@ func TestFarTurnSaturates(t *testing.T) {
 // TestHugeSettleSaturates: at 1e-10/s, burst 2, one unit spent leaves
 // one; a settle of that unit as 1e11 is bounded by the burst (a debt of
 // 2: the next unit is two intervals, 634 years, away) and reports the
-// rest dropped; then no wait goes early, and TryN's delay is the largest
+// rest dropped; then no wait goes early, and Try's delay is the largest
 // Duration, not a negative one.
 func TestHugeSettleSaturates(t *testing.T) {
 	_, c := startRedis(t)

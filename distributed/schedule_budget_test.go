@@ -51,7 +51,7 @@ func (f *failEvery) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 // TestHiddenBudgetFleetLiveness: a server with a hidden rolling budget
 // (20 requests in any 1 s, a 429 with Retry-After only), four processes
-// (four Quotas, each its own client) told 100/s, burst 10, 6 workers each
+// (four Limiters, each its own client) told 100/s, burst 10, 6 workers each
 // through Transport, 240 requests; one process's client fails every 15th
 // wait or lease call, whose waits then go by FailLocal. Every request
 // must finish, and once the budget is learned (the third refusal), each

@@ -16,7 +16,7 @@ import (
 // (an upper-case name it does not define itself) comes from
 // throttle.ScheduleConstants: a rule's number exists once, in the Go
 // source. A name missing there is a runtime error in Redis that a
-// best-effort call (Adapt) would only drop.
+// best-effort call (Observe) would only drop.
 func TestScriptConstants(t *testing.T) {
 	c := schedule.Constants()
 	src := regexp.MustCompile(`--[^\n]*`).ReplaceAllString(scheduleSrc, "") // code only

@@ -19,7 +19,7 @@ import (
 // Whatever the FailMode, each such call returns that error (reaching the
 // redis.Error, not matching ErrStoreUnavailable; a FailOpen wait is not
 // admitted), the breaker never opens, and no store error, breaker or
-// fallback event is told; a key of the same Quota with a readable state
+// fallback event is told; a key of the same Limiter with a readable state
 // is still paced by Redis afterwards (burst 1: the second try is
 // refused, with its turn). Through a client whose calls run inline, and
 // through a Ring without ContextTimeoutEnabled, whose calls run in a
@@ -81,11 +81,11 @@ func TestScriptErrorIsTheCallsError(t *testing.T) {
 			}
 			w := q.For("good")
 			if ok, _, err := w.Try(ctx, throttle.Cost{N: 1}); !ok || err != nil {
-				t.Fatalf("first TryN(1) on another key = %v, %v; want true", ok, err)
+				t.Fatalf("first Try on another key = %v, %v; want true", ok, err)
 			}
 			ok, d, err := w.Try(ctx, throttle.Cost{N: 1})
 			if ok || err != nil || d <= 0 || d > 100*time.Millisecond {
-				t.Errorf("second TryN(1) on another key = %v, %v, %v; want false with its turn within 100ms (Redis answers: the breaker is closed)", ok, d, err)
+				t.Errorf("second Try on another key = %v, %v, %v; want false with its turn within 100ms (Redis answers: the breaker is closed)", ok, d, err)
 			}
 			mu.Lock()
 			defer mu.Unlock()

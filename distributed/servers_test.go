@@ -12,7 +12,7 @@ import (
 	"github.com/throttle-go/throttle/internal/redistest"
 )
 
-// TestServers runs the Quota's core against each server it claims:
+// TestServers runs the Limiter's core against each server it claims:
 // Redis (Debian bookworm's 7.0) and Valkey (bookworm-backports' 8.0;
 // ./test.sh installs it; without it this subtest is skipped, or fails
 // when CI is set). What it checks on each: the pace (no more than burst +

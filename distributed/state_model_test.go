@@ -104,7 +104,7 @@ func TestStateMatchesLimiter(t *testing.T) {
 // 500ms around two cycles of 4 units (two refused) learn 2 units per
 // 500ms and more, spent until the last pause ends; the probe past it,
 // accepted, starts the next window, 1 unit left, which a refusal of a unit
-// of its burst (a miss) keeps. Each key's State is read as its ops end (a Limiter's and a Quota's, one after the other),
+// of its burst (a miss) keeps. Each key's State is read as its ops end (a throttle.Limiter's and a Limiter's, one after the other),
 // and the pause each reported for the first refusal (its Retry-After) and
 // for the miss (ended a window after the unit before it: what a
 // Transport's EventPause shows).

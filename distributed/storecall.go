@@ -51,7 +51,7 @@ type storeCall struct {
 // ended first, or the store's answer: a configuration refused (see
 // isConfig) or an error the script raised (a *scriptError), which the
 // breaker counts as the success of a call that Redis answered. Store failures carry the most recent real cause this
-// Quota saw, so that errors.Is and errors.As reach it.
+// Limiter saw, so that errors.Is and errors.As reach it.
 //
 // A call the wait stopped waiting for still reaches Redis, and may take a
 // ticket there: see giveBack.
@@ -114,9 +114,8 @@ func (q *Limiter) call(ctx context.Context, key string, s *redis.Script, keys []
 // client too) without it, by way of its WithTimeout copy (the same pool
 // and hooks, read and write timeouts of Timeout: a read past Timeout
 // fails, and its retry finds the call's context ended). Such a call needs
-// no goroutine of its own, which costs a scheduling hand-off per call on a
-// busy machine (a wait took 1.8–1.9× a raw EVALSHA that way, 1.2–1.3×
-// inline). Cluster and Ring clients without ContextTimeoutEnabled have no
+// no goroutine of its own, which costs a scheduling hand-off per call.
+// Cluster and Ring clients without ContextTimeoutEnabled have no
 // such copy: their calls run in a goroutine of their own.
 func (q *Limiter) honoursDeadlines() bool {
 	q.honoursOnce.Do(func() {
@@ -205,11 +204,11 @@ func (q *Limiter) diagnose(ctx context.Context, key string, timeout time.Duratio
 		switch {
 		case errors.Is(err, context.DeadlineExceeded):
 			// lateBound cut it: that says no more than the timeout did.
-			err = fmt.Errorf("redis did not answer within %v (Quota.Timeout), nor a PING within %v", timeout, lateBound)
+			err = fmt.Errorf("redis did not answer within %v (Limiter.Timeout), nor a PING within %v", timeout, lateBound)
 		case err != nil:
 			q.health.set(err)
 		default:
-			err = fmt.Errorf("redis did not answer within %v (Quota.Timeout; raise it if Redis is far or busy); a PING then took %v", timeout, time.Since(start).Round(time.Millisecond))
+			err = fmt.Errorf("redis did not answer within %v (Limiter.Timeout; raise it if Redis is far or busy); a PING then took %v", timeout, time.Since(start).Round(time.Millisecond))
 		}
 		q.emit(ctx, throttle.Event{Kind: throttle.EventStoreError, Key: key, Err: err})
 	})
@@ -238,7 +237,7 @@ func (q *Limiter) runCall(ctx context.Context, key string, c *storeCall, s *redi
 		return
 	}
 	if timedOut {
-		q.emit(ctx, throttle.Event{Kind: throttle.EventStoreError, Key: key, Err: fmt.Errorf("redis answered after %v, beyond Quota.Timeout %v (raise it if Redis is far or busy)", time.Since(start).Round(time.Millisecond), q.timeout())})
+		q.emit(ctx, throttle.Event{Kind: throttle.EventStoreError, Key: key, Err: fmt.Errorf("redis answered after %v, beyond Limiter.Timeout %v (raise it if Redis is far or busy)", time.Since(start).Round(time.Millisecond), q.timeout())})
 	}
 	q.giveBack(rctx, s, keys, args, cmd)
 }
@@ -313,7 +312,7 @@ func (q *Limiter) openError() error {
 	return errBreakerOpen
 }
 
-// fallbackEvery is the least time between two EventFallback of a Quota
+// fallbackEvery is the least time between two EventFallback of a Limiter
 // during one outage: an outage reports its first fallback at once, then
 // at most one a second, with the number of waits answered so meanwhile.
 const fallbackEvery = time.Second
@@ -342,7 +341,7 @@ func (q *Limiter) fellBack(ctx context.Context, key string, cause error) {
 	q.emit(ctx, throttle.Event{Kind: throttle.EventFallback, Key: key, Err: cause, Reason: reason})
 }
 
-// emit reports e to OnEvent. Every event of a Quota goes through here,
+// emit reports e to OnEvent. Every event of a Limiter goes through here,
 // with the context of the wait or call it came from (a call finished in
 // the background keeps its values, not its cancellation), so that events
 // can also be routed by the context later.
@@ -362,7 +361,7 @@ func (q *Limiter) emitCall(ctx context.Context, e throttle.Event) {
 	}
 }
 
-// health is what a Quota knows of the store across calls. Safe for
+// health is what a Limiter knows of the store across calls. Safe for
 // concurrent use; the zero value knows nothing.
 type health struct {
 	mu       sync.Mutex // protects the fields below
@@ -411,7 +410,7 @@ func (h *health) fallback(now time.Time) (n int, report bool) {
 }
 
 // timeoutError is the failure of a call Redis did not answer within
-// Quota.Timeout. It wraps the most recent real cause, if any, and reports
+// Limiter.Timeout. It wraps the most recent real cause, if any, and reports
 // Timeout() == true.
 type timeoutError struct {
 	timeout time.Duration
@@ -419,7 +418,7 @@ type timeoutError struct {
 }
 
 func (e *timeoutError) Error() string {
-	s := fmt.Sprintf("redis did not answer within %v (Quota.Timeout; raise it if Redis is far or busy)", e.timeout)
+	s := fmt.Sprintf("redis did not answer within %v (Limiter.Timeout; raise it if Redis is far or busy)", e.timeout)
 	if e.last != nil {
 		s += "; last error: " + e.last.Error()
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/throttle-go/throttle/internal/redistest"
 )
 
-// eventLog collects a Quota's events.
+// eventLog collects a Limiter's events.
 type eventLog struct {
 	mu     sync.Mutex
 	events []throttle.Event

@@ -31,7 +31,7 @@ func (r *turnRecorder) sorted() []int64 {
 	return slices.Sorted(slices.Values(r.turns))
 }
 
-// TestWindowFleet: two workers (two Quotas, two clients, one Redis) share
+// TestWindowFleet: two workers (two Limiters, two clients, one Redis) share
 // a key. One of them learns a window of 5 units left until a reset 2 s
 // away (size 10, so 5 left is not low and nothing spreads). Together, 8
 // goroutines get exactly 5 turns before the reset, all at once; then the
@@ -52,10 +52,10 @@ func TestWindowFleet(t *testing.T) {
 	}
 	before := redisNow(t, c1)
 	if _, err := w1.Observe(ctx, win(5)); err != nil {
-		t.Fatalf("Adapt = %v", err)
+		t.Fatalf("Observe = %v", err)
 	}
 	after := redisNow(t, c1)
-	// The reset is Adapt's TIME + 2 s: between these two.
+	// The reset is Observe's TIME + 2 s: between these two.
 	resetLo, resetHi := before+2e6, after+2e6
 
 	dctx, cancel := context.WithTimeout(ctx, 3500*time.Millisecond) // the reset + 1.5 s
@@ -101,15 +101,15 @@ func TestWindowFleet(t *testing.T) {
 			later = append(later, turn)
 		}
 	}
-	t.Logf("turns relative to Adapt (ms): %v; reset in [%.1f, %.1f]", relMs(turns, before), (resetLo-before)/1e3, (resetHi-before)/1e3)
+	t.Logf("turns relative to Observe (ms): %v; reset in [%.1f, %.1f]", relMs(turns, before), (resetLo-before)/1e3, (resetHi-before)/1e3)
 	if len(first) != 5 {
 		t.Errorf("%d turns before the reset; want exactly 5 (the window's remaining)", len(first))
 	}
 	for _, turn := range first {
-		// Immediate: within 200ms of Adapt (scheduling of 8 goroutines
+		// Immediate: within 200ms of Observe (scheduling of 8 goroutines
 		// and their round trips on a loaded machine).
 		if float64(turn)-after > 200e3 {
-			t.Errorf("a turn of the first window came %.1fms after Adapt; want immediate", (float64(turn)-after)/1e3)
+			t.Errorf("a turn of the first window came %.1fms after Observe; want immediate", (float64(turn)-after)/1e3)
 		}
 	}
 	// The probe and the new window's 3, less the units gone within the
@@ -149,7 +149,7 @@ func TestWindowSpread(t *testing.T) {
 	ctx := context.Background()
 	before := redisNow(t, c)
 	if _, err := w.Observe(ctx, throttle.Feedback{Window: &throttle.ServerWindow{Remaining: 4, Reset: 2 * time.Second}}); err != nil {
-		t.Fatalf("Adapt = %v", err)
+		t.Fatalf("Observe = %v", err)
 	}
 	after := redisNow(t, c)
 	var turns []int64
@@ -160,11 +160,11 @@ func TestWindowSpread(t *testing.T) {
 		}
 		turns = append(turns, turn)
 	}
-	t.Logf("turns relative to Adapt (ms): %v", relMs(turns, before))
+	t.Logf("turns relative to Observe (ms): %v", relMs(turns, before))
 	if float64(turns[0]) > after+200e3 {
 		t.Errorf("the first turn came at Adapt+%.1fms; want at once (a round trip, ≤ 200ms on a loaded machine)", (float64(turns[0])-before)/1e3)
 	}
-	// The spread is anchored at the Adapt's TIME, between before and
+	// The spread is anchored at the Observe's TIME, between before and
 	// after: turns 2-4 at anchor + 500ms·(j-1), 500ms apart to the µs
 	// (each wait rounds its µs up once: 2µs of slack).
 	for i := 2; i < 4; i++ {
