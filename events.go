@@ -31,7 +31,7 @@ const (
 )
 
 // Kinds that report a decision a waiter took by itself ([Limiter],
-// distributed.Quota): a slow-down, a window or a declared limit it
+// distributed.Limiter): a slow-down, a window or a declared limit it
 // adopted, and the shared store's failures and the fallback they caused.
 // Request is nil and Attempt 0 unless the decision came from a response
 // the Transport read. They reach the waiter's own OnEvent

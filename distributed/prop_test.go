@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/throttle-go/throttle"
 	"github.com/throttle-go/throttle/internal/schedtest"
 )
 
@@ -91,7 +90,7 @@ func TestPropRedis(t *testing.T) {
 				propSlots <- struct{}{}
 				defer func() { <-propSlots }()
 				seq := schedtest.Generate(seed, cfg, s.opt)
-				q := New(c, fmt.Sprintf("prop-%s-%d", s.name, seed), throttle.Limit{Rate: 20, Burst: 4})
+				q := New(c, fmt.Sprintf("prop-%s-%d", s.name, seed), cfg.Limits()...)
 				q.Timeout = time.Second // a loaded machine is no outage
 				q.FailMode = FailClosed // a store error must show
 				defer q.Close()
