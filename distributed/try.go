@@ -14,8 +14,9 @@ import (
 // how long from now a wait for it would go. It never sleeps; the call is
 // bounded by Timeout.
 //
-// A cost of nothing returns true at once; a cost no wait can serve fails
-// as Wait's does, before any call. If Redis cannot answer, FailMode
+// A cost of no unit of the first limit (N 0) returns true at once and
+// spends nothing, as Wait's; a cost no wait can serve fails as Wait's
+// does, before any call. If Redis cannot answer, FailMode
 // decides as for a wait: FailOpen spends (true), FailClosed returns an
 // error matching [ErrStoreUnavailable], FailLocal tries this process's
 // fallback (and a pause this process knows). If ctx ends while the call

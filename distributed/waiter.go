@@ -160,8 +160,9 @@ func (w *keyWaiter) WaitN(ctx context.Context, n int) error {
 //   - A cost that no wait can serve fails before any Redis call: a
 //     negative cost, a unit with no limit, or an invalid limit with
 //     [throttle.ErrInvalidLimit]; more than a limit holds at once with
-//     [throttle.ErrCostExceedsBurst]. A cost of nothing returns nil at
-//     once.
+//     [throttle.ErrCostExceedsBurst]. A cost of no unit of the first
+//     limit (N 0) returns nil at once and spends nothing, whatever units
+//     of the further limits it names, as a [throttle.Limiter]'s key.
 //   - One script call gives the wait its ticket in the key's queue and
 //     returns the wait until its turn (or, for waits of one unit that
 //     overlap in the process, a turn this process leased: see "Leased
@@ -269,16 +270,12 @@ type taken struct {
 	refused       bool // err is a *throttle.DeadlineError: nothing kept
 }
 
-// take asks the script for a ticket of n units in queue qi (op wait),
-// refused if its turn is past ctx's deadline. An error with refused
-// false is the store's (or ctx's: see errCaller), for the FailMode.
-func (w *keyWaiter) take(ctx context.Context, n, qi int) (taken, error) {
-	return w.takeX(ctx, n, qi, nil)
-}
-
-// takeX is take with a cost in the Limiter's further limits (xargs;
-// nil: none). A Limiter with further limits takes every ticket through
-// op mwait, so that the script keeps every ticket's cost in them.
+// takeX asks the script for a ticket of n units in queue qi (op wait),
+// with its cost in the Limiter's further limits (xargs; nil: none),
+// refused if its turn is past ctx's deadline. A Limiter with further
+// limits takes every ticket through op mwait, so that the script keeps
+// every ticket's cost in them. An error with refused false is the
+// store's (or ctx's: see errCaller), for the FailMode.
 func (w *keyWaiter) takeX(ctx context.Context, n, qi int, x []any) (taken, error) {
 	q := w.q
 	op := "wait"
