@@ -263,9 +263,11 @@ func TestLimitsAsThrottleLimiter(t *testing.T) {
 	allowN := func(n int) op {
 		return op{fmt.Sprint("AllowN ", n), func(q throttle.Quota) (bool, error) { return q.AllowN(n), nil }}
 	}
-	waitN := func(n int) op { // a wait that would sleep fails at once
+	// A wait that would sleep fails at once: every turn that is not now
+	// is an hour or more away in these limits.
+	waitN := func(n int) op {
 		return op{fmt.Sprint("WaitN ", n), func(q throttle.Quota) (bool, error) {
-			ctx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+			ctx, cancel := context.WithTimeout(ctx, time.Minute)
 			defer cancel()
 			err := q.WaitN(ctx, n)
 			if errors.Is(err, throttle.ErrWouldExceedDeadline) {
