@@ -31,7 +31,7 @@ const (
 )
 
 // Kinds that report a decision a waiter took by itself ([Limiter],
-// distributed.Quota): a slow-down, a window or a declared limit it
+// distributed.Limiter): a slow-down, a window or a declared limit it
 // adopted, and the shared store's failures and the fallback they caused.
 // Request is nil and Attempt 0 unless the decision came from a response
 // the Transport read. They reach the waiter's own OnEvent
@@ -77,9 +77,9 @@ const (
 	// (the fail mode: paced locally, admitted, or refused).
 	EventFallback
 	// EventConfig: a shared quota's process follows a configuration
-	// another process wrote with a higher Version (distributed's
-	// Quota.Version): Rate and Burst are the ones it follows now, Reason
-	// says whose and instead of what.
+	// another process wrote with a higher Version (the distributed
+	// package's Limiter.Version): Rate and Burst are the ones it follows
+	// now, Reason says whose and instead of what.
 	EventConfig
 	// EventInFlight: an acquisition ([Quota].Acquire) blocked for Delay (1ms
 	// or more) on Key's in-flight cap, until others in flight released

@@ -17,7 +17,7 @@ import (
 // key learns the budget from three refusals (q units per window, kept in
 // its state) and sends at once what the budget allows, then waits for the
 // window's end, instead of taking a refusal every 10 requests. A
-// [distributed.Quota]'s key learns it the same way, for the whole fleet.
+// [distributed.Limiter]'s key learns it the same way, for the whole fleet.
 // It takes about 8 s; without learning the budget, the key takes a refusal
 // a cycle, every 10 requests (8 of the 80).
 func ExampleLimiter_hiddenBudget() {

@@ -310,6 +310,44 @@ func TestLimitsTry(t *testing.T) {
 	})
 }
 
+// TestLimitsShortFormsSpendFirstUnit: WaitN, AllowN and ReserveN count
+// the units of every limit of Unit "", as Wait of Cost{N: n} does: a
+// window of 3 an hour as the only limit admits 3 of them, one each, and
+// refuses the fourth (AllowN false, WaitN past its deadline, ReserveN's
+// turn an hour away); a WaitN larger than the window fails.
+func TestLimitsShortFormsSpendFirstUnit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &Limiter{Limits: []Limit{{Count: 3, Per: time.Hour, Kind: SlidingLog}}}
+		k := l.For("k")
+		if err := k.WaitN(t.Context(), 1); err != nil {
+			t.Fatalf("WaitN(1) = %v", err)
+		}
+		if !k.AllowN(1) {
+			t.Fatalf("AllowN(1) of the second unit = false")
+		}
+		r, err := k.ReserveN(t.Context(), 1)
+		if err != nil || r.Delay() != 0 {
+			t.Fatalf("ReserveN(1) of the third unit = %v, delay %v; want at once", err, r.Delay())
+		}
+		if k.AllowN(1) {
+			t.Errorf("AllowN(1) of a fourth unit in the hour = true; want false")
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		if err := k.WaitN(ctx, 1); !errors.Is(err, ErrWouldExceedDeadline) {
+			t.Errorf("WaitN(1) of a fourth unit, a minute's deadline = %v; want ErrWouldExceedDeadline", err)
+		}
+		if r, err := k.ReserveN(t.Context(), 1); err != nil || r.Delay() != time.Hour {
+			t.Errorf("ReserveN(1) of a fourth unit = %v, delay %v; want an hour", err, r.Delay())
+		} else {
+			r.Cancel()
+		}
+		if err := k.WaitN(t.Context(), 4); !errors.Is(err, ErrCostExceedsBurst) {
+			t.Errorf("WaitN(4) of a window of 3 = %v; want ErrCostExceedsBurst", err)
+		}
+	})
+}
+
 // TestLimitsOverrides checks that a key of Overrides has its own
 // further limits, and the others Limits.
 func TestLimitsOverrides(t *testing.T) {

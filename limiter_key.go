@@ -21,9 +21,14 @@ func (q *limiterKey) k() *local.Key { return (*local.Key)(q) }
 // l returns the Limiter the key belongs to.
 func (q *limiterKey) l() *Limiter { return q.k().Owner().(*Limiter) }
 
-// WaitN waits for n units of the key's first limit.
+// WaitN waits for n units of the key's first limit: Wait of Cost{N: n},
+// which spends them on every limit of Unit "".
 func (q *limiterKey) WaitN(ctx context.Context, n int) error {
-	return keyErr(q.k().Name(), q.k().Wait(ctx, n, nil, schedule.First))
+	v, err := q.l().costN(q.k(), n)
+	if err != nil {
+		return err
+	}
+	return keyErr(q.k().Name(), q.k().Wait(ctx, n, v, schedule.First))
 }
 
 // Wait waits for cost: see [Quota].
@@ -66,7 +71,11 @@ func (q *limiterKey) Allow(cost ...Cost) bool {
 
 // AllowN spends n units of the first limit now, or nothing.
 func (q *limiterKey) AllowN(n int) bool {
-	ok, _, _ := q.k().Try(context.Background(), n, nil)
+	v, err := q.l().costN(q.k(), n)
+	if err != nil {
+		return false
+	}
+	ok, _, _ := q.k().Try(context.Background(), n, v)
 	return ok
 }
 
@@ -85,7 +94,11 @@ func (q *limiterKey) Reserve(ctx context.Context, cost ...Cost) (Reservation, er
 
 // ReserveN takes a turn for n units of the first limit: see [Quota].
 func (q *limiterKey) ReserveN(ctx context.Context, n int) (Reservation, error) {
-	return q.reserve(ctx, n, nil, schedule.First)
+	v, err := q.l().costN(q.k(), n)
+	if err != nil {
+		return nil, err
+	}
+	return q.reserve(ctx, n, v, schedule.First)
 }
 
 func (q *limiterKey) reserve(ctx context.Context, n int, v []float64, qi int) (Reservation, error) {
@@ -211,6 +224,16 @@ func (l *Limiter) costOf(k *local.Key, c Cost) ([]float64, error) {
 		}
 	}
 	return v, nil
+}
+
+// costN is costOf for Cost{N: n}, the cost of WaitN, AllowN and
+// ReserveN: nil, allocating nothing, for a key none of whose further
+// limits counts the first limit's unit.
+func (l *Limiter) costN(k *local.Key, n int) ([]float64, error) {
+	if !slices.Contains(l.limits(k.Name()).units, "") {
+		return nil, nil
+	}
+	return l.costOf(k, Cost{N: n})
 }
 
 // unitName names a unit in errors: "" is the first limit's.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/throttle-go/throttle"
 	"golang.org/x/time/rate"
 )
 
@@ -32,7 +33,7 @@ func BenchmarkWait(b *testing.B) {
 	})
 	b.Run("wait", func(b *testing.B) {
 		b.ReportAllocs()
-		w := New(c, "bench", rate.Limit(1e9), 1e6).For("api.example.com")
+		w := New(c, "bench", throttle.Limit{Rate: rate.Limit(1e9), Burst: 1e6}).For("api.example.com")
 		if err := w.WaitN(ctx, 1); err != nil { // loads the script
 			b.Fatal(err)
 		}
@@ -79,7 +80,7 @@ func benchWaitRatio(b *testing.B, c *redis.Client) {
 	if err := trivialScript.Load(ctx, c).Err(); err != nil {
 		b.Fatal(err)
 	}
-	q := New(c, "bench-ratio", rate.Limit(1e9), 1e6)
+	q := New(c, "bench-ratio", throttle.Limit{Rate: rate.Limit(1e9), Burst: 1e6})
 	defer q.Close()
 	w := q.For("api.example.com")
 	if err := w.WaitN(ctx, 1); err != nil { // loads the script

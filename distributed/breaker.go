@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// The breaker's fixed settings. An outage costs each Quota at most
+// The breaker's fixed settings. An outage costs each Limiter at most
 // breakerThreshold calls that pay the timeout, then one probe per
 // breakerCooldown; everything else goes straight to the fail mode, and the
 // first probe after Redis is back closes the breaker again.

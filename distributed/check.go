@@ -11,14 +11,15 @@ import (
 )
 
 // ErrEvictable is returned (wrapped, naming the server and its settings)
-// by [Quota.Check] when Redis may evict the quota's state to make room.
-var ErrEvictable = errors.New("throttle/distributed: Redis may evict the quota's state")
+// by [Limiter.Check] when Redis may evict the Limiter's state to make
+// room.
+var ErrEvictable = errors.New("throttle/distributed: Redis may evict the limiter's state")
 
-// Check asks the Redis that the Quota uses (every master of a Cluster,
-// every shard of a Ring) whether it may evict the quota's state, and
+// Check asks the Redis that the Limiter uses (every master of a Cluster,
+// every shard of a Ring) whether it may evict the Limiter's state, and
 // returns an error matching [ErrEvictable] if it may: its
 // maxmemory-policy is allkeys-* (any key may go) or volatile-* (keys
-// with a TTL may go, and the quota's keys have one: idle state expires).
+// with a TTL may go, and the Limiter's keys have one: idle state expires).
 // An evicted state comes back as a full bucket, so the fleet sends a
 // burst more than its limit each time; a cache that evicts under memory
 // pressure can do so many times a second. Only noeviction keeps the
@@ -30,7 +31,7 @@ var ErrEvictable = errors.New("throttle/distributed: Redis may evict the quota's
 // Check cannot tell and returns nil: check the provider's parameter
 // group instead. If Redis cannot be reached, the error matches
 // [ErrStoreUnavailable]. Check is bounded by ctx only.
-func (q *Quota) Check(ctx context.Context) error {
+func (q *Limiter) Check(ctx context.Context) error {
 	var (
 		mu   sync.Mutex
 		errs []error

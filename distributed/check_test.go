@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/throttle-go/throttle"
 	"github.com/throttle-go/throttle/internal/redistest"
 )
 
 // TestCheck starts redis-server with each kind of eviction setting and
-// checks what Quota.Check says of it.
+// checks what Limiter.Check says of it.
 func TestCheck(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -30,7 +31,7 @@ func TestCheck(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := redistest.StartWith(t, redistest.Options{Args: tt.args})
-			q := New(newClient(t, s.Addr()), "check", 100, 10)
+			q := New(newClient(t, s.Addr()), "check", throttle.Limit{Rate: 100, Burst: 10})
 			err := q.Check(context.Background())
 			if got := errors.Is(err, ErrEvictable); got != tt.evictable || (err != nil && !got) {
 				t.Fatalf("Check() = %v; want ErrEvictable %v", err, tt.evictable)
@@ -43,7 +44,7 @@ func TestCheck(t *testing.T) {
 	t.Run("unreachable", func(t *testing.T) {
 		s := redistest.Start(t)
 		s.Stop()
-		q := New(newClient(t, s.Addr()), "check", 100, 10)
+		q := New(newClient(t, s.Addr()), "check", throttle.Limit{Rate: 100, Burst: 10})
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		if err := q.Check(ctx); !errors.Is(err, ErrStoreUnavailable) || errors.Is(err, ErrEvictable) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/throttle-go/throttle"
 	"github.com/throttle-go/throttle/internal/redistest"
 )
 
@@ -37,7 +38,7 @@ func subscribes(tb testing.TB, s *redistest.Server) int {
 func TestPushChurn(t *testing.T) {
 	t.Parallel()
 	s, c := startRedis(t)
-	q := New(c, "churn", 20, 1)
+	q := New(c, "churn", throttle.Limit{Rate: 20, Burst: 1})
 	q.Timeout = time.Second // a loaded machine must not fake an outage
 	defer q.Close()
 	ctx := context.Background()

@@ -12,43 +12,45 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// ErrConfigMismatch is returned (wrapped in a [*ConfigError]) by a wait,
-// try, reservation or state of a Quota whose limit or burst differs from
+// ErrConfigMismatch is returned (wrapped, for the first limit in a
+// [*ConfigError]) by an operation of a Limiter whose limits differ from
 // the configuration another process wrote into the key's state with the
-// same [Quota.Version] (or a higher one this process cannot follow: see
+// same [Limiter.Version] (or a higher one this process cannot follow: see
 // Version). Nothing was spent or written.
-var ErrConfigMismatch = errors.New("throttle/distributed: quota configured differently by another process")
+var ErrConfigMismatch = errors.New("throttle/distributed: limits configured differently by another process")
 
-// ConfigError describes a configuration mismatch: what this process has
-// and what the key's state in Redis holds.
+// ConfigError describes a mismatch of the first limit (the first token
+// bucket of the unit waits count): what this process has and what the
+// key's state in Redis holds.
 type ConfigError struct {
-	Quota, Key string
-	// Limit, Burst, Version: this process's.
-	Limit   rate.Limit
+	Name, Key string // the Limiter's name, the key's
+	// Rate, Burst, Version: this process's.
+	Rate    rate.Limit
 	Burst   int
 	Version int
 	// Stored*: the configuration the key's state was written with.
-	StoredLimit   rate.Limit
+	StoredRate    rate.Limit
 	StoredBurst   int
 	StoredVersion int
 }
 
 func (e *ConfigError) Error() string {
-	return fmt.Sprintf("throttle/distributed: quota %q, key %q: this process has %v/s burst %d (Version %d); "+
+	return fmt.Sprintf("throttle/distributed: limiter %q, key %q: this process has %v/s burst %d (Version %d); "+
 		"the key's state in Redis was written by a process with %v/s burst %d (Version %d). "+
-		"Give every process sharing the quota the same limit and burst, or raise Version to replace the configuration: %v",
-		e.Quota, e.Key, e.Limit, e.Burst, e.Version, e.StoredLimit, e.StoredBurst, e.StoredVersion, ErrConfigMismatch)
+		"Give every process sharing the limiter the same limits, or raise Version to replace the configuration: %v",
+		e.Name, e.Key, e.Rate, e.Burst, e.Version, e.StoredRate, e.StoredBurst, e.StoredVersion, ErrConfigMismatch)
 }
 
 func (e *ConfigError) Unwrap() error { return ErrConfigMismatch }
 
-// qconf is a configuration as the script receives it: its arguments,
-// converted and boxed once, so that a call allocates nothing for them.
+// qconf is the first limit's configuration as the script receives it:
+// its arguments, converted and boxed once, so that a call allocates
+// nothing for them.
 type qconf struct {
-	limit    rate.Limit
+	limit    rate.Limit // rate.Inf: no first limit
 	burst    int
 	version  int
-	interval any // string: µs per unit, "0" for rate.Inf
+	interval any // string: µs per unit, "0" for no limit
 	burstArg any // int burst, or the string "burst:version"
 	// err: the configuration is invalid (matching
 	// [throttle.ErrInvalidLimit]); every call is refused before it is
@@ -56,12 +58,18 @@ type qconf struct {
 	err error
 }
 
+// neverUs is the interval, in µs per unit, of a bucket that does not
+// refill (Rate 0): the in-process Limiter's (internal/local's
+// NeverInterval, 1e250 ns), finite so that the schedule's arithmetic
+// stays finite.
+const neverUs = 1e247
+
 func newQconf(limit rate.Limit, burst, version int) *qconf {
 	c := &qconf{limit: limit, burst: burst, version: version, burstArg: burst}
 	if limit == rate.Inf {
 		c.interval = "0"
 	} else {
-		c.interval = strconv.FormatFloat(1e6/float64(limit), 'g', -1, 64)
+		c.interval = strconv.FormatFloat(min(1e6/float64(limit), neverUs), 'g', -1, 64)
 	}
 	if version != 0 {
 		c.burstArg = strconv.Itoa(burst) + ":" + strconv.Itoa(version)
@@ -71,12 +79,16 @@ func newQconf(limit rate.Limit, burst, version int) *qconf {
 
 // config returns the configuration in force: this process's, or a
 // newer one it adopted (see Version).
-func (q *Quota) config() *qconf {
+func (q *Limiter) config() *qconf {
 	if c := q.conf.Load(); c != nil {
 		return c
 	}
-	c := newQconf(q.limit, q.burst, q.Version)
-	c.err = q.invalid(c)
+	ls := q.limitSet()
+	c := newQconf(ls.rate, ls.burst, q.Version)
+	c.err = ls.err
+	if c.err == nil && (q.Version < 0 || q.Version > maxVersion) {
+		c.err = fmt.Errorf("%w: Version %d of limiter %q must be from 0 to 2^53", throttle.ErrInvalidLimit, q.Version, q.name)
+	}
 	q.conf.CompareAndSwap(nil, c)
 	return q.conf.Load()
 }
@@ -85,19 +97,17 @@ func (q *Quota) config() *qconf {
 // Lua numbers (doubles), exact up to 2^53.
 const maxVersion = 1 << 53
 
-// invalid returns why c cannot be this quota's configuration: a limit
-// that is not positive, a burst below 1, a Version below 0 or above
-// maxVersion (each an error matching [throttle.ErrInvalidLimit]); nil if
-// it can.
-func (q *Quota) invalid(c *qconf) error {
-	l := float64(c.limit)
+// check validates the configuration and a cost of n units of the first
+// limit before any Redis call.
+func (q *Limiter) check(n int) error {
+	c := q.config()
 	switch {
-	case !(l > 0): // catches NaN, zero and negatives
-		return fmt.Errorf("%w: rate %v for quota %q must be positive", throttle.ErrInvalidLimit, l, q.name)
-	case c.burst < 1:
-		return fmt.Errorf("%w: burst %d for quota %q must be at least 1", throttle.ErrInvalidLimit, c.burst, q.name)
-	case c.version < 0 || c.version > maxVersion:
-		return fmt.Errorf("%w: Version %d for quota %q must be from 0 to 2^53", throttle.ErrInvalidLimit, c.version, q.name)
+	case c.err != nil:
+		return c.err
+	case n < 0:
+		return fmt.Errorf("%w: a cost of %d units for limiter %q: costs are never negative", throttle.ErrInvalidLimit, n, q.name)
+	case c.limit != rate.Inf && n > c.burst:
+		return fmt.Errorf("%w: a cost of %d units, burst %d for limiter %q", throttle.ErrCostExceedsBurst, n, c.burst, q.name)
 	}
 	return nil
 }
@@ -126,7 +136,10 @@ func parseStored(err error) (c *qconf, ok bool) {
 		return nil, false
 	}
 	limit := rate.Inf
-	if interval > 0 {
+	switch {
+	case interval >= neverUs:
+		limit = 0
+	case interval > 0:
 		limit = rate.Limit(1e6 / interval)
 	}
 	c = newQconf(limit, burst, version)
@@ -152,7 +165,7 @@ func (w *keyWaiter) configCheck(ctx context.Context, used *qconf, err error) (re
 	if stored.version > used.version && q.conf.CompareAndSwap(used, stored) {
 		q.emit(ctx, throttle.Event{
 			Kind: throttle.EventConfig, Key: w.key, Rate: float64(stored.limit), Burst: stored.burst,
-			Reason: fmt.Sprintf("quota %q: following Version %d (%v/s burst %d) written by another process, instead of this process's Version %d (%v/s burst %d)",
+			Reason: fmt.Sprintf("limiter %q: following Version %d (%v/s burst %d) written by another process, instead of this process's Version %d (%v/s burst %d)",
 				q.name, stored.version, stored.limit, stored.burst, used.version, used.limit, used.burst),
 		})
 		return true, nil, true
@@ -161,8 +174,8 @@ func (w *keyWaiter) configCheck(ctx context.Context, used *qconf, err error) (re
 		return true, nil, true // another call adopted it meanwhile
 	}
 	return false, &ConfigError{
-		Quota: q.name, Key: w.key, Limit: used.limit, Burst: used.burst, Version: used.version,
-		StoredLimit: stored.limit, StoredBurst: stored.burst, StoredVersion: stored.version,
+		Name: q.name, Key: w.key, Rate: used.limit, Burst: used.burst, Version: used.version,
+		StoredRate: stored.limit, StoredBurst: stored.burst, StoredVersion: stored.version,
 	}, true
 }
 

@@ -12,7 +12,7 @@ import (
 	"github.com/throttle-go/throttle"
 )
 
-// TestConfigMismatch: two processes (two Quotas, two clients) name the
+// TestConfigMismatch: two processes (two Limiters, two clients) name the
 // same quota with different limits (2/s and 200/s, the case that
 // ran at 4/s): the second is refused with a ConfigError naming both, on
 // every kind of call, without its fail mode or breaker, and the first
@@ -23,8 +23,8 @@ func TestConfigMismatch(t *testing.T) {
 	ctx := context.Background()
 	var mu sync.Mutex
 	var events []throttle.Event
-	q1 := New(c1, "shared", 2, 1)
-	q2 := New(c2, "shared", 200, 10)
+	q1 := New(c1, "shared", throttle.Limit{Rate: 2, Burst: 1})
+	q2 := New(c2, "shared", throttle.Limit{Rate: 200, Burst: 10})
 	q2.FailMode = FailOpen // a fail mode would admit: it must not apply
 	q2.OnEvent = func(e throttle.Event) {
 		mu.Lock()
@@ -43,7 +43,7 @@ func TestConfigMismatch(t *testing.T) {
 		if !errors.Is(err, ErrConfigMismatch) || !errors.As(err, &ce) {
 			t.Fatalf("%s: %v, want a *ConfigError", what, err)
 		}
-		if ce.Limit != 200 || ce.Burst != 10 || ce.StoredLimit != 2 || ce.StoredBurst != 1 || ce.Quota != "shared" || ce.Key != "k" {
+		if ce.Rate != 200 || ce.Burst != 10 || ce.StoredRate != 2 || ce.StoredBurst != 1 || ce.Name != "shared" || ce.Key != "k" {
 			t.Errorf("%s: %+v", what, *ce)
 		}
 		if errors.Is(err, ErrStoreUnavailable) {
@@ -53,13 +53,13 @@ func TestConfigMismatch(t *testing.T) {
 	for range 5 { // the breaker would open after a few failures
 		check("WaitN", w2.WaitN(ctx, 1))
 	}
-	_, _, err := w2.(throttle.Trier).TryN(ctx, 1)
-	check("TryN", err)
-	_, err = w2.(throttle.Reserver).ReserveN(ctx, 1)
+	_, _, err := w2.Try(ctx, throttle.Cost{N: 1})
+	check("Try", err)
+	_, err = w2.ReserveN(ctx, 1)
 	check("ReserveN", err)
-	_, err = w2.(throttle.Inspector).State(ctx)
+	_, err = w2.State(ctx)
 	check("State", err)
-	check("Pause", w2.(throttle.Pauser).Pause(ctx, time.Millisecond))
+	check("Pause", w2.Pause(ctx, time.Millisecond))
 	if !strings.Contains(err.Error(), "raise Version") {
 		t.Errorf("the error does not say what to do: %v", err)
 	}
@@ -73,7 +73,7 @@ func TestConfigMismatch(t *testing.T) {
 		t.Errorf("a key with no state: %v", err)
 	}
 	// q1 still runs at 2/s: its second unit is 500 ms away.
-	if ok, retryIn, err := q1.For("k").(throttle.Trier).TryN(ctx, 1); err != nil || ok || retryIn < 400e6 {
+	if ok, retryIn, err := q1.For("k").Try(ctx, throttle.Cost{N: 1}); err != nil || ok || retryIn < 400e6 {
 		t.Errorf("q1's try after its burst: ok %v, retry in %v, %v; want refused for ~500ms", ok, retryIn, err)
 	}
 }
@@ -87,15 +87,15 @@ func TestConfigVersion(t *testing.T) {
 	ctx := context.Background()
 	var mu sync.Mutex
 	var events []throttle.Event
-	old := New(c1, "versioned", 2, 1)
+	old := New(c1, "versioned", throttle.Limit{Rate: 2, Burst: 1})
 	old.OnEvent = func(e throttle.Event) {
 		mu.Lock()
 		events = append(events, e)
 		mu.Unlock()
 	}
-	next := New(newClient(t, s.Addr()), "versioned", 1000, 10)
+	next := New(newClient(t, s.Addr()), "versioned", throttle.Limit{Rate: 1000, Burst: 10})
 	next.Version = 1
-	other := New(newClient(t, s.Addr()), "versioned", 50, 5)
+	other := New(newClient(t, s.Addr()), "versioned", throttle.Limit{Rate: 50, Burst: 5})
 	other.Version = 1
 	defer old.Close()
 	defer next.Close()
@@ -129,7 +129,7 @@ func TestConfigVersion(t *testing.T) {
 	}
 	// A second process of Version 1 with another limit: refused.
 	var ce *ConfigError
-	if err := other.For("k").WaitN(ctx, 1); !errors.As(err, &ce) || ce.StoredVersion != 1 || ce.StoredLimit != 1000 {
+	if err := other.For("k").WaitN(ctx, 1); !errors.As(err, &ce) || ce.StoredVersion != 1 || ce.StoredRate != 1000 {
 		t.Errorf("the same Version, another limit: %v, want a ConfigError naming Version 1's 1000/s", err)
 	}
 }

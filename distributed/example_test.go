@@ -12,24 +12,23 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/throttle-go/throttle"
 	"github.com/throttle-go/throttle/distributed"
-	"golang.org/x/time/rate"
 )
 
 // Fifty pods share one API key allowed 100 requests a second. Each pod
-// makes the same Quota; Redis keeps the one bucket they all spend.
+// makes the same Limiter; Redis keeps the key's quota they all spend.
 func Example() {
 	client := redis.NewClient(&redis.Options{
 		Addr:                  "localhost:6379",
-		ContextTimeoutEnabled: true, // cheaper calls; Quota.Timeout holds either way
+		ContextTimeoutEnabled: true, // cheaper calls; Limiter.Timeout holds either way
 	})
 	defer client.Close()
 
-	q := distributed.New(client, "github-api", 100, 10)
-	q.Workers = 50 // if Redis is away, each pod paces itself at 2/s
+	lim := distributed.New(client, "github-api", throttle.Limit{Rate: 100, Burst: 10})
+	lim.Workers = 50 // if Redis is away, each pod paces itself at 2/s
 
 	ctx := context.Background()
 	for range 3 {
-		if err := q.WaitN(ctx, 1); err != nil {
+		if err := lim.WaitN(ctx, 1); err != nil {
 			log.Fatal(err)
 		}
 		resp, err := http.Get("https://api.github.com/rate_limit")
@@ -40,18 +39,36 @@ func Example() {
 	}
 }
 
-// A quota per key: each tenant gets its own bucket of 5 requests a second,
-// shared by every worker. A 429's Retry-After pauses that tenant's bucket
-// for the whole fleet.
-func ExampleQuota_For() {
+// "100 requests a minute, counted as a sliding window, shared by three
+// instances": the same Limiter in each, here through a Transport, which
+// also reads every response's rate-limit headers for the whole fleet.
+func ExampleNew() {
 	client := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
 	defer client.Close()
-	q := distributed.New(client, "reports", 5, 5)
 
-	w := q.For("tenant-42")
+	lim := distributed.New(client, "partner-api", throttle.Limit{Count: 100, Per: time.Minute, Kind: throttle.Sliding})
+	lim.Workers = 3
+	api := &http.Client{Transport: &throttle.Transport{Waiter: lim}}
+
+	resp, err := api.Get("https://partner.example/v1/orders")
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp.Body.Close()
+}
+
+// A quota per key: each tenant gets its own quota of 5 requests a
+// second, shared by every worker. A 429's Retry-After pauses that
+// tenant's quota for the whole fleet.
+func ExampleLimiter_For() {
+	client := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
+	defer client.Close()
+	lim := distributed.New(client, "reports", throttle.Limit{Rate: 5, Burst: 5})
+
+	tenant := lim.For("tenant-42")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	err := w.WaitN(ctx, 1)
+	err := tenant.Wait(ctx)
 	switch {
 	case errors.Is(err, throttle.ErrWouldExceedDeadline):
 		fmt.Println("busy: try later") // nothing was reserved
@@ -59,9 +76,7 @@ func ExampleQuota_For() {
 		log.Fatal(err)
 	}
 	// … the API answered 429 with Retry-After: 2:
-	if p, ok := w.(throttle.Pauser); ok {
-		_ = p.Pause(ctx, 2*time.Second)
-	}
+	_ = tenant.Pause(ctx, 2*time.Second)
 }
 
 // The fail modes: what a wait does while Redis cannot answer.
@@ -69,33 +84,33 @@ func ExampleFailMode() {
 	client := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
 	defer client.Close()
 
-	payments := distributed.New(client, "payments", 10, 1)
+	payments := distributed.New(client, "payments", throttle.Limit{Rate: 10, Burst: 1})
 	payments.FailMode = distributed.FailClosed // never exceed: fail instead
 	err := payments.WaitN(context.Background(), 1)
 	if errors.Is(err, distributed.ErrStoreUnavailable) {
 		fmt.Println("Redis is down; not charging")
 	}
 
-	search := distributed.New(client, "search", rate.Limit(1000), 100)
+	search := distributed.New(client, "search", throttle.Limit{Rate: 1000, Burst: 100})
 	search.FailMode = distributed.FailOpen // never block on Redis
 	_ = search.WaitN(context.Background(), 1)
 }
 
-// At start, a program checks that its Redis keeps quota state (no
-// eviction policy that may drop it) and logs what the Quota decides on
-// its own while Redis is away.
-func ExampleQuota_Check() {
+// At start, a program checks that its Redis keeps the limiter's state
+// (no eviction policy that may drop it) and logs what the Limiter
+// decides on its own while Redis is away.
+func ExampleLimiter_Check() {
 	client := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
 	defer client.Close()
-	q := distributed.New(client, "github-api", 100, 10)
-	q.OnEvent = func(e throttle.Event) {
+	lim := distributed.New(client, "github-api", throttle.Limit{Rate: 100, Burst: 10})
+	lim.OnEvent = func(e throttle.Event) {
 		// store-error (Err: the real cause), breaker-open (Delay: time
 		// between probes), breaker-close, fallback (Reason: what the
 		// FailMode did).
-		slog.Warn("quota", "event", e)
+		slog.Warn("limiter", "event", e)
 	}
-	if err := q.Check(context.Background()); errors.Is(err, distributed.ErrEvictable) {
-		log.Printf("quota state may be evicted: %v", err)
+	if err := lim.Check(context.Background()); errors.Is(err, distributed.ErrEvictable) {
+		log.Printf("limiter state may be evicted: %v", err)
 	}
 }
 
@@ -106,20 +121,21 @@ func ExampleFailMode_String() {
 
 // A queue worker that requeues a job rather than wait for the fleet's
 // quota, and a look at the quota's state.
-func ExampleQuota_TryN() {
+func ExampleLimiter_For_try() {
 	client := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
 	defer client.Close()
-	q := distributed.New(client, "reports", 5, 5)
+	lim := distributed.New(client, "reports", throttle.Limit{Rate: 5, Burst: 5})
 
 	ctx := context.Background()
-	ok, retryIn, err := q.For("tenant-42").(throttle.Trier).TryN(ctx, 1)
+	tenant := lim.For("tenant-42")
+	ok, retryIn, err := tenant.Try(ctx)
 	switch {
 	case err != nil:
 		log.Fatal(err)
 	case !ok:
 		fmt.Println("requeue for", retryIn) // nothing was spent
 	}
-	st, err := q.For("tenant-42").(throttle.Inspector).State(ctx) // writes nothing
+	st, err := tenant.State(ctx) // writes nothing
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -130,36 +146,48 @@ func ExampleQuota_TryN() {
 // first call of a new pod replaces the configuration the key's state was
 // written with; the pods still running the old one follow it (each
 // reports an EventConfig once). A pod with another limit and the same
-// Version is refused rather than mixed into the bucket.
-func ExampleQuota_Version() {
+// Version is refused rather than mixed into the key's state.
+func ExampleLimiter_Version() {
 	client := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
 	defer client.Close()
 
-	q := distributed.New(client, "github-api", 150, 15) // was 100/s, burst 10, Version 0
-	q.Version = 1
-	q.OnEvent = throttle.LogEvents(slog.Default())
+	lim := distributed.New(client, "github-api", throttle.Limit{Rate: 150, Burst: 15}) // was 100/s, burst 10, Version 0
+	lim.Version = 1
+	lim.OnEvent = throttle.LogEvents(slog.Default())
 
-	err := q.WaitN(context.Background(), 1)
+	err := lim.WaitN(context.Background(), 1)
 	var ce *distributed.ConfigError
 	if errors.As(err, &ce) {
-		log.Fatalf("another pod runs %v/s burst %d at Version %d: %v", ce.StoredLimit, ce.StoredBurst, ce.StoredVersion, err)
+		log.Fatalf("another pod runs %v/s burst %d at Version %d: %v", ce.StoredRate, ce.StoredBurst, ce.StoredVersion, err)
 	}
 }
 
-// An LLM client's fleet-wide view of its limits: requests and tokens a
-// minute, read from Redis without spending anything.
-func ExampleQuota_LimitStates() {
+// An LLM API's limits for a fleet: 500 requests and 200,000 tokens a
+// minute. Each call waits for a request and its estimate of tokens,
+// settles the tokens its response used, and the fleet's view of the
+// limits is read from Redis without spending anything.
+func ExampleLimiter_For_tokens() {
 	client := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
 	defer client.Close()
-	q := distributed.New(client, "openai", 500.0/60, 500) // 500 requests a minute
-	q.Limits = []throttle.UnitLimit{
-		{Unit: "tokens", Rate: throttle.Rate{Limit: 200_000.0 / 60, Burst: 200_000}},
+	lim := distributed.New(client, "openai",
+		throttle.Limit{Rate: 500.0 / 60, Burst: 500},
+		throttle.Limit{Unit: "tokens", Rate: 200_000.0 / 60, Burst: 200_000})
+
+	ctx := context.Background()
+	model := lim.For("gpt-4o")
+	estimate := throttle.Cost{N: 1, Units: map[string]int{"tokens": 1200}}
+	if err := model.Wait(ctx, estimate); err != nil {
+		log.Fatal(err)
 	}
-	states, err := q.LimitStates(context.Background(), "gpt-4o")
+	// … the response's usage said 700 tokens:
+	if err := model.Settle(ctx, estimate, throttle.Cost{N: 1, Units: map[string]int{"tokens": 700}}); err != nil {
+		log.Fatal(err)
+	}
+	st, err := model.State(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}
-	for _, s := range states {
-		fmt.Printf("%s: %.0f left\n", s.Unit, s.Remaining)
+	for _, l := range st.Limits {
+		fmt.Printf("%s: %.0f left\n", l.Unit, l.Remaining)
 	}
 }

@@ -5,9 +5,11 @@ import (
 	"fmt"
 )
 
-// ErrStoreUnavailable is returned (wrapped, with the cause) by a wait of a
-// [FailClosed] quota while Redis cannot be reached, and by [Quota.Pause]
-// whenever the pause could not be written.
+// ErrStoreUnavailable is returned (wrapped, with the cause) by an
+// operation of a [FailClosed] Limiter's key while Redis cannot be
+// reached, and, whatever the FailMode, by a key's Pause (or Observe of a
+// pause) that could not be written, and by a Settle or State Redis could
+// not answer.
 var ErrStoreUnavailable = errors.New("throttle/distributed: store unavailable")
 
 // errBreakerOpen is the cause reported while the breaker keeps calls away
@@ -15,23 +17,23 @@ var ErrStoreUnavailable = errors.New("throttle/distributed: store unavailable")
 var errBreakerOpen = errors.New("breaker open after consecutive failures; probing every " + breakerCooldown.String())
 
 // FailMode says what a wait does when Redis cannot answer in time (it is
-// down, unreachable, slower than [Quota.Timeout], or the breaker is open
+// down, unreachable, slower than [Limiter.Timeout], or the breaker is open
 // after recent failures). The zero value is [FailLocal]. A FailMode is a
 // plain value, safe to copy and share.
 type FailMode int
 
 const (
-	// FailLocal paces each process with an in-process token bucket at the
-	// quota's rate divided by [Quota.Workers] (and burst likewise, at
-	// least one unit), so the fleet as a whole stays near the shared limit
-	// while Redis is away and no request is refused. It is the zero value:
-	// it neither floods the API (like FailOpen) nor turns a Redis outage
-	// into an outage of the program (like FailClosed). Its accuracy rests
-	// on Workers being right. A quota with Limits keeps each of them at
-	// its share too, all or none as in Redis: a bucket at its rate divided
-	// by Workers, starting with its burst's share; a window at its Count
-	// divided by Workers (rounded up), so that a cost above that share is
-	// refused (ErrCostExceedsBurst) until Redis is back.
+	// FailLocal paces each process with an in-process limiter at its
+	// share of every limit, so the fleet as a whole stays near the shared
+	// limits while Redis is away and no request is refused: a token
+	// bucket at its rate divided by [Limiter.Workers], with its whole
+	// burst as capacity but starting with its share of it (rounded up, at
+	// least one unit); a window at its Count divided by Workers (rounded
+	// up), so that a cost above that share is refused
+	// (ErrCostExceedsBurst) until Redis is back; all or none, as in
+	// Redis. It is the zero value: it neither floods the API (like
+	// FailOpen) nor turns a Redis outage into an outage of the program
+	// (like FailClosed). Its accuracy rests on Workers being right.
 	FailLocal FailMode = iota
 
 	// FailOpen lets every wait through at once: availability first, the
@@ -39,8 +41,8 @@ const (
 	FailOpen
 
 	// FailClosed fails every wait with an error matching
-	// [ErrStoreUnavailable]: nothing is sent that the shared quota did not
-	// allow.
+	// [ErrStoreUnavailable]: nothing is sent that the shared limits did
+	// not allow.
 	FailClosed
 )
 

@@ -90,7 +90,7 @@ func TestFailover(t *testing.T) {
 		SentinelAddrs: st.SentinelAddrs(),
 	})
 	t.Cleanup(func() { c.Close() })
-	q := New(c, "failover", limit, burst)
+	q := New(c, "failover", throttle.Limit{Rate: limit, Burst: burst})
 	q.FailMode, q.Workers = FailLocal, 1
 	var log eventLog
 	q.OnEvent = log.add

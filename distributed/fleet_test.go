@@ -127,11 +127,11 @@ func runFleet(t *testing.T, f fleet) ([]arrival, time.Time) {
 		in.Close()
 	}
 	if p := f.pause; p != nil {
-		q := New(newClient(t, f.addrs[0]), f.quotas[0], rate.Limit(f.limit), f.burst)
+		q := New(newClient(t, f.addrs[0]), f.quotas[0], throttle.Limit{Rate: rate.Limit(f.limit), Burst: f.burst})
 		q.Timeout = 2 * time.Second
 		time.Sleep(time.Until(start.Add(p.at)))
 		p.sent = time.Now()
-		if err := q.Pause(context.Background(), p.d); err != nil {
+		if err := q.For("").Pause(context.Background(), p.d); err != nil {
 			t.Errorf("Pause = %v", err)
 		}
 		p.done = time.Now()
@@ -234,7 +234,7 @@ func TestHelperProcess(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 1024)
 	for _, name := range quotas {
-		q := New(client, name, rate.Limit(limit), burst)
+		q := New(client, name, throttle.Limit{Rate: rate.Limit(limit), Burst: burst})
 		w := q.For("").(*keyWaiter)
 		q.FailMode = FailClosed // a store error must show, not be papered over
 		// The machine may be loaded (2 cores, -race, other tests): a long

@@ -16,7 +16,7 @@ import (
 )
 
 // DefaultLeaseTTL is how long an in-flight lease lives without renewal
-// when [Quota.LeaseTTL] is zero.
+// when [Limiter.LeaseTTL] is zero.
 const DefaultLeaseTTL = 30 * time.Second
 
 // The in-flight script's replies (prepended to it as Lua constants).
@@ -50,7 +50,7 @@ func inflightKeys(rkey string) []string {
 const minLeaseTTL = 10 * time.Millisecond
 
 // leaseTTL returns LeaseTTL or its default.
-func (q *Quota) leaseTTL() time.Duration {
+func (q *Limiter) leaseTTL() time.Duration {
 	if q.LeaseTTL > 0 {
 		return max(q.LeaseTTL, minLeaseTTL)
 	}
@@ -91,9 +91,11 @@ func (w *keyWaiter) lease(ctx context.Context, op string, tokens ...string) (lea
 	return r, nil
 }
 
-// AcquireN implements [throttle.Acquirer] for the whole fleet: see
-// [Quota.InFlight].
-func (w *keyWaiter) AcquireN(ctx context.Context, n int) (func(), error) {
+// Acquire takes n units under the key's in-flight cap, for the whole
+// fleet: see [throttle.Quota] and [Limiter.InFlight]. An acquisition that
+// blocked 1ms or more is reported as an [throttle.EventInFlight] to
+// OnEvent and to the function of ctx ([throttle.WithEvents]).
+func (w *keyWaiter) Acquire(ctx context.Context, n int) (func(), error) {
 	q := w.q
 	switch {
 	case n < 0:
@@ -125,29 +127,19 @@ func (w *keyWaiter) AcquireN(ctx context.Context, n int) (func(), error) {
 	start := time.Now()
 	release, err := w.awaitLease(ctx, s, tok, n, r, sub)
 	if d := time.Since(start); d >= time.Millisecond {
-		e := throttle.Event{Kind: throttle.EventInFlight, Key: w.key, Delay: d, Err: err}
-		q.emit(ctx, e)
-		if f := throttle.EventsFrom(ctx); f != nil {
-			f(e)
-		}
+		q.emitCall(ctx, throttle.Event{Kind: throttle.EventInFlight, Key: w.key, Delay: d, Err: err})
 	}
 	return release, err
 }
 
 func noRelease() {}
 
-// NoInFlightCap reports whether the quota has no in-flight cap (InFlight
-// is zero, as it stays after first use): AcquireN then holds nothing, and
-// throttle.Transport neither calls it nor wraps a response's body to
-// release it.
+// NoInFlightCap reports whether the Limiter has no in-flight cap
+// (InFlight is zero, as it stays after first use): Acquire then holds
+// nothing, and a [throttle.Transport] neither calls it nor wraps a
+// response's body to release it.
 func (w *keyWaiter) NoInFlightCap() bool {
 	return w.q.InFlight <= 0
-}
-
-// AcquireN takes n units under the in-flight cap of the quota's own key
-// (the one For("") returns): see [Quota.InFlight].
-func (q *Quota) AcquireN(ctx context.Context, n int) (func(), error) {
-	return q.defaultWaiter().AcquireN(ctx, n)
 }
 
 // awaitLease sleeps until the queued acquisition tok is granted: woken
@@ -221,7 +213,7 @@ func (w *keyWaiter) acquireFailed(ctx context.Context, tok string, n int, cause 
 	// FailLocal: this process's share of the cap, at least one unit.
 	share := int(math.Ceil(float64(q.InFlight) / float64(max(1, q.Workers))))
 	q.localCapOnce.Do(func() { q.localCap = &throttle.Limiter{InFlight: share, MaxKeys: maxLocalBuckets} })
-	return q.localCap.For(w.key).(throttle.Acquirer).AcquireN(ctx, min(n, share))
+	return q.localCap.For(w.key).Acquire(ctx, min(n, share))
 }
 
 // giveBackLease releases tok in the background (best effort, bounded by
@@ -245,13 +237,13 @@ func (w *keyWaiter) held(tok string) func() {
 	}
 }
 
-// slotLeases are the in-flight leases this process holds for one Quota, and
+// slotLeases are the in-flight leases this process holds for one Limiter, and
 // the one goroutine that renews them: every TTL/3, one script call per
 // key renews all of the key's leases. A goroutine per lease would cost a
 // call per lease per period, and a timer per lease as much; one per
-// Quota costs a call per key, however many requests are in flight. It
+// Limiter costs a call per key, however many requests are in flight. It
 // runs only while leases are held (the last release stops it) and
-// Quota.Close stops it, so no goroutine outlives the leases.
+// Limiter.Close stops it, so no goroutine outlives the leases.
 type slotLeases struct {
 	mu   sync.Mutex            // protects the fields below
 	id   string                // this process's part of every token
@@ -268,7 +260,7 @@ type leasedKey struct {
 }
 
 // token returns a new token for n units: unique across processes (a
-// random id per Quota) and in this one (a counter).
+// random id per Limiter) and in this one (a counter).
 func (l *slotLeases) token(n int) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -335,7 +327,7 @@ func (l *slotLeases) close() {
 }
 
 // renew renews every lease held, every TTL/3, until stop.
-func (l *slotLeases) renew(q *Quota, stop, done chan struct{}) {
+func (l *slotLeases) renew(q *Limiter, stop, done chan struct{}) {
 	defer close(done)
 	t := time.NewTimer(q.leaseTTL() / 3)
 	defer t.Stop()

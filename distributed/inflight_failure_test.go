@@ -6,49 +6,47 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/throttle-go/throttle"
 )
 
-// TestQuotaInFlightStoreDown: with Redis away, FailClosed refuses an
+// TestLimiterInFlightStoreDown: with Redis away, FailClosed refuses an
 // acquisition with ErrStoreUnavailable, FailOpen admits it, and
 // FailLocal caps this process at InFlight/Workers.
-func TestQuotaInFlightStoreDown(t *testing.T) {
+func TestLimiterInFlightStoreDown(t *testing.T) {
 	t.Parallel()
 	srv, c := startRedis(t)
 	srv.Stop()
-	closed := capQuota(t, c, "down", 4)
+	closed := capLimiter(t, c, "down", 4)
 	closed.Timeout = 50 * time.Millisecond
-	if _, err := closed.AcquireN(context.Background(), 1); !errors.Is(err, ErrStoreUnavailable) {
-		t.Errorf("FailClosed AcquireN with Redis down = %v; want ErrStoreUnavailable", err)
+	if _, err := closed.For("").Acquire(context.Background(), 1); !errors.Is(err, ErrStoreUnavailable) {
+		t.Errorf("FailClosed Acquire with Redis down = %v; want ErrStoreUnavailable", err)
 	}
-	open := capQuota(t, c, "down", 4)
+	open := capLimiter(t, c, "down", 4)
 	open.FailMode, open.Timeout = FailOpen, 50*time.Millisecond
 	for range 10 {
-		if _, err := open.AcquireN(context.Background(), 4); err != nil {
-			t.Fatalf("FailOpen AcquireN with Redis down = %v; want nil", err)
+		if _, err := open.For("").Acquire(context.Background(), 4); err != nil {
+			t.Fatalf("FailOpen Acquire with Redis down = %v; want nil", err)
 		}
 	}
-	local := capQuota(t, c, "down", 4)
+	local := capLimiter(t, c, "down", 4)
 	local.FailMode, local.Workers, local.Timeout = FailLocal, 2, 50*time.Millisecond
-	r1, err1 := local.AcquireN(context.Background(), 1)
-	r2, err2 := local.AcquireN(context.Background(), 1)
+	r1, err1 := local.For("").Acquire(context.Background(), 1)
+	r2, err2 := local.For("").Acquire(context.Background(), 1)
 	if err1 != nil || err2 != nil {
-		t.Fatalf("FailLocal AcquireN = %v, %v; want nil (2 of 4 ÷ 2 workers)", err1, err2)
+		t.Fatalf("FailLocal Acquire = %v, %v; want nil (2 of 4 ÷ 2 workers)", err1, err2)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	if _, err := local.AcquireN(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("a third FailLocal AcquireN under 4 ÷ 2 workers = %v; want DeadlineExceeded", err)
+	if _, err := local.For("").Acquire(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a third FailLocal Acquire under 4 ÷ 2 workers = %v; want DeadlineExceeded", err)
 	}
 	r1()
 	r2()
 }
 
-// TestQuotaInFlightDeadWaiter: an acquisition whose process died while
+// TestLimiterInFlightDeadWaiter: an acquisition whose process died while
 // it waited (it never asks again) blocks the queue for at most LeaseTTL:
 // its place expires, or, granted meanwhile, its lease does.
-func TestQuotaInFlightDeadWaiter(t *testing.T) {
+func TestLimiterInFlightDeadWaiter(t *testing.T) {
 	t.Parallel()
 	const ttl = 400 * time.Millisecond
 	for _, tc := range []struct {
@@ -64,7 +62,7 @@ func TestQuotaInFlightDeadWaiter(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, c := startRedis(t)
-			q := capQuota(t, c, "dead", 1)
+			q := capLimiter(t, c, "dead", 1)
 			q.LeaseTTL = ttl
 			w := q.For("k").(*keyWaiter)
 			start := time.Now()
@@ -77,9 +75,9 @@ func TestQuotaInFlightDeadWaiter(t *testing.T) {
 			var wg sync.WaitGroup
 			defer wg.Wait()
 			wg.Go(func() {
-				r, err := w.AcquireN(context.Background(), 1)
+				r, err := w.Acquire(context.Background(), 1)
 				if err != nil {
-					t.Errorf("AcquireN = %v", err)
+					t.Errorf("Acquire = %v", err)
 					got <- 0
 					return
 				}
@@ -97,15 +95,15 @@ func TestQuotaInFlightDeadWaiter(t *testing.T) {
 	}
 }
 
-// TestQuotaInFlightStateLost: Redis loses the leases (FLUSHALL, as a
+// TestLimiterInFlightStateLost: Redis loses the leases (FLUSHALL, as a
 // restart without persistence would); the holder's next renewal writes
 // its lease again, so that a unit still in flight counts against the cap
 // again, and a release is not undone by a renewal.
-func TestQuotaInFlightStateLost(t *testing.T) {
+func TestLimiterInFlightStateLost(t *testing.T) {
 	const ttl = 300 * time.Millisecond
 	srv, c1 := startRedis(t)
-	q1 := capQuota(t, c1, "lost", 1)
-	q2 := capQuota(t, newClient(t, srv.Addr()), "lost", 1)
+	q1 := capLimiter(t, c1, "lost", 1)
+	q2 := capLimiter(t, newClient(t, srv.Addr()), "lost", 1)
 	q1.LeaseTTL, q2.LeaseTTL = ttl, ttl
 	release := mustAcquireQ(t, q1, "k", 1)
 	if err := c1.FlushAll(context.Background()).Err(); err != nil {
@@ -117,8 +115,8 @@ func TestQuotaInFlightStateLost(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ttl)
 	defer cancel()
-	if _, err := q2.For("k").(throttle.Acquirer).AcquireN(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("AcquireN under a cap of 1 whose unit is in flight, its lease written again = %v; want DeadlineExceeded", err)
+	if _, err := q2.For("k").Acquire(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Acquire under a cap of 1 whose unit is in flight, its lease written again = %v; want DeadlineExceeded", err)
 	}
 	release()
 	time.Sleep(ttl) // renewals past the release

@@ -48,7 +48,7 @@ func startInFlightWorkers(t *testing.T, procs int, env ...string) ([]*exec.Cmd, 
 	return cmds, outs
 }
 
-// TestInFlightFleet: 4 processes share one Quota with an in-flight cap of
+// TestInFlightFleet: 4 processes share one Limiter with an in-flight cap of
 // N, 4N goroutines in all, sending through a Transport to a real server
 // that refuses (429) any request past N in flight. The server never sees
 // more than N at once and refuses none.
@@ -164,7 +164,7 @@ func TestInFlightKilled(t *testing.T) {
 	// TTL/6 before a full TTL from the kill.
 	time.Sleep(ttl + ttl/6)
 	c := newClient(t, srv)
-	q := New(c, "killed", rate.Inf, 1000)
+	q := New(c, "killed", throttle.Limit{Rate: rate.Inf, Burst: 1000})
 	q.InFlight, q.LeaseTTL, q.FailMode, q.Timeout = n, ttl, FailClosed, 2*time.Second
 	defer q.Close()
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -174,10 +174,10 @@ func TestInFlightKilled(t *testing.T) {
 	cmd.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*ttl)
 	defer cancel()
-	release, err := q.For("api").(throttle.Acquirer).AcquireN(ctx, n)
+	release, err := q.For("api").Acquire(ctx, n)
 	back := time.Since(killed)
 	if err != nil {
-		t.Fatalf("AcquireN(%d) after the holder was killed = %v after %v; want the units within LeaseTTL %v", n, err, back, ttl)
+		t.Fatalf("Acquire(%d) after the holder was killed = %v after %v; want the units within LeaseTTL %v", n, err, back, ttl)
 	}
 	release()
 	t.Logf("a killed worker's %d units came back %v after SIGKILL (LeaseTTL %v, renewed every %v)", n, back, ttl, ttl/3)
@@ -242,7 +242,7 @@ func TestInFlightHelper(t *testing.T) {
 	if env("MODE") == "hang" {
 		name = "killed"
 	}
-	q := New(client, name, rate.Inf, 1000)
+	q := New(client, name, throttle.Limit{Rate: rate.Inf, Burst: 1000})
 	q.InFlight = capN
 	q.FailMode = FailClosed // a store error must show
 	q.Timeout = 2 * time.Second

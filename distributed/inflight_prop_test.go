@@ -67,13 +67,13 @@ func genCapOps(r *rand.Rand, capN, steps int) []capOp {
 	return ops
 }
 
-// runCapLocal runs ops against a Limiter key's cap (AcquireN in a
+// runCapLocal runs ops against a throttle.Limiter key's cap (Acquire in a
 // goroutine per acquisition, in a synctest bubble so that each step
 // settles) and returns the acquisitions granted after each step.
 func runCapLocal(t *testing.T, capN int, ops []capOp) [][]int {
 	var out [][]int
 	synctest.Test(t, func(t *testing.T) {
-		a := (&throttle.Limiter{InFlight: capN}).For("k").(throttle.Acquirer)
+		a := (&throttle.Limiter{InFlight: capN}).For("k")
 		var (
 			mu       sync.Mutex
 			granted  = map[int]func(){}
@@ -87,7 +87,7 @@ func runCapLocal(t *testing.T, capN int, ops []capOp) [][]int {
 				ctx, cancel := context.WithCancel(context.Background())
 				cancels[op.id] = cancel
 				wg.Go(func() {
-					release, err := a.AcquireN(ctx, op.n)
+					release, err := a.Acquire(ctx, op.n)
 					if err == nil {
 						mu.Lock()
 						granted[op.id] = release
@@ -168,7 +168,7 @@ func runCapRedis(t *testing.T, w *keyWaiter, ops []capOp) [][]int {
 }
 
 // TestInFlightModel: random sequences of acquisitions, releases and
-// cancels under random caps, against the Limiter's cap and the Redis
+// cancels under random caps, against the throttle.Limiter's cap and the Redis
 // script: after every step both have granted exactly the acquisitions
 // the rule grants (first come, first served, a head that does not fit
 // blocking those behind it, a cancel or release giving back exactly its
@@ -181,7 +181,7 @@ func TestInFlightModel(t *testing.T) {
 		ops := genCapOps(r, capN, 60)
 		want := modelGrants(capN, ops)
 		t.Run(fmt.Sprintf("seed=%d/cap=%d", seed, capN), func(t *testing.T) {
-			q := capQuota(t, c, fmt.Sprintf("model-%d", seed), capN)
+			q := capLimiter(t, c, fmt.Sprintf("model-%d", seed), capN)
 			local := runCapLocal(t, capN, ops)
 			redisRun := runCapRedis(t, q.For("k").(*keyWaiter), ops)
 			units := map[int]int{}

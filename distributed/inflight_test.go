@@ -18,11 +18,11 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// capQuota returns a Quota with an in-flight cap of n on c, closed at
+// capLimiter returns a Limiter with an in-flight cap of n on c, closed at
 // cleanup.
-func capQuota(t *testing.T, c redis.UniversalClient, name string, n int) *Quota {
+func capLimiter(t *testing.T, c redis.UniversalClient, name string, n int) *Limiter {
 	t.Helper()
-	q := New(c, name, rate.Inf, 1000)
+	q := New(c, name, throttle.Limit{Rate: rate.Inf, Burst: 1000})
 	q.InFlight = n
 	q.FailMode = FailClosed // a store error must show
 	q.Timeout = 2 * time.Second
@@ -30,17 +30,17 @@ func capQuota(t *testing.T, c redis.UniversalClient, name string, n int) *Quota 
 	return q
 }
 
-func mustAcquireQ(t *testing.T, q *Quota, key string, n int) func() {
+func mustAcquireQ(t *testing.T, q *Limiter, key string, n int) func() {
 	t.Helper()
-	release, err := q.For(key).(throttle.Acquirer).AcquireN(context.Background(), n)
+	release, err := q.For(key).Acquire(context.Background(), n)
 	if err != nil {
-		t.Fatalf("AcquireN(%d) = %v", n, err)
+		t.Fatalf("Acquire(%d) = %v", n, err)
 	}
 	return release
 }
 
 // heldUnits returns the units held under key's cap in Redis now.
-func heldUnits(t *testing.T, c redis.UniversalClient, q *Quota, key string) int {
+func heldUnits(t *testing.T, c redis.UniversalClient, q *Limiter, key string) int {
 	t.Helper()
 	members, err := c.ZRange(context.Background(), inflightKeys(redisKey(q.Prefix, q.name, key))[0], 0, -1).Result()
 	if err != nil {
@@ -60,14 +60,14 @@ func heldUnits(t *testing.T, c redis.UniversalClient, q *Quota, key string) int 
 	return n
 }
 
-// TestQuotaInFlightFIFO: two processes (two Quotas, two clients) share a
+// TestLimiterInFlightFIFO: two processes (two Limiters, two clients) share a
 // cap of 2. Waiting acquisitions are granted in arrival order across
 // them, a large head is not overtaken, and a release reaches a waiting
 // process at once (pushed, not polled: well within the TTL).
-func TestQuotaInFlightFIFO(t *testing.T) {
+func TestLimiterInFlightFIFO(t *testing.T) {
 	srv, c1 := startRedis(t)
 	c2 := newClient(t, srv.Addr())
-	q1, q2 := capQuota(t, c1, "fifo", 2), capQuota(t, c2, "fifo", 2)
+	q1, q2 := capLimiter(t, c1, "fifo", 2), capLimiter(t, c2, "fifo", 2)
 	r1 := mustAcquireQ(t, q1, "k", 1)
 	r2 := mustAcquireQ(t, q2, "k", 1)
 
@@ -80,13 +80,13 @@ func TestQuotaInFlightFIFO(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, w := range []struct {
 		name string
-		q    *Quota
+		q    *Limiter
 		n    int
 	}{{"A2", q1, 2}, {"B1", q2, 1}, {"C2", q1, 2}} {
 		wg.Go(func() {
-			release, err := w.q.For("k").(throttle.Acquirer).AcquireN(context.Background(), w.n)
+			release, err := w.q.For("k").Acquire(context.Background(), w.n)
 			if err != nil {
-				t.Errorf("%s: AcquireN = %v", w.name, err)
+				t.Errorf("%s: Acquire = %v", w.name, err)
 				return
 			}
 			grants <- grant{w.name, time.Now()}
@@ -142,22 +142,22 @@ func TestQuotaInFlightFIFO(t *testing.T) {
 	}
 }
 
-// TestQuotaInFlightCancel: an acquisition whose ctx ends returns ctx's
+// TestLimiterInFlightCancel: an acquisition whose ctx ends returns ctx's
 // error and holds nothing; a release called twice frees its units once.
-func TestQuotaInFlightCancel(t *testing.T) {
+func TestLimiterInFlightCancel(t *testing.T) {
 	_, c := startRedis(t)
-	q := capQuota(t, c, "cancel", 2)
-	a := q.For("k").(throttle.Acquirer)
+	q := capLimiter(t, c, "cancel", 2)
+	a := q.For("k")
 	r1 := mustAcquireQ(t, q, "k", 1)
 	r2 := mustAcquireQ(t, q, "k", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	if _, err := a.AcquireN(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("AcquireN past its deadline = %v; want DeadlineExceeded", err)
+	if _, err := a.Acquire(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Acquire past its deadline = %v; want DeadlineExceeded", err)
 	}
 	if d := time.Since(start); d < 300*time.Millisecond || d > time.Second {
-		t.Errorf("AcquireN with 300ms returned after %v", d)
+		t.Errorf("Acquire with 300ms returned after %v", d)
 	}
 	r1()
 	r1()
@@ -165,7 +165,7 @@ func TestQuotaInFlightCancel(t *testing.T) {
 	r3 := mustAcquireQ(t, q, "k", 1) // the unit r1 freed
 	ctx, cancel = context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	if _, err := a.AcquireN(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := a.Acquire(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("a third unit under a cap of 2 after a release called three times = %v; want DeadlineExceeded", err)
 	}
 	r2()
@@ -174,57 +174,57 @@ func TestQuotaInFlightCancel(t *testing.T) {
 	if h := heldUnits(t, c, q, "k"); h != 0 {
 		t.Errorf("held %d in Redis; want 0", h)
 	}
-	if _, err := a.AcquireN(context.Background(), 3); !errors.Is(err, throttle.ErrCostExceedsBurst) {
-		t.Errorf("AcquireN(3) under a cap of 2 = %v; want ErrCostExceedsBurst", err)
+	if _, err := a.Acquire(context.Background(), 3); !errors.Is(err, throttle.ErrCostExceedsBurst) {
+		t.Errorf("Acquire(3) under a cap of 2 = %v; want ErrCostExceedsBurst", err)
 	}
 }
 
-// TestQuotaInFlightRenewal: a lease held for 4 TTLs is renewed by its
+// TestLimiterInFlightRenewal: a lease held for 4 TTLs is renewed by its
 // holder, and holds its unit all along; once released, the unit goes to
 // the process waiting for it.
-func TestQuotaInFlightRenewal(t *testing.T) {
+func TestLimiterInFlightRenewal(t *testing.T) {
 	t.Parallel()
 	srv, c1 := startRedis(t)
-	q1 := capQuota(t, c1, "renew", 1)
-	q2 := capQuota(t, newClient(t, srv.Addr()), "renew", 1)
+	q1 := capLimiter(t, c1, "renew", 1)
+	q2 := capLimiter(t, newClient(t, srv.Addr()), "renew", 1)
 	q1.LeaseTTL, q2.LeaseTTL = 300*time.Millisecond, 300*time.Millisecond
 	release := mustAcquireQ(t, q1, "k", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 1200*time.Millisecond)
 	defer cancel()
-	if _, err := q2.For("k").(throttle.Acquirer).AcquireN(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("AcquireN while another process holds the only unit for 4 TTLs = %v; want DeadlineExceeded (the lease renewed)", err)
+	if _, err := q2.For("k").Acquire(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Acquire while another process holds the only unit for 4 TTLs = %v; want DeadlineExceeded (the lease renewed)", err)
 	}
 	release()
 	r := mustAcquireQ(t, q2, "k", 1)
 	r()
 }
 
-// TestQuotaInFlightMismatch: a process with another cap under the same
+// TestLimiterInFlightMismatch: a process with another cap under the same
 // Version is refused; one with a higher Version replaces it.
-func TestQuotaInFlightMismatch(t *testing.T) {
+func TestLimiterInFlightMismatch(t *testing.T) {
 	_, c := startRedis(t)
-	q1 := capQuota(t, c, "mismatch", 2)
+	q1 := capLimiter(t, c, "mismatch", 2)
 	r := mustAcquireQ(t, q1, "k", 1)
 	defer r()
-	q2 := capQuota(t, c, "mismatch", 3)
-	if _, err := q2.For("k").(throttle.Acquirer).AcquireN(context.Background(), 1); !errors.Is(err, ErrConfigMismatch) {
-		t.Errorf("AcquireN with cap 3 where cap 2 holds = %v; want ErrConfigMismatch", err)
+	q2 := capLimiter(t, c, "mismatch", 3)
+	if _, err := q2.For("k").Acquire(context.Background(), 1); !errors.Is(err, ErrConfigMismatch) {
+		t.Errorf("Acquire with cap 3 where cap 2 holds = %v; want ErrConfigMismatch", err)
 	}
-	q3 := capQuota(t, c, "mismatch", 3)
+	q3 := capLimiter(t, c, "mismatch", 3)
 	q3.Version = 1
 	r3 := mustAcquireQ(t, q3, "k", 1)
 	r3()
 }
 
-// TestQuotaInFlightCluster: on a real 3-master Cluster every key the
+// TestLimiterInFlightCluster: on a real 3-master Cluster every key the
 // in-flight script touches is in the slot of the key's schedule (a
 // cross-slot script call would fail), for keys that land on each master.
-func TestQuotaInFlightCluster(t *testing.T) {
+func TestLimiterInFlightCluster(t *testing.T) {
 	t.Parallel()
 	cl := redistest.StartCluster(t)
 	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), ContextTimeoutEnabled: true})
 	defer client.Close()
-	q := capQuota(t, client, "cluster", 1)
+	q := capLimiter(t, client, "cluster", 1)
 	for i := range 12 {
 		key := fmt.Sprintf("tenant-%d", i)
 		rkey := redisKey("", "cluster", key)
@@ -239,7 +239,7 @@ func TestQuotaInFlightCluster(t *testing.T) {
 		}
 		release := mustAcquireQ(t, q, key, 1)
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		if _, err := q.For(key).(throttle.Acquirer).AcquireN(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+		if _, err := q.For(key).Acquire(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("%s: a second unit under a cap of 1 = %v; want DeadlineExceeded", key, err)
 		}
 		cancel()
@@ -248,12 +248,12 @@ func TestQuotaInFlightCluster(t *testing.T) {
 	}
 }
 
-// TestQuotaInFlightTransport: through a Transport, a request holds its
+// TestLimiterInFlightTransport: through a Transport, a request holds its
 // lease until its body is closed; the one behind it is sent then, and
 // its wait is an EventInFlight on the Transport's OnEvent.
-func TestQuotaInFlightTransport(t *testing.T) {
+func TestLimiterInFlightTransport(t *testing.T) {
 	_, c := startRedis(t)
-	q := capQuota(t, c, "transport", 1)
+	q := capLimiter(t, c, "transport", 1)
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "ok")
 	}))

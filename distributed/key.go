@@ -2,7 +2,7 @@ package distributed
 
 import "encoding/base64"
 
-// defaultPrefix starts every Redis key when Quota.Prefix is empty.
+// defaultPrefix starts every Redis key when Limiter.Prefix is empty.
 const defaultPrefix = "throttle:"
 
 // redisKey returns the Redis key of the quota name's bucket for key:
@@ -24,7 +24,7 @@ const defaultPrefix = "throttle:"
 //     suffix after the closing brace (see inflightKeys) — is in one slot,
 //     while distinct quotas spread over slots.
 //     If prefix itself holds a "{…}", that becomes the tag instead: all of
-//     the Quota's keys then share that one slot, still without collisions.
+//     the Limiter's keys then share that one slot, still without collisions.
 //   - Greppable: the prefix keeps the keyspace recognizable in redis-cli.
 //
 // The cost is length (4/3 of the key text); Redis keys may be 512 MB.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/throttle-go/throttle"
 )
 
 // hostileKeys are user-supplied key texts that must each get their own
@@ -80,7 +82,7 @@ func TestRedisKeyInjective(t *testing.T) {
 // minute rate, a second wait on any key would be refused.
 func TestHostileKeysSeparate(t *testing.T) {
 	_, c := startRedis(t)
-	q := New(c, "hostile", 1.0/60, 1)
+	q := New(c, "hostile", throttle.Limit{Rate: 1.0 / 60, Burst: 1})
 	ctx := context.Background()
 	for i, key := range hostileKeys {
 		if err := q.For(key).WaitN(ctx, 1); err != nil {

@@ -44,24 +44,21 @@ import (
 // turns: capacity lost, never more than MaxLease per process.
 const (
 	// defaultMaxLease is the most turns one call leases when
-	// Quota.MaxLease is zero.
+	// Limiter.MaxLease is zero.
 	defaultMaxLease = 256
 	// leaseHorizon: the waits expected within it, at their recent rate,
 	// are leased for.
 	leaseHorizon = 50 * time.Millisecond
 	// leaseLate: the script leases a ticket for a wait expected only if
-	// its turn comes no earlier than that wait is expected, less this.
-	// (5 ms before leaseKeep: a lease of turns due at once brought half
-	// as many, and the next, made ahead, came after they ran out twice
-	// as often: BenchmarkTransportRatio's stalls 37-120/1k, now 19-20.)
+	// its turn comes no earlier than that wait is expected, less this:
+	// well before leaseKeep, so that a lease of turns due at once brings
+	// enough of them for the next lease, made ahead, to come before they
+	// run out.
 	leaseLate = 10 * time.Millisecond
 	// leaseKeep: a leased turn unused this long after it came is handed
 	// out no more, but given back. Well past leaseLate, so that a wait
 	// later than expected (the local rate is an estimate, a busy machine
-	// holds a process) still finds it: with leaseKeep = leaseLate, 3–5%
-	// of the turns of a fleet at 10,000/s went unused on a loaded
-	// machine, and the turns left at the end of one round of the
-	// transport benchmark were gone at the start of the next.
+	// holds a process) still finds it.
 	leaseKeep = 30 * time.Millisecond
 	// leaseIdle: no wait of the key in progress for this long gives the
 	// unused turns back.
@@ -79,12 +76,12 @@ const (
 	leaseRateWindow  = 100 * time.Millisecond
 	leaseBurstWindow = 10 * time.Millisecond
 	leaseRateMin     = 8
-	// maxLeaseKeys bounds the keys a Quota leases for at once; beyond
+	// maxLeaseKeys bounds the keys a Limiter leases for at once; beyond
 	// it, a key's waits call as without leases.
 	maxLeaseKeys = 4096
 )
 
-// leases are a Quota's leaseBoxes, by Redis key. Safe for concurrent use.
+// leases are a Limiter's leaseBoxes, by Redis key. Safe for concurrent use.
 type leases struct {
 	mu     sync.Mutex // protects the fields below
 	m      map[string]*leaseBox
@@ -118,7 +115,7 @@ type leaseGrant struct {
 
 // leaseBox is one key's leased turns in this process.
 type leaseBox struct {
-	q    *Quota
+	q    *Limiter
 	w    *keyWaiter // makes the calls (any waiter of the key will do)
 	rkey string
 
@@ -170,14 +167,14 @@ type leaseStats struct {
 }
 
 // maxLease returns the most turns one call leases; 1: no leases.
-func (q *Quota) maxLease() int {
+func (q *Limiter) maxLease() int {
 	if q.MaxLease == 0 {
 		return defaultMaxLease
 	}
 	return max(q.MaxLease, 1)
 }
 
-// box returns rkey's leaseBox, nil if the Quota leases no more.
+// box returns rkey's leaseBox, nil if the Limiter leases no more.
 func (l *leases) box(w *keyWaiter) *leaseBox {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -377,7 +374,7 @@ func (b *leaseBox) use(ctx context.Context, w *keyWaiter, g leaseGrant) (int64, 
 		if errCaller(ctx, g.err) || isDeadline(g.err) {
 			return 0, g.err
 		}
-		return 0, w.fail(ctx, 1, nil, g.err)
+		return 0, w.fail(ctx, throttle.Cost{N: 1}, g.err)
 	}
 	t := g.t
 	if t.gone {

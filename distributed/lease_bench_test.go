@@ -16,7 +16,7 @@ import (
 )
 
 // BenchmarkTransportRatio alternates a bare http.Client and one whose
-// throttle.Transport waits on a Quota with a limit far above the load, in
+// throttle.Transport waits on a Limiter with a limit far above the load, in
 // rounds of 400 GETs from 8 goroutines on a loopback server within one
 // loop, so that both see the same machine; it reports the Transport's
 // throughput as a fraction of the bare client's ("ratio"), with leases
@@ -27,7 +27,7 @@ import (
 // run out with none in flight, and those held by a lease made ahead that
 // came late; and the tickets that went unused), the proxies of the stalls that ratio measures on a noisy
 // machine. The server sends no rate-limit headers: a
-// response that says something costs an Adapt call of its own.
+// response that says something costs an Observe call of its own.
 func BenchmarkTransportRatio(b *testing.B) {
 	for _, tt := range []struct {
 		name     string
@@ -39,7 +39,7 @@ func BenchmarkTransportRatio(b *testing.B) {
 				io.WriteString(w, `{"ok":true}`)
 			}))
 			defer srv.Close()
-			q := New(c, "bench-transport", rate.Limit(1e9), 1e6)
+			q := New(c, "bench-transport", throttle.Limit{Rate: rate.Limit(1e9), Burst: 1e6})
 			q.MaxLease = tt.maxLease
 			q.Timeout = time.Second // a busy machine is no outage
 			defer q.Close()
@@ -107,7 +107,7 @@ func BenchmarkTransportRatio(b *testing.B) {
 }
 
 // leaseStatsOf sums the counts of q's lease boxes.
-func leaseStatsOf(q *Quota) leaseStats {
+func leaseStatsOf(q *Limiter) leaseStats {
 	q.leases.mu.Lock()
 	defer q.leases.mu.Unlock()
 	var sum leaseStats

@@ -149,15 +149,12 @@ func (b *leaseBox) lease(ctx context.Context) {
 		// also refills faster than the waits here come, the key has
 		// room for more than they come at, and turns a burst leaves
 		// unused go back at no cost (nothing is queued behind them): the
-		// waits' pace in a burst sizes the lease. At their rate, which
-		// the quiet gaps between bursts bring down, waits went short of
-		// tickets twice as often (BenchmarkTransportRatio's stalls
-		// 10-13/1k, now 5-7). Where the limit binds, a leased turn left
-		// unused is lost to the fleet, and the pace would hand one
-		// process the next turns of all: at a fleet's 100/s, the lease
-		// after a burst took 80 turns for one process of 4
-		// (TestFleetAccuracy: Jain's index 0.93).
-		if pace := b.pace(now); float64(b.q.limit) >= pace {
+		// waits' pace in a burst sizes the lease (their rate, which the
+		// quiet gaps between bursts bring down, would leave them short
+		// of tickets). Where the limit binds, a leased turn left unused
+		// is lost to the fleet, and the pace would hand one process the
+		// next turns of all: the rate sizes the lease.
+		if pace := b.pace(now); float64(b.q.config().limit) >= pace {
 			rate = pace
 		}
 	}
@@ -181,7 +178,7 @@ func (b *leaseBox) lease(ctx context.Context) {
 	recv := time.Now()
 	b.mu.Lock()
 	if err == nil && len(reply) >= 6 && len(reply) == 6+max(int(reply[0]), 1) {
-		// A learned budget's window's reset (see keyWaiter.Adapt).
+		// A learned budget's window's reset (see keyWaiter.Observe).
 		b.q.memo.learn(b.rkey, recv.Add(usDuration(reply[len(reply)-1])))
 		reply = reply[:len(reply)-1]
 	} else if err == nil && len(reply) >= 6 {
@@ -364,9 +361,9 @@ func (l *leases) close() {
 }
 
 // giveBackLease returns the tickets a late lease call took (see
-// Quota.giveBack): its args are those of leaseBox.lease, its reply
+// Limiter.giveBack): its args are those of leaseBox.lease, its reply
 // {count, id, last end, …}.
-func giveBackLease(ctx context.Context, q *Quota, keys []string, args []any, cmd *redis.Cmd) {
+func giveBackLease(ctx context.Context, q *Limiter, keys []string, args []any, cmd *redis.Cmd) {
 	v, ok := scriptInts(cmd.Val())
 	if !ok || len(v) < 5 || v[0] <= 0 {
 		return

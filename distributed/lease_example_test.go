@@ -11,19 +11,19 @@ import (
 	"github.com/throttle-go/throttle/distributed"
 )
 
-// A hot key: 32 goroutines in each of several pods send through one quota
+// A hot key: 32 goroutines in each of several pods send through one Limiter
 // of 10,000 requests a second. Each pod leases turns in batches (one Redis
 // call for many requests) and hands them to its goroutines in order;
 // nothing to configure. Close gives back the turns leased and not used.
-func ExampleQuota_MaxLease() {
+func ExampleLimiter_MaxLease() {
 	client := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
 	defer client.Close()
-	q := distributed.New(client, "search-api", 10000, 1000)
-	defer q.Close()
-	// q.MaxLease = 1 would make one Redis call per request, as without
+	lim := distributed.New(client, "search-api", throttle.Limit{Rate: 10000, Burst: 1000})
+	defer lim.Close()
+	// lim.MaxLease = 1 would make one Redis call per request, as without
 	// leases; the default leases up to 256 turns a call.
 
-	api := &http.Client{Transport: &throttle.Transport{Waiter: q}}
+	api := &http.Client{Transport: &throttle.Transport{Waiter: lim}}
 	var wg sync.WaitGroup
 	for range 32 {
 		wg.Go(func() {

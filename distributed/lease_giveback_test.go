@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/throttle-go/throttle"
 	"golang.org/x/time/rate"
 )
 
@@ -21,12 +22,12 @@ func TestLeaseGivenBack(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			s, c := startRedis(t)
 			const limit, burst = 10, 1
-			q := New(newClient(t, s.Addr()), "lease-back", limit, burst)
+			q := New(newClient(t, s.Addr()), "lease-back", throttle.Limit{Rate: limit, Burst: burst})
 			q.Timeout = time.Second
 			defer q.Close()
 			w := q.For("k").(*keyWaiter)
 			n := leaseAheadOf(t, q, w)
-			other := New(c, "lease-back", limit, burst)
+			other := New(c, "lease-back", throttle.Limit{Rate: limit, Burst: burst})
 			defer other.Close()
 			ow := other.For("k").(*keyWaiter)
 			st, err := ow.State(context.Background())
@@ -97,9 +98,9 @@ func TestLeaseGivenBack(t *testing.T) {
 // a lost turn shows as a unit missing.
 func TestLeaseSpentGivenBack(t *testing.T) {
 	ctx := context.Background()
-	setup := func(t *testing.T, burst int) (*Quota, *keyWaiter, *leaseBox) {
+	setup := func(t *testing.T, burst int) (*Limiter, *keyWaiter, *leaseBox) {
 		s, _ := startRedis(t)
-		q := New(newClient(t, s.Addr()), "lease-spent", 1, burst)
+		q := New(newClient(t, s.Addr()), "lease-spent", throttle.Limit{Rate: 1, Burst: burst})
 		q.Timeout = time.Second
 		t.Cleanup(func() { q.Close() })
 		w := q.For("k").(*keyWaiter)
@@ -211,7 +212,7 @@ func TestLeaseSpentGivenBack(t *testing.T) {
 func TestLeaseKeptAfterMove(t *testing.T) {
 	t.Parallel()
 	s, _ := startRedis(t)
-	q := New(newClient(t, s.Addr()), "lease-moved", rate.Limit(100), 1)
+	q := New(newClient(t, s.Addr()), "lease-moved", throttle.Limit{Rate: rate.Limit(100), Burst: 1})
 	q.Timeout = time.Second
 	defer q.Close()
 	w := q.For("k").(*keyWaiter)
@@ -228,7 +229,7 @@ func TestLeaseKeptAfterMove(t *testing.T) {
 	if err := w.WaitN(ctx, 1); err != nil { // the first: due at the lease
 		t.Fatal(err)
 	}
-	other := New(newClient(t, s.Addr()), "lease-moved", rate.Limit(100), 1)
+	other := New(newClient(t, s.Addr()), "lease-moved", throttle.Limit{Rate: rate.Limit(100), Burst: 1})
 	defer other.Close()
 	if err := other.For("k").(*keyWaiter).Pause(ctx, time.Second); err != nil {
 		t.Fatal(err)

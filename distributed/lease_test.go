@@ -13,7 +13,7 @@ import (
 )
 
 // held returns the tickets q holds for rkey.
-func held(q *Quota, rkey string) int {
+func held(q *Limiter, rkey string) int {
 	q.leases.mu.Lock()
 	b := q.leases.m[rkey]
 	q.leases.mu.Unlock()
@@ -81,7 +81,7 @@ func checkNeverOver(t *testing.T, turns []int64, limit float64, burst int) {
 	}
 }
 
-// TestLeaseExact: four Quotas on clients of their own (four processes as
+// TestLeaseExact: four Limiters on clients of their own (four processes as
 // far as Redis can tell) with 8 goroutines each share a key at 400/s,
 // burst 20, for 1.5 s: leases happen (in the run's steady middle second,
 // fewer calls than waits), and the turns of every wait that went, leased
@@ -95,10 +95,10 @@ func TestLeaseExact(t *testing.T) {
 	defer cancel()
 	var (
 		done []func() []int64
-		qs   []*Quota
+		qs   []*Limiter
 	)
 	for range procs {
-		q := New(newClient(t, s.Addr()), "lease-exact", limit, burst)
+		q := New(newClient(t, s.Addr()), "lease-exact", throttle.Limit{Rate: limit, Burst: burst})
 		q.Timeout = time.Second // a busy machine is no outage
 		q.FailMode = FailClosed // a store error must show
 		qs = append(qs, q)
@@ -141,7 +141,7 @@ func TestLeasePause(t *testing.T) {
 	s, c := startRedis(t)
 	const limit, burst = 100, 1
 	const pause = 400 * time.Millisecond
-	q := New(newClient(t, s.Addr()), "lease-pause", limit, burst)
+	q := New(newClient(t, s.Addr()), "lease-pause", throttle.Limit{Rate: limit, Burst: burst})
 	q.Timeout = time.Second
 	defer q.Close()
 	w := q.For("k").(*keyWaiter)
@@ -155,10 +155,10 @@ func TestLeasePause(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	other := New(newClient(t, s.Addr()), "lease-pause", limit, burst)
+	other := New(newClient(t, s.Addr()), "lease-pause", throttle.Limit{Rate: limit, Burst: burst})
 	defer other.Close()
 	before := redisNow(t, c)
-	if err := other.Pause(context.Background(), pause); err != nil {
+	if err := other.For("").Pause(context.Background(), pause); err != nil {
 		t.Fatal(err)
 	}
 	_, end, _ := hashState(t, c, w.rkey)
@@ -187,7 +187,7 @@ func TestLeasePause(t *testing.T) {
 // (as if they had come within the last second), at a quota whose turns
 // are 100ms apart: the tickets reach seconds ahead. It returns how many
 // the box holds.
-func leaseAheadOf(t *testing.T, q *Quota, w *keyWaiter) int {
+func leaseAheadOf(t *testing.T, q *Limiter, w *keyWaiter) int {
 	t.Helper()
 	b := q.leases.box(w)
 	b.mu.Lock()
@@ -211,7 +211,7 @@ func leaseAheadOf(t *testing.T, q *Quota, w *keyWaiter) int {
 func TestLeaseLowRate(t *testing.T) {
 	t.Parallel()
 	s, c := startRedis(t)
-	q := New(c, "lease-low", 10, 1)
+	q := New(c, "lease-low", throttle.Limit{Rate: 10, Burst: 1})
 	q.Timeout = time.Second
 	defer q.Close()
 	w := q.For("k").(*keyWaiter)
@@ -254,7 +254,7 @@ func TestLeaseDeadline(t *testing.T) {
 	// 200ms per unit: the next leased turn is 150ms past the deadline
 	// of a refused wait (50ms), so that the test's own steps may take
 	// that long on the real clock.
-	q := New(c, "lease-deadline", rate.Limit(5), 1)
+	q := New(c, "lease-deadline", throttle.Limit{Rate: rate.Limit(5), Burst: 1})
 	q.Timeout = time.Second
 	defer q.Close()
 	w := q.For("k").(*keyWaiter)
@@ -333,7 +333,7 @@ func TestLeaseTurnsAsWaits(t *testing.T) {
 	}{{"bucket", false}, {"window", true}} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, c := startRedis(t)
-			q := New(c, "lease-as-waits", 50, 5)
+			q := New(c, "lease-as-waits", throttle.Limit{Rate: 50, Burst: 5})
 			q.Timeout = time.Second
 			defer q.Close()
 			ctx := context.Background()
@@ -341,7 +341,7 @@ func TestLeaseTurnsAsWaits(t *testing.T) {
 			wa, wb := q.For("waits").(*keyWaiter), q.For("lease").(*keyWaiter)
 			if tt.window {
 				// 8 left of 100 until a reset 3 s away: spread until it.
-				if err := wa.Adapt(ctx, throttle.Feedback{Cost: 1, HasRemaining: true, Remaining: 8, Size: 100, Reset: 3 * time.Second, Window: 10 * time.Second}); err != nil {
+				if _, err := wa.Observe(ctx, throttle.Feedback{Spent: 1, Window: &throttle.ServerWindow{Remaining: 8, Reset: 3 * time.Second, Size: 100, Length: 10 * time.Second}}); err != nil {
 					t.Fatal(err)
 				}
 			}

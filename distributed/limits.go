@@ -1,181 +1,155 @@
 package distributed
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/throttle-go/throttle"
 	"golang.org/x/time/rate"
 )
 
-// Several limits per key (throttle's schedule_limits.go, in the script
-// as op mwait): Quota.Limits are token buckets in units of their own
-// beside the quota's bucket, kept in the key's one hash (one Cluster
-// slot) and spent all or none by one EVALSHA per wait, the turn the
-// latest among the limits, FIFO across the fleet. A wait of such a quota
+// A Limiter's limits, as [throttle.Limiter] takes them: the first token
+// bucket of the unit waits count (Unit "") is the script's configured
+// interval and burst (the engine's first limit); every other limit is a
+// further limit, kept in the key's one hash (one Cluster slot) and spent
+// all or none by one EVALSHA per wait (op mwait), the turn the latest
+// among the limits, FIFO across the fleet. A further limit of Unit ""
+// costs a Cost's N, one of another unit the units a Cost names. A wait
 // that goes at once on a key with nothing queued takes mwait's fast path
 // (the limits kept in the core: one field read and written) or its
-// shortcut, any other the general path. Its waits take no leased turns.
+// shortcut, any other the general path. A key with further limits takes
+// no leased turns.
 
-// xconf is Quota.Limits as the script takes them.
+// limitSet is a Limiter's limits split as the script takes them.
+type limitSet struct {
+	rate  rate.Limit // the first bucket's; rate.Inf: none
+	burst int        // the first bucket's; 1 without one
+	// further are the further limits, each a bucket or a window alone
+	// (a Limit with both a Rate and a Per is two), in the order given.
+	further []throttle.Limit
+	err     error // a limit no wait can use (matching ErrInvalidLimit)
+}
+
+// limitSet splits q's limits by [throttle.Limiter]'s rules: the first
+// token bucket of Unit "" (rate.Inf is no bucket; Burst 0 is 1) is the
+// first limit, every other bucket and every window a further limit.
+func (q *Limiter) limitSet() limitSet {
+	s := limitSet{rate: rate.Inf, burst: 1}
+	first := true
+	for i, l := range q.limits {
+		if err := checkLimit(l); err != nil {
+			return limitSet{rate: rate.Inf, burst: 1, err: fmt.Errorf("limiter %q, limit %d: %w", q.name, i, err)}
+		}
+		if (l.Rate != 0 || l.Burst != 0) && l.Rate != rate.Inf {
+			if first && l.Unit == "" {
+				s.rate, s.burst, first = l.Rate, max(l.Burst, 1), false
+			} else {
+				s.further = append(s.further, throttle.Limit{Unit: l.Unit, Rate: l.Rate, Burst: l.Burst})
+			}
+		}
+		if l.Per != 0 || l.Count != 0 {
+			s.further = append(s.further, throttle.Limit{Unit: l.Unit, Count: l.Count, Per: l.Per, Kind: l.Kind})
+		}
+	}
+	return s
+}
+
+// checkLimit returns an error for a limit no wait can use, by
+// [throttle.Limit]'s rules.
+func checkLimit(l throttle.Limit) error {
+	window := l.Per != 0 || l.Count != 0
+	switch {
+	case l.Rate < 0 || l.Burst < 0 || math.IsNaN(float64(l.Rate)):
+		return fmt.Errorf("%w: limit %v has rate %v, burst %d: give a rate ≥ 0 (rate.Inf: none) and a burst ≥ 0", throttle.ErrInvalidLimit, l, l.Rate, l.Burst)
+	case window && (l.Per <= 0 || l.Count < 1):
+		return fmt.Errorf("%w: limit %v has a window of %d per %v: give a count ≥ 1 and a period > 0", throttle.ErrInvalidLimit, l, l.Count, l.Per)
+	case window && (l.Kind < throttle.Fixed || l.Kind > throttle.FromFirstUse):
+		return fmt.Errorf("%w: limit %v has window kind %v", throttle.ErrInvalidLimit, l, l.Kind)
+	case window && l.Kind == throttle.SlidingLog && l.Count > throttle.MaxLogCount:
+		return fmt.Errorf("%w: limit %v is a sliding log of %d per %v, more than MaxLogCount (%d) times a key keeps: use Sliding for counts this large",
+			throttle.ErrInvalidLimit, l, l.Count, l.Per, throttle.MaxLogCount)
+	}
+	return nil
+}
+
+// xconf is the further limits as the script takes them.
 type xconf struct {
 	// spec: "Version|" then a limit each, comma-separated: "b:interval
 	// µs/burst" a bucket, "f:length µs/count" a fixed window, "s:…" a
 	// sliding one, "l:…" a sliding log, "u:…" a fixed window aligned to
 	// first use.
 	spec   string
-	units  []string  // their units (a unit may have several limits)
-	most   []float64 // the largest cost of each; +Inf: no limit
-	window []bool    // whether each is a window (else a bucket)
-	err    error     // Limits invalid: every wait fails with it
+	limits []throttle.Limit // each limit, a bucket or a window alone
+	units  []string         // their units ("": the unit waits count)
+	most   []float64        // the largest cost of each
+	window []bool           // whether each is a window (else a bucket)
 }
 
-// xconfig returns q.Limits as the script takes them, nil if none.
-func (q *Quota) xconfig() *xconf {
+// xconfig returns q's further limits as the script takes them, nil if
+// none (or if the limits are invalid: config says so).
+func (q *Limiter) xconfig() *xconf {
 	q.xOnce.Do(func() {
-		if len(q.Limits) == 0 {
+		s := q.limitSet()
+		if s.err != nil || len(s.further) == 0 {
 			return
 		}
-		x := &xconf{}
-		var spec []string
-		add := func(unit, s string, most float64) {
-			x.units, x.most, spec = append(x.units, unit), append(x.most, most), append(spec, s)
-			x.window = append(x.window, s[0] != 'b')
-		}
-		for i, u := range q.Limits {
-			r, w := u.Rate, u.Window
-			switch {
-			case u.Unit == "":
-				x.err = fmt.Errorf("%w: Limits[%d] of quota %q has no unit", throttle.ErrInvalidLimit, i, q.name)
-			case r.Limit < 0 || r.Burst < 0 || math.IsNaN(float64(r.Limit)):
-				x.err = fmt.Errorf("%w: Limits[%d] (%q) of quota %q has limit %v, burst %d", throttle.ErrInvalidLimit, i, u.Unit, q.name, r.Limit, r.Burst)
-			case w.Per > 0 && w.Count < 1:
-				x.err = fmt.Errorf("%w: Limits[%d] (%q) of quota %q has a window of %d per %v", throttle.ErrInvalidLimit, i, u.Unit, q.name, w.Count, w.Per)
-			case w.Per > 0 && w.Log && w.Sliding:
-				x.err = fmt.Errorf("%w: Limits[%d] (%q) of quota %q has a window both Sliding and Log (a sliding log): choose one", throttle.ErrInvalidLimit, i, u.Unit, q.name)
-			case w.Per > 0 && w.FirstUse && (w.Sliding || w.Log):
-				x.err = fmt.Errorf("%w: Limits[%d] (%q) of quota %q has a window aligned to first use that is Sliding or a Log: FirstUse is for fixed windows", throttle.ErrInvalidLimit, i, u.Unit, q.name)
-			case w.Per > 0 && w.Log && w.Count > throttle.MaxLogCount:
-				x.err = fmt.Errorf("%w: Limits[%d] (%q) of quota %q has a sliding log of %d per %v, more than MaxLogCount (%d) times a key keeps: use Sliding (the sliding window counter) for counts this large",
-					throttle.ErrInvalidLimit, i, u.Unit, q.name, w.Count, w.Per, throttle.MaxLogCount)
-			}
-			if r.Limit != rate.Inf && (r.Limit != 0 || r.Burst != 0) {
-				// Limit 0 with a Burst: the bucket never refills (one unit
-				// per 3e233 years, finite as in the Limiter).
-				burst := max(r.Burst, 1)
-				iv := min(1e6/float64(r.Limit), 1e247)
-				add(u.Unit, "b:"+strconv.FormatFloat(iv, 'g', -1, 64)+"/"+strconv.Itoa(burst), float64(burst))
-			}
-			if w.Per > 0 {
+		x := &xconf{limits: s.further}
+		spec := make([]string, len(s.further))
+		for i, l := range s.further {
+			most := float64(l.Count)
+			if l.Per == 0 {
+				// A bucket; Rate 0 never refills (one unit per 3e233
+				// years, finite as in the Limiter).
+				most = float64(max(l.Burst, 1))
+				iv := min(1e6/float64(l.Rate), neverUs)
+				spec[i] = "b:" + strconv.FormatFloat(iv, 'g', -1, 64) + "/" + strconv.Itoa(int(most))
+			} else {
 				kind := "f:"
-				switch {
-				case w.Sliding:
+				switch l.Kind {
+				case throttle.Sliding:
 					kind = "s:"
-				case w.Log:
+				case throttle.SlidingLog:
 					kind = "l:"
-				case w.FirstUse:
+				case throttle.FromFirstUse:
 					kind = "u:"
 				}
-				add(u.Unit, kind+strconv.FormatInt(w.Per.Microseconds(), 10)+"/"+strconv.Itoa(w.Count), float64(w.Count))
+				spec[i] = kind + strconv.FormatInt(max(l.Per.Microseconds(), 1), 10) + "/" + strconv.Itoa(l.Count)
 			}
+			x.units = append(x.units, l.Unit)
+			x.most = append(x.most, most)
+			x.window = append(x.window, l.Per != 0)
 		}
 		x.spec = strconv.Itoa(q.Version) + "|" + strings.Join(spec, ",")
-		if len(spec) > 0 || x.err != nil {
-			q.x = x
-		}
+		q.x = x
 	})
 	return q.x
 }
 
-// xargs returns the script's arguments of a wait of units on q's further
-// limits (the configuration, then a cost each), nil for a quota without
-// them.
-func (q *Quota) xargs(units []throttle.UnitCost) ([]any, error) {
-	x := q.xconfig()
-	if x == nil {
-		if len(units) > 0 {
-			return nil, fmt.Errorf("%w: quota %q has no limit in unit %q", throttle.ErrInvalidLimit, q.name, units[0].Unit)
-		}
-		return nil, nil
+// sum adds costs up: none is one unit of the first limit, as
+// [throttle.Quota] takes them.
+func sum(cs []throttle.Cost) throttle.Cost {
+	switch len(cs) {
+	case 0:
+		return throttle.Cost{N: 1}
+	case 1:
+		return cs[0]
 	}
-	if x.err != nil {
-		return nil, x.err
-	}
-	cost := make([]float64, len(x.units))
-	for _, u := range units {
-		if u.N < 0 {
-			return nil, fmt.Errorf("%w: negative cost %d %s", throttle.ErrInvalidLimit, u.N, u.Unit)
-		}
-		found := false
-		for i, v := range x.units {
-			if v != u.Unit {
-				continue
+	var t throttle.Cost
+	for _, c := range cs {
+		t.N += c.N
+		t.Retry = t.Retry || c.Retry
+		for u, v := range c.Units {
+			if t.Units == nil {
+				t.Units = make(map[string]int)
 			}
-			found = true
-			cost[i] += float64(u.N)
-			if cost[i] > x.most[i] {
-				return nil, fmt.Errorf("%w: cost %v %s, more than a limit of quota %q allows at once (%v)", throttle.ErrCostExceedsBurst, cost[i], u.Unit, q.name, x.most[i])
-			}
-		}
-		if !found {
-			return nil, fmt.Errorf("%w: quota %q has no limit in unit %q", throttle.ErrInvalidLimit, q.name, u.Unit)
+			t.Units[u] += v
 		}
 	}
-	args := make([]any, 0, 1+len(cost))
-	args = append(args, x.spec)
-	for _, c := range cost {
-		args = append(args, strconv.FormatFloat(c, 'g', -1, 64))
-	}
-	return args, nil
-}
-
-// limitsError returns the script's refusal of this process's Limits
-// (THROTTLE_LIMITS: a key's state written with other Limits, and a
-// Version no lower) as an error matching [ErrConfigMismatch]; nil for
-// any other error.
-func (w *keyWaiter) limitsError(err error) error {
-	if err == nil {
-		return nil // before re escapes: a wait's common case allocates nothing here
-	}
-	var re redis.Error
-	if !errors.As(err, &re) {
-		return nil
-	}
-	if msg, found := strings.CutPrefix(re.Error(), "THROTTLE_MULTI "); found {
-		return fmt.Errorf("%w: quota %q, key %q: %s (a process without this process's Limits)", ErrConfigMismatch, w.q.name, w.key, msg)
-	}
-	stored, found := strings.CutPrefix(re.Error(), "THROTTLE_LIMITS ")
-	if !found {
-		return nil
-	}
-	return fmt.Errorf("%w: quota %q, key %q: this process has Limits %q; the key's state in Redis was written with %q (version|limits). "+
-		"Give every process sharing the quota the same Limits, or raise Version to replace them",
-		ErrConfigMismatch, w.q.name, w.key, w.q.xconfig().spec, stored)
-}
-
-// WaitCost implements [throttle.CostWaiter]: it waits for c on the key's
-// limits (the quota's bucket and Quota.Limits), spent on all of them at
-// once or on none, in one script call.
-func (w *keyWaiter) WaitCost(ctx context.Context, c throttle.Cost) error {
-	n := c.First()
-	if err := w.q.check(n); err != nil {
-		return err
-	}
-	x, err := w.q.xargs(c.Units)
-	if err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	_, err = w.waitDirectX(ctx, n, costQueue(c), x, c.Units)
-	return err
+	return t
 }
 
 // costQueue returns the queue a wait for c takes: retries' for a
@@ -187,59 +161,98 @@ func costQueue(c throttle.Cost) int {
 	return queueFirst
 }
 
-// TryCost implements [throttle.CostTrier]: c spent on every limit now,
-// or nothing, in one script call.
-func (w *keyWaiter) TryCost(ctx context.Context, c throttle.Cost) (bool, time.Duration, error) {
-	n := c.First()
-	x, err := w.q.xargs(c.Units)
-	if err != nil {
-		return false, 0, err
-	}
-	return w.tryX(ctx, n, x, c.Units)
-}
-
-// WaitCost waits for c on the quota's own key (""): see
-// [keyWaiter.WaitCost].
-func (q *Quota) WaitCost(ctx context.Context, c throttle.Cost) error {
-	return q.defaultWaiter().WaitCost(ctx, c)
-}
-
-// LimitStates returns the state of key's further limits now
-// ([Quota].Limits, in their order; a limit with both a Rate and a Window
-// shows as two), as [throttle.Limiter.LimitStates] does for a Limiter's:
-// each limit's units left once the waits queued have spent theirs. It is
-// one script call that changes nothing (no fail mode: an error if Redis
-// cannot answer); nil if the quota has no further limits.
-func (q *Quota) LimitStates(ctx context.Context, key string) ([]throttle.LimitState, error) {
+// costOf returns c's cost in each further limit (N in those of Unit "",
+// the units c names in the others), checked as a wait's: every unit
+// named has a limit, no cost is negative or more than its limit holds at
+// once. nil for a Limiter without further limits.
+func (q *Limiter) costOf(c throttle.Cost) ([]float64, error) {
 	x := q.xconfig()
 	if x == nil {
+		for u := range c.Units {
+			return nil, fmt.Errorf("%w: limiter %q has no limit in unit %q", throttle.ErrInvalidLimit, q.name, u)
+		}
 		return nil, nil
 	}
-	if x.err != nil {
-		return nil, x.err
-	}
-	w := q.For(key).(*keyWaiter)
-	// ARGV[5…10] are a wait's; mstate reads the configuration only.
-	reply, err := w.run(ctx, "mstate", "", "", "", "", "", "", x.spec)
-	if lerr := w.limitsError(err); lerr != nil {
-		return nil, lerr
-	}
-	if err == nil && len(reply) != len(x.units)+1 {
-		err = fmt.Errorf("unexpected reply %v from the schedule script", reply)
-	}
-	if err != nil {
-		if errCaller(ctx, err) {
-			return nil, err
+	cost := make([]float64, len(x.units))
+	for i, u := range x.units {
+		if u == "" {
+			cost[i] = float64(c.N)
+		} else {
+			cost[i] = float64(c.Units[u])
 		}
-		return nil, fmt.Errorf("reading the limits of %q: %w", key, unavailable(err))
-	}
-	out := make([]throttle.LimitState, len(x.units))
-	for i := range out {
-		r := math.Inf(1)
-		if reply[i] != 1<<53 {
-			r = float64(reply[i]) / 1e6
+		if cost[i] > x.most[i] {
+			return nil, fmt.Errorf("%w: a cost of %v %s, more than a limit of limiter %q holds at once (%v)", throttle.ErrCostExceedsBurst, cost[i], unitName(u), q.name, x.most[i])
 		}
-		out[i] = throttle.LimitState{Unit: x.units[i], Window: x.window[i], Remaining: r}
 	}
-	return out, nil
+	for u, n := range c.Units {
+		if n < 0 {
+			return nil, fmt.Errorf("%w: a cost of %d %s for limiter %q: costs are never negative", throttle.ErrInvalidLimit, n, u, q.name)
+		}
+		if !x.has(u) {
+			return nil, fmt.Errorf("%w: limiter %q has no limit in unit %q", throttle.ErrInvalidLimit, q.name, u)
+		}
+	}
+	return cost, nil
+}
+
+// has reports whether u is the unit of a further limit; "" never is
+// (a Cost counts the unit waits count in N).
+func (x *xconf) has(u string) bool {
+	if u == "" {
+		return false
+	}
+	for _, v := range x.units {
+		if v == u {
+			return true
+		}
+	}
+	return false
+}
+
+// unitName names a unit in errors: "" is the unit waits count.
+func unitName(u string) string {
+	if u == "" {
+		return "units"
+	}
+	return u
+}
+
+// xargs returns the script's arguments of a cost in the further limits
+// (the configuration, then a cost each); nil for a Limiter without
+// further limits.
+func (q *Limiter) xargs(cost []float64) []any {
+	x := q.xconfig()
+	if x == nil {
+		return nil
+	}
+	args := make([]any, 0, 1+len(cost))
+	args = append(args, x.spec)
+	for _, c := range cost {
+		args = append(args, strconv.FormatFloat(c, 'g', -1, 64))
+	}
+	return args
+}
+
+// limitsError returns the script's refusal of this process's further
+// limits (THROTTLE_LIMITS: a key's state written with others, and a
+// Version no lower) as an error matching [ErrConfigMismatch]; nil for
+// any other error.
+func (w *keyWaiter) limitsError(err error) error {
+	if err == nil {
+		return nil // before re escapes: a wait's common case allocates nothing here
+	}
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return nil
+	}
+	if msg, found := strings.CutPrefix(re.Error(), "THROTTLE_MULTI "); found {
+		return fmt.Errorf("%w: limiter %q, key %q: %s (a process without this process's further limits)", ErrConfigMismatch, w.q.name, w.key, msg)
+	}
+	stored, found := strings.CutPrefix(re.Error(), "THROTTLE_LIMITS ")
+	if !found {
+		return nil
+	}
+	return fmt.Errorf("%w: limiter %q, key %q: this process has further limits %q; the key's state in Redis was written with %q (version|limits). "+
+		"Give every process sharing the limiter the same limits, or raise Version to replace them",
+		ErrConfigMismatch, w.q.name, w.key, w.q.xconfig().spec, stored)
 }

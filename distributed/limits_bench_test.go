@@ -11,7 +11,7 @@ import (
 
 // BenchmarkLimitsWaitRatio alternates a raw EVALSHA of a trivial script,
 // a wait on a one-limit quota and a wait on a quota with a further limit
-// (tokens, WaitCost), one each per iteration (each at every place in the
+// (tokens, Wait of a Cost), one each per iteration (each at every place in the
 // iteration in turn) on the same server and
 // client, neither taking leased turns (one script call per wait), and
 // reports the ratios of their mean times: what the second limit adds
@@ -22,15 +22,14 @@ func BenchmarkLimitsWaitRatio(b *testing.B) {
 	if err := trivialScript.Load(ctx, c).Err(); err != nil {
 		b.Fatal(err)
 	}
-	one := New(c, "bench-one", rate.Limit(1e9), 1e6)
+	one := New(c, "bench-one", throttle.Limit{Rate: rate.Limit(1e9), Burst: 1e6})
 	one.MaxLease = 1
-	two := New(c, "bench-two", rate.Limit(1e9), 1e6)
-	two.Limits = []throttle.UnitLimit{{Unit: "tokens", Rate: throttle.Rate{Limit: 1e12, Burst: 1 << 40}}}
+	two := New(c, "bench-two", throttle.Limit{Rate: rate.Limit(1e9), Burst: 1e6}, throttle.Limit{Unit: "tokens", Rate: 1e12, Burst: 1 << 40})
 	defer one.Close()
 	defer two.Close()
 	w1 := one.For("api.example.com")
-	w2 := two.For("api.example.com").(throttle.CostWaiter)
-	cost := throttle.Cost{Units: []throttle.UnitCost{{Unit: "tokens", N: 500}}}
+	w2 := two.For("api.example.com")
+	cost := throttle.Cost{N: 1, Units: map[string]int{"tokens": 500}}
 	if err := w1.WaitN(ctx, 1); err != nil { // loads the script
 		b.Fatal(err)
 	}
@@ -39,7 +38,7 @@ func BenchmarkLimitsWaitRatio(b *testing.B) {
 	calls := []func() error{
 		func() error { return trivialScript.Run(ctx, c, nil).Err() },
 		func() error { return w1.WaitN(ctx, 1) },
-		func() error { return w2.WaitCost(ctx, cost) },
+		func() error { return w2.Wait(ctx, cost) },
 	}
 	sums := rotated(b, calls)
 	anchor, t1, t2 := sums[0], sums[1], sums[2]
@@ -56,35 +55,34 @@ func BenchmarkLimitsLogTry(b *testing.B) {
 	_, c := startRedis(b)
 	ctx := context.Background()
 	n := throttle.MaxLogCount
-	mk := func(name string, w throttle.Window) *Quota {
-		q := New(c, name, rate.Limit(1e9), 1e6)
-		q.Limits = []throttle.UnitLimit{{Unit: "requests", Window: w}}
-		return q
+	mk := func(name string, kind throttle.WindowKind) *Limiter {
+		return New(c, name, throttle.Limit{Rate: rate.Limit(1e9), Burst: 1e6},
+			throttle.Limit{Unit: "requests", Count: n, Per: time.Hour, Kind: kind})
 	}
-	log := mk("bench-log", throttle.Window{Count: n, Per: time.Hour, Log: true})
-	fixed := mk("bench-fixed", throttle.Window{Count: n, Per: time.Hour})
+	log := mk("bench-log", throttle.SlidingLog)
+	fixed := mk("bench-fixed", throttle.Fixed)
 	defer log.Close()
 	defer fixed.Close()
-	one := throttle.Cost{Units: []throttle.UnitCost{{Unit: "requests", N: 1}}}
-	wl, wf := log.For("k").(throttle.CostWaiter), fixed.For("k").(throttle.CostWaiter)
+	one := throttle.Cost{N: 1, Units: map[string]int{"requests": 1}}
+	wl, wf := log.For("k"), fixed.For("k")
 	for range n { // n entries: one a call, at distinct µs
-		if err := wl.WaitCost(ctx, one); err != nil {
+		if err := wl.Wait(ctx, one); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if err := wf.WaitCost(ctx, throttle.Cost{Units: []throttle.UnitCost{{Unit: "requests", N: n}}}); err != nil {
+	if err := wf.Wait(ctx, throttle.Cost{N: 1, Units: map[string]int{"requests": n}}); err != nil {
 		b.Fatal(err)
 	}
-	tl, tf := wl.(throttle.CostTrier), wf.(throttle.CostTrier)
+	tl, tf := wl, wf
 	var dl, df time.Duration
 	b.ReportAllocs()
 	for b.Loop() {
 		s := time.Now()
-		if ok, _, err := tl.TryCost(ctx, one); ok || err != nil {
+		if ok, _, err := tl.Try(ctx, one); ok || err != nil {
 			b.Fatalf("log: %v, %v; want refused", ok, err)
 		}
 		m := time.Now()
-		if ok, _, err := tf.TryCost(ctx, one); ok || err != nil {
+		if ok, _, err := tf.Try(ctx, one); ok || err != nil {
 			b.Fatalf("fixed: %v, %v; want refused", ok, err)
 		}
 		dl += m.Sub(s)

@@ -19,38 +19,37 @@ import (
 // generous, or one that forgot a limit, lets the fifth go.
 func TestLimitsFastPath(t *testing.T) {
 	_, c := startRedis(t)
-	one := throttle.Cost{Units: []throttle.UnitCost{{Unit: "requests", N: 1}}}
+	one := throttle.Cost{N: 1, Units: map[string]int{"requests": 1}}
 	// Further limits before the one that binds, in units the waits do
 	// not spend: 2, 3 and 4 limits (the fast path's formats differ).
-	roomy := func(n int) []throttle.UnitLimit {
-		var ls []throttle.UnitLimit
+	roomy := func(n int) []throttle.Limit {
+		ls := []throttle.Limit{{Rate: 1e6, Burst: 1e6}}
 		for i := range n {
-			ls = append(ls, throttle.UnitLimit{Unit: fmt.Sprintf("u%d", i), Rate: throttle.Rate{Limit: 1, Burst: 10}})
+			ls = append(ls, throttle.Limit{Unit: fmt.Sprintf("u%d", i), Rate: 1, Burst: 10})
 		}
 		return ls
 	}
 	for _, tt := range []struct {
 		name  string
-		l     throttle.UnitLimit
+		l     throttle.Limit
 		roomy int
 	}{
-		{"bucket", throttle.UnitLimit{Unit: "requests", Rate: throttle.Rate{Limit: 1.0 / 3600, Burst: 4}}, 0},
-		{"fixed", throttle.UnitLimit{Unit: "requests", Window: throttle.Window{Count: 4, Per: time.Hour}}, 0},
-		{"sliding", throttle.UnitLimit{Unit: "requests", Window: throttle.Window{Count: 4, Per: time.Hour, Sliding: true}}, 0},
-		{"first use", throttle.UnitLimit{Unit: "requests", Window: throttle.Window{Count: 4, Per: time.Hour, FirstUse: true}}, 0},
-		{"fixed, 2 limits", throttle.UnitLimit{Unit: "requests", Window: throttle.Window{Count: 4, Per: time.Hour}}, 1},
-		{"sliding, 3 limits", throttle.UnitLimit{Unit: "requests", Window: throttle.Window{Count: 4, Per: time.Hour, Sliding: true}}, 2},
-		{"bucket, 4 limits", throttle.UnitLimit{Unit: "requests", Rate: throttle.Rate{Limit: 1.0 / 3600, Burst: 4}}, 3},
+		{"bucket", throttle.Limit{Unit: "requests", Rate: 1.0 / 3600, Burst: 4}, 0},
+		{"fixed", throttle.Limit{Unit: "requests", Count: 4, Per: time.Hour}, 0},
+		{"sliding", throttle.Limit{Unit: "requests", Count: 4, Per: time.Hour, Kind: throttle.Sliding}, 0},
+		{"first use", throttle.Limit{Unit: "requests", Count: 4, Per: time.Hour, Kind: throttle.FromFirstUse}, 0},
+		{"fixed, 2 limits", throttle.Limit{Unit: "requests", Count: 4, Per: time.Hour}, 1},
+		{"sliding, 3 limits", throttle.Limit{Unit: "requests", Count: 4, Per: time.Hour, Kind: throttle.Sliding}, 2},
+		{"bucket, 4 limits", throttle.Limit{Unit: "requests", Rate: 1.0 / 3600, Burst: 4}, 3},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			q := New(c, "limits-fast-"+tt.name, 1e6, 1e6)
-			q.Limits = append(roomy(tt.roomy), tt.l)
+			q := New(c, "limits-fast-"+tt.name, append(roomy(tt.roomy), tt.l)...)
 			q.Timeout = time.Second
 			q.FailMode = FailClosed // a script error fails the test
 			defer q.Close()
-			w := q.For("k").(throttle.CostWaiter)
+			w := q.For("k")
 			for i := range 4 {
-				if err := w.WaitCost(t.Context(), one); err != nil {
+				if err := w.Wait(t.Context(), one); err != nil {
 					t.Fatalf("wait %d of 4: %v", i+1, err)
 				}
 				if tag := coreTag(t, q, "k"); tag != 4 {
@@ -59,7 +58,7 @@ func TestLimitsFastPath(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 			defer cancel()
-			if err := w.WaitCost(ctx, one); !errors.Is(err, throttle.ErrWouldExceedDeadline) {
+			if err := w.Wait(ctx, one); !errors.Is(err, throttle.ErrWouldExceedDeadline) {
 				t.Fatalf("a fifth wait within the hour = %v; want ErrWouldExceedDeadline", err)
 			}
 		})
@@ -75,24 +74,23 @@ func TestLimitsFastPath(t *testing.T) {
 func TestLimitsFastPathSliding(t *testing.T) {
 	t.Parallel()
 	_, c := startRedis(t)
-	one := throttle.Cost{Units: []throttle.UnitCost{{Unit: "requests", N: 1}}}
+	one := throttle.Cost{N: 1, Units: map[string]int{"requests": 1}}
 	frac := func() float64 { // Redis's clock in the current second, 0 to 1
 		now := redisNow(t, c) / 1e6
 		return now - math.Floor(now)
 	}
 	for try := range 3 {
-		q := New(c, "limits-fast-rollover", 1e6, 1e6)
-		q.Limits = []throttle.UnitLimit{{Unit: "requests", Window: throttle.Window{Count: 4, Per: time.Second, Sliding: true}}}
+		q := New(c, "limits-fast-rollover", throttle.Limit{Rate: 1e6, Burst: 1e6}, throttle.Limit{Unit: "requests", Count: 4, Per: time.Second, Kind: throttle.Sliding})
 		q.Timeout = time.Second
 		q.FailMode = FailClosed
 		q.Version = try // a new state each try
-		w := q.For("k").(throttle.CostWaiter)
+		w := q.For("k")
 		// Spend 4 early in a second, so that all 4 fall in it.
 		for f := frac(); f > 0.5; f = frac() {
 			time.Sleep(time.Duration((1.02-f)*1e3) * time.Millisecond)
 		}
 		for i := range 4 {
-			if err := w.WaitCost(t.Context(), one); err != nil {
+			if err := w.Wait(t.Context(), one); err != nil {
 				t.Fatalf("wait %d of 4: %v", i+1, err)
 			}
 		}
@@ -103,8 +101,8 @@ func TestLimitsFastPathSliding(t *testing.T) {
 			time.Sleep(time.Duration((0.30-f)*1e3)*time.Millisecond + time.Second)
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-		err1 := w.WaitCost(t.Context(), one)
-		err2 := w.WaitCost(ctx, one)
+		err1 := w.Wait(t.Context(), one)
+		err2 := w.Wait(ctx, one)
 		cancel()
 		tag := coreTag(t, q, "k")
 		q.Close()
@@ -127,7 +125,7 @@ func TestLimitsFastPathSliding(t *testing.T) {
 }
 
 // coreTag returns the first byte of key's core in q's Redis (0: none).
-func coreTag(tb testing.TB, q *Quota, key string) byte {
+func coreTag(tb testing.TB, q *Limiter, key string) byte {
 	tb.Helper()
 	w := q.For(key).(*keyWaiter)
 	raw, err := q.client.HGet(context.Background(), w.rkey, "c").Result()

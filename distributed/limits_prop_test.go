@@ -11,8 +11,8 @@ import (
 )
 
 // TestPropRedisLimits runs the property suite's sequences of several
-// limits per key (Config.Extra, waits with costs in each: WaitCost)
-// against Quota.Limits on a real redis-server, as TestPropRedis runs the
+// limits per key (Config.Extra, waits with costs in each)
+// against a Limiter of those limits on a real redis-server, as TestPropRedis runs the
 // one-bucket ones: never over on each limit, all or none and exact
 // refund against the ideal FIFO schedule of every limit, FIFO, pauses,
 // no wedge. The further limits run at the quota's scale (50 ms a unit,
@@ -91,8 +91,7 @@ func TestPropRedisLimits(t *testing.T) {
 				propSlots <- struct{}{}
 				defer func() { <-propSlots }()
 				seq := schedtest.Generate(seed, s.cfg, s.opt)
-				q := New(c, fmt.Sprintf("prop-%s-%d", s.name, seed), 20, 4)
-				q.Limits = s.cfg.Limits()
+				q := New(c, fmt.Sprintf("prop-%s-%d", s.name, seed), s.cfg.Limits()...)
 				q.Timeout = time.Second // a loaded machine is no outage
 				q.FailMode = FailClosed // a store error must show
 				defer q.Close()

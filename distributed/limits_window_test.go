@@ -10,7 +10,7 @@ import (
 )
 
 // TestLimitsLogRedis checks a sliding log kept in Redis across calls and
-// processes: two Quotas (each its own process's view) spend 1, then 2
+// processes: two Limiters (each its own process's view) spend 1, then 2
 // units of a log of 3 per second; a third is refused with the time the
 // first leaves (the second from the first's turn, less the time since),
 // and it goes once that has passed but not earlier than the refusal said;
@@ -18,20 +18,20 @@ import (
 func TestLimitsLogRedis(t *testing.T) {
 	t.Parallel()
 	_, c := startRedis(t)
-	qs := twoProcesses(t, c, "limits-log", throttle.Window{Count: 3, Per: time.Second, Log: true})
-	req := func(n int) throttle.Cost { return throttle.Cost{Units: []throttle.UnitCost{{Unit: "requests", N: n}}} }
-	a, b := qs[0].For("k").(throttle.CostTrier), qs[1].For("k").(throttle.CostTrier)
+	qs := twoProcesses(t, c, "limits-log", throttle.Limit{Count: 3, Per: time.Second, Kind: throttle.SlidingLog})
+	req := func(n int) throttle.Cost { return throttle.Cost{N: 1, Units: map[string]int{"requests": n}} }
+	a, b := qs[0].For("k"), qs[1].For("k")
 	before := time.Now()
-	if ok, _, err := a.TryCost(t.Context(), req(1)); !ok || err != nil {
+	if ok, _, err := a.Try(t.Context(), req(1)); !ok || err != nil {
 		t.Fatalf("first try: %v, %v; want ok", ok, err)
 	}
 	after := time.Now()
 	time.Sleep(300 * time.Millisecond)
-	if ok, _, err := b.TryCost(t.Context(), req(2)); !ok || err != nil {
+	if ok, _, err := b.Try(t.Context(), req(2)); !ok || err != nil {
 		t.Fatalf("second try (2 units, another process): %v, %v; want ok", ok, err)
 	}
 	at := time.Now()
-	ok, retryIn, err := a.TryCost(t.Context(), req(1))
+	ok, retryIn, err := a.Try(t.Context(), req(1))
 	// The first unit went between before and after (on Redis's clock, the
 	// same machine's): it leaves a second later.
 	lo, hi := time.Second-time.Since(before), time.Second-at.Sub(after)
@@ -40,7 +40,7 @@ func TestLimitsLogRedis(t *testing.T) {
 	}
 	// A wait goes when the first unit leaves, not when the 2 do.
 	start := time.Now()
-	if err := qs[1].For("k").(throttle.CostWaiter).WaitCost(t.Context(), req(1)); err != nil {
+	if err := qs[1].For("k").Wait(t.Context(), req(1)); err != nil {
 		t.Fatal(err)
 	}
 	// Bounds: the time since the refusal is already gone (less 10 ms for
@@ -49,10 +49,9 @@ func TestLimitsLogRedis(t *testing.T) {
 		t.Errorf("wait went after %v; want about %v (the first unit leaving)", d, retryIn)
 	}
 
-	big := New(c, "limits-log-big", 10, 10)
-	big.Limits = []throttle.UnitLimit{{Unit: "requests", Window: throttle.Window{Count: throttle.MaxLogCount + 1, Per: time.Hour, Log: true}}}
+	big := New(c, "limits-log-big", throttle.Limit{Rate: 10, Burst: 10}, throttle.Limit{Unit: "requests", Count: throttle.MaxLogCount + 1, Per: time.Hour, Kind: throttle.SlidingLog})
 	defer big.Close()
-	if _, _, err := big.For("k").(throttle.CostTrier).TryCost(t.Context(), req(1)); !errors.Is(err, throttle.ErrInvalidLimit) {
+	if _, _, err := big.For("k").Try(t.Context(), req(1)); !errors.Is(err, throttle.ErrInvalidLimit) {
 		t.Errorf("a log of %d: %v; want ErrInvalidLimit", throttle.MaxLogCount+1, err)
 	}
 }
@@ -65,25 +64,25 @@ func TestLimitsLogRedis(t *testing.T) {
 func TestLimitsFirstUseRedis(t *testing.T) {
 	t.Parallel()
 	_, c := startRedis(t)
-	qs := twoProcesses(t, c, "limits-first-use", throttle.Window{Count: 3, Per: time.Second, FirstUse: true})
-	req := func(n int) throttle.Cost { return throttle.Cost{Units: []throttle.UnitCost{{Unit: "requests", N: n}}} }
-	a, b := qs[0].For("k").(throttle.CostTrier), qs[1].For("k").(throttle.CostTrier)
+	qs := twoProcesses(t, c, "limits-first-use", throttle.Limit{Count: 3, Per: time.Second, Kind: throttle.FromFirstUse})
+	req := func(n int) throttle.Cost { return throttle.Cost{N: 1, Units: map[string]int{"requests": n}} }
+	a, b := qs[0].For("k"), qs[1].For("k")
 	// window tries 3 units (1 by a, 2 by b), then 1 more by a, which is
 	// refused until a second after the first went (between before and
 	// after it, on Redis's clock: the same machine's).
 	window := func(name string) {
 		t.Helper()
 		before := time.Now()
-		if ok, _, err := a.TryCost(t.Context(), req(1)); !ok || err != nil {
+		if ok, _, err := a.Try(t.Context(), req(1)); !ok || err != nil {
 			t.Fatalf("%s: first try: %v, %v; want ok", name, ok, err)
 		}
 		after := time.Now()
 		time.Sleep(200 * time.Millisecond)
-		if ok, _, err := b.TryCost(t.Context(), req(2)); !ok || err != nil {
+		if ok, _, err := b.Try(t.Context(), req(2)); !ok || err != nil {
 			t.Fatalf("%s: second try (2 units, another process): %v, %v; want ok", name, ok, err)
 		}
 		at := time.Now()
-		ok, retryIn, err := a.TryCost(t.Context(), req(1))
+		ok, retryIn, err := a.Try(t.Context(), req(1))
 		lo, hi := time.Second-time.Since(before), time.Second-at.Sub(after)
 		if ok || err != nil || retryIn < lo || retryIn > hi {
 			t.Fatalf("%s: third try: %v, %v, %v; want refused, retry in [%v, %v]", name, ok, retryIn, err, lo, hi)
@@ -104,13 +103,12 @@ func TestLimitsLogRedisBounded(t *testing.T) {
 		t.Skip("real clock: 1.2 s")
 	}
 	_, c := startRedis(t)
-	q := New(c, "limits-log-bounded", 1e9, 1e6)
-	q.Limits = []throttle.UnitLimit{{Unit: "requests", Window: throttle.Window{Count: 5, Per: 200 * time.Millisecond, Log: true}}}
+	q := New(c, "limits-log-bounded", throttle.Limit{Rate: 1e9, Burst: 1e6}, throttle.Limit{Unit: "requests", Count: 5, Per: 200 * time.Millisecond, Kind: throttle.SlidingLog})
 	q.Timeout = time.Second
 	defer q.Close()
-	w := q.For("k").(throttle.CostWaiter)
+	w := q.For("k")
 	for range 30 {
-		if err := w.WaitCost(t.Context(), throttle.Cost{Units: []throttle.UnitCost{{Unit: "requests", N: 1}}}); err != nil {
+		if err := w.Wait(t.Context(), throttle.Cost{N: 1, Units: map[string]int{"requests": 1}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -131,18 +129,17 @@ func TestLimitsLogRedisBounded(t *testing.T) {
 // of 4 one more goes and the next is refused (the 3 still count).
 func TestLimitsLogVersion(t *testing.T) {
 	_, c := startRedis(t)
-	mk := func(count, version int) throttle.CostTrier {
-		q := New(c, "limits-log-version", 1e9, 1e6)
-		q.Limits = []throttle.UnitLimit{{Unit: "requests", Window: throttle.Window{Count: count, Per: time.Minute, Log: true}}}
+	mk := func(count, version int) throttle.Quota {
+		q := New(c, "limits-log-version", throttle.Limit{Rate: 1e9, Burst: 1e6}, throttle.Limit{Unit: "requests", Count: count, Per: time.Minute, Kind: throttle.SlidingLog})
 		q.Version = version
 		t.Cleanup(func() { q.Close() })
-		return q.For("k").(throttle.CostTrier)
+		return q.For("k")
 	}
-	one := throttle.Cost{Units: []throttle.UnitCost{{Unit: "requests", N: 1}}}
+	one := throttle.Cost{N: 1, Units: map[string]int{"requests": 1}}
 	old, raised := mk(3, 0), mk(4, 1)
 	var got []bool
-	for _, w := range []throttle.CostTrier{old, old, old, old, raised, raised} {
-		ok, _, err := w.TryCost(t.Context(), one)
+	for _, w := range []throttle.Quota{old, old, old, old, raised, raised} {
+		ok, _, err := w.Try(t.Context(), one)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,18 +16,17 @@ import (
 
 	"github.com/throttle-go/throttle"
 	"github.com/throttle-go/throttle/throttletest"
-	"golang.org/x/time/rate"
 )
 
 // TestFleetLLMLimits: the measurement through Redis. Four
-// processes (four Quotas and Transports in this test, each with its own
+// processes (four Limiters and Transports in this test, each with its own
 // Redis client: separate OS processes would add nothing the script does
 // not already see, since every decision is the script's) share the
 // limits of an httptest throttletest.LLM server: 150 requests AND
 // 50,000 tokens per 2 s window (the tokens bind), 8 in flight, 50 ms a
 // completion, tokens used 50% to 150% of the estimate (max_tokens, 200
 // to 800), 8 goroutines each (32 in all), 20 s on the real clock, each
-// response's usage settled (SettleResponseUnits: op msettle). Each
+// response's usage settled (SettleResponse: op msettle). Each
 // Transport waits, as TestLLMLimits, for the estimate (a completion that
 // used more is charged by the server before the fleet can know: a few
 // 429s, at most 1% allowed) or for the bound (1.5× the estimate: the
@@ -77,19 +76,16 @@ func fleetLLM(t *testing.T, addr, name string, reserve float64, max429 int) {
 	defer api.Close()
 	var wg sync.WaitGroup
 	for p := range 4 {
-		q := New(newClient(t, addr), "llm-limits-"+name, rate.Inf, 1)
-		q.Limits = []throttle.UnitLimit{
-			{Unit: "requests", Window: throttle.Window{Count: rpm, Per: window}},
-			{Unit: "tokens", Window: throttle.Window{Count: tpm, Per: window}},
-		}
+		q := New(newClient(t, addr), "llm-limits-"+name,
+			throttle.Limit{Unit: "requests", Count: rpm, Per: window}, throttle.Limit{Unit: "tokens", Count: tpm, Per: window})
 		q.InFlight = inFlight
 		q.Timeout = time.Second // a loaded machine is no outage
 		defer q.Close()
 		client := &http.Client{Transport: &throttle.Transport{
 			Waiter: q,
-			Units: func(r *http.Request) []throttle.UnitCost {
+			CostOf: func(r *http.Request) throttle.Cost {
 				n, _ := strconv.Atoi(r.Header.Get("X-Max-Tokens"))
-				return []throttle.UnitCost{{Unit: "requests", N: 1}, {Unit: "tokens", N: int(math.Ceil(reserve * float64(n)))}}
+				return throttle.Cost{N: 1, Units: map[string]int{"requests": 1, "tokens": int(math.Ceil(reserve * float64(n)))}}
 			},
 		}}
 		for g := range 8 {
@@ -115,7 +111,7 @@ func fleetLLM(t *testing.T, addr, name string, reserve float64, max429 int) {
 						t.Errorf("status %d, %v", resp.StatusCode, err)
 						return
 					}
-					if err := throttle.SettleResponseUnits(resp, []throttle.UnitCost{{Unit: "requests", N: 1}, {Unit: "tokens", N: out.Usage.TotalTokens}}); err != nil {
+					if err := throttle.SettleResponse(resp, throttle.Cost{N: 1, Units: map[string]int{"requests": 1, "tokens": out.Usage.TotalTokens}}); err != nil {
 						t.Error(err)
 					}
 				}

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// maxLocalBuckets bounds the fallback buckets a Quota keeps. Beyond it,
+// maxLocalBuckets bounds the fallback buckets a Limiter keeps. Beyond it,
 // buckets that are full (idle) are dropped, then any; a dropped bucket
 // comes back full, which allows one extra local burst for that key.
 const maxLocalBuckets = 4096
@@ -123,7 +123,7 @@ func waitLocal(ctx context.Context, lim *rate.Limiter, key string, n int, now fu
 	}
 }
 
-// maxMemos bounds the keys a Quota remembers; beyond it, entries whose
+// maxMemos bounds the keys a Limiter remembers; beyond it, entries whose
 // turn and pause are past are dropped, then any.
 const maxMemos = 4096
 
@@ -146,7 +146,7 @@ type memo struct {
 	hold    time.Time
 	// learned: the reset of the key's learned budget's window, as the
 	// last wait heard it (zero: none); a response to a unit sent past it
-	// is told to the script (Adapt).
+	// is told to the script (Observe).
 	learned time.Time
 }
 
@@ -334,16 +334,18 @@ func (ms *memos) args(rkey string) (id any, last, hold string) {
 	return m.idArg, rel(m.bound()), rel(m.hold)
 }
 
-// localLimits is FailLocal's fallback for a quota with further limits
-// ([Quota].Limits): an in-process [throttle.Limiter] with this process's
-// share of every limit, so that each of them holds while Redis is away,
-// spent all or none as in Redis. The bucket and each further bucket run
-// at their rate / Workers with their whole burst as capacity, but start
-// with only their share of it (Burst / Workers, rounded up), as
+// localLimits is FailLocal's fallback for a Limiter with further
+// limits: an in-process [throttle.Limiter] with this process's share of
+// every limit, so that each of them holds while Redis is away, spent all
+// or none as in Redis. Each bucket (the first limit's and the further
+// ones) runs at its rate / Workers with its whole burst as capacity, but
+// starts with only its share of it (Burst / Workers, rounded up), as
 // localBuckets does; a window admits its share of Count (rounded up) per
 // Per, so a cost above that share is refused with ErrCostExceedsBurst
-// until Redis answers. Dropped when Redis answers again (reset), so that
-// the next outage starts from the shares. Safe for concurrent use.
+// until Redis answers. Each further limit has a unit of its own there
+// (its index), so that a share is spent on one bucket alone. Dropped
+// when Redis answers again (reset), so that the next outage starts from
+// the shares. Safe for concurrent use.
 type localLimits struct {
 	mu   sync.Mutex
 	lim  *throttle.Limiter
@@ -357,25 +359,45 @@ func (l *localLimits) reset() {
 	l.lim, l.seen = nil, nil
 }
 
+// localUnit is the unit of the further limit i in the fallback Limiter.
+func localUnit(i int) string { return strconv.Itoa(i) }
+
+// localCost returns c as the fallback Limiter counts it: N for the first
+// limit, and each further limit's cost in its own unit.
+func localCost(q *Limiter, c throttle.Cost) (throttle.Cost, error) {
+	cost, err := q.costOf(c)
+	if err != nil {
+		return throttle.Cost{}, err
+	}
+	lc := throttle.Cost{N: c.N, Units: make(map[string]int, len(cost))}
+	for i, v := range cost {
+		if v > 0 {
+			lc.Units[localUnit(i)] = int(v)
+		}
+	}
+	return lc, nil
+}
+
 // key returns w's key in the fallback Limiter, its share set on first use.
-func (l *localLimits) key(ctx context.Context, q *Quota, w *keyWaiter) (throttle.Waiter, error) {
+func (l *localLimits) key(ctx context.Context, q *Limiter, w *keyWaiter) (throttle.Quota, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	workers := max(1, q.Workers)
+	share := func(n int) int { return (n + workers - 1) / workers }
+	x := q.xconfig()
+	c := q.config()
 	if l.lim == nil {
-		c := q.config()
-		lim := &throttle.Limiter{Burst: c.burst, MaxKeys: maxLocalBuckets}
+		lim := &throttle.Limiter{MaxKeys: maxLocalBuckets}
 		if c.limit != rate.Inf {
-			// A positive rate: Limit 0 is no limit in a Limiter.
-			lim.Limit = max(c.limit/rate.Limit(workers), 1e-9)
+			lim.Limits = append(lim.Limits, throttle.Limit{Rate: c.limit / rate.Limit(workers), Burst: c.burst})
 		}
-		for _, u := range q.Limits {
+		for i, u := range x.limits {
 			s := u
-			if u.Rate.Limit != rate.Inf && (u.Rate.Limit != 0 || u.Rate.Burst != 0) {
-				s.Rate.Limit = max(u.Rate.Limit/rate.Limit(workers), 1e-9)
-			}
-			if u.Window.Per > 0 {
-				s.Window.Count = (u.Window.Count + workers - 1) / workers
+			s.Unit = localUnit(i)
+			if u.Per == 0 {
+				s.Rate = u.Rate / rate.Limit(workers)
+			} else {
+				s.Count = share(u.Count)
 			}
 			lim.Limits = append(lim.Limits, s)
 		}
@@ -388,18 +410,20 @@ func (l *localLimits) key(ctx context.Context, q *Quota, w *keyWaiter) (throttle
 		}
 		l.seen[w.key] = true
 		// Each bucket starts with its share: the rest of its burst spent.
-		c := q.config()
-		spend := throttle.Cost{N: c.burst - (c.burst+workers-1)/workers}
-		for _, u := range q.Limits {
-			if u.Rate.Limit != rate.Inf && (u.Rate.Limit != 0 || u.Rate.Burst != 0) {
-				b := max(u.Rate.Burst, 1)
-				if d := b - (b+workers-1)/workers; d > 0 {
-					spend.Units = append(spend.Units, throttle.UnitCost{Unit: u.Unit, N: d})
+		spend := throttle.Cost{Units: map[string]int{}}
+		if c.limit != rate.Inf {
+			spend.N = c.burst - share(c.burst)
+		}
+		for i, u := range x.limits {
+			if u.Per == 0 {
+				b := max(u.Burst, 1)
+				if d := b - share(b); d > 0 {
+					spend.Units[localUnit(i)] = d
 				}
 			}
 		}
 		if spend.N > 0 || len(spend.Units) > 0 {
-			if _, _, err := fw.(throttle.CostTrier).TryCost(ctx, spend); err != nil {
+			if _, _, err := fw.Try(ctx, spend); err != nil {
 				return nil, err
 			}
 		}
@@ -407,10 +431,14 @@ func (l *localLimits) key(ctx context.Context, q *Quota, w *keyWaiter) (throttle
 	return fw, nil
 }
 
-// wait is waitLocal for a quota with further limits: n units and units
-// of them on w's key's shares, no turn before what this process knows
-// of the key (memo), the local turn remembered.
-func (l *localLimits) wait(ctx context.Context, q *Quota, w *keyWaiter, n int, units []throttle.UnitCost) error {
+// wait is waitLocal for a Limiter with further limits: c on w's key's
+// shares, no turn before what this process knows of the key (memo), the
+// local turn remembered.
+func (l *localLimits) wait(ctx context.Context, q *Limiter, w *keyWaiter, c throttle.Cost) error {
+	lc, err := localCost(q, c)
+	if err != nil {
+		return err
+	}
 	fw, err := l.key(ctx, q, w)
 	if err != nil {
 		return err
@@ -418,32 +446,40 @@ func (l *localLimits) wait(ctx context.Context, q *Quota, w *keyWaiter, n int, u
 	if err := sleepUntil(ctx, w.key, time.Now().Add(q.memo.notBefore(w.rkey).Sub(q.clock()))); err != nil {
 		return err
 	}
-	if err := fw.(throttle.CostWaiter).WaitCost(ctx, throttle.Cost{N: n, Units: units}); err != nil {
+	if err := fw.Wait(ctx, lc); err != nil {
 		return err
 	}
 	q.memo.local(w.rkey, q.clock())
 	return nil
 }
 
-// try is tryFail's for a quota with further limits: n units and units of
-// them on w's key's shares now, or nothing and the wait that would take.
-func (l *localLimits) try(ctx context.Context, q *Quota, w *keyWaiter, n int, units []throttle.UnitCost) (bool, time.Duration, error) {
+// try is tryFail's for a Limiter with further limits: c on w's key's
+// shares now, or nothing and the wait that would take.
+func (l *localLimits) try(ctx context.Context, q *Limiter, w *keyWaiter, c throttle.Cost) (bool, time.Duration, error) {
+	lc, err := localCost(q, c)
+	if err != nil {
+		return false, 0, err
+	}
 	fw, err := l.key(ctx, q, w)
 	if err != nil {
 		return false, 0, err
 	}
-	return fw.(throttle.CostTrier).TryCost(ctx, throttle.Cost{N: n, Units: units})
+	return fw.Try(ctx, lc)
 }
 
-// reserve is reserveFail's for a quota with further limits: a turn for n
-// units and units of them on w's key's shares, no earlier than what this
-// process knows of the key (memo).
-func (l *localLimits) reserve(ctx context.Context, q *Quota, w *keyWaiter, n int, units []throttle.UnitCost) (throttle.Reservation, error) {
+// reserve is reserveFail's for a Limiter with further limits: a turn for
+// c on w's key's shares, no earlier than what this process knows of the
+// key (memo).
+func (l *localLimits) reserve(ctx context.Context, q *Limiter, w *keyWaiter, c throttle.Cost) (throttle.Reservation, error) {
+	lc, err := localCost(q, c)
+	if err != nil {
+		return nil, err
+	}
 	fw, err := l.key(ctx, q, w)
 	if err != nil {
 		return nil, err
 	}
-	r, err := fw.(throttle.CostReserver).ReserveCost(ctx, throttle.Cost{N: n, Units: units})
+	r, err := fw.Reserve(ctx, lc)
 	if err != nil {
 		return nil, err
 	}

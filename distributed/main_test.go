@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 	redis.SetLogger(discardLogger{})
 	code := m.Run()
 	if code == 0 {
-		// A Quota's subscription to pushed moves outlives its last
+		// A Limiter's subscription to pushed moves outlives its last
 		// sleeping wait by pushLinger, by design; anything older is a leak.
 		time.Sleep(pushLinger + pushRetry)
 		if err := goleak.Find(); err != nil {
@@ -65,7 +65,7 @@ type discardLogger struct{}
 func (discardLogger) Printf(context.Context, string, ...any) {}
 
 // newClient returns a client of the server at addr that honours context
-// deadlines (so Quota.Timeout bounds each call), closed at cleanup.
+// deadlines (so Limiter.Timeout bounds each call), closed at cleanup.
 func newClient(tb testing.TB, addr string) *redis.Client {
 	tb.Helper()
 	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
@@ -144,12 +144,12 @@ func reached(tb testing.TB, c redis.UniversalClient, rkey string, start func()) 
 
 // awaitQueued polls w's state until n units are queued: the waits begun
 // in other goroutines have their tickets. It fails the test after 5 s.
-func awaitQueued(tb testing.TB, w throttle.Waiter, n int64) {
+func awaitQueued(tb testing.TB, w throttle.Quota, n int64) {
 	tb.Helper()
 	var st throttle.State
 	var err error
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-		if st, err = w.(throttle.Inspector).State(context.Background()); err == nil && st.Queued >= n {
+		if st, err = w.State(context.Background()); err == nil && st.Queued >= n {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -161,7 +161,7 @@ func awaitQueued(tb testing.TB, w throttle.Waiter, n int64) {
 // awaitSleeping polls q until n of its waits sleep on their turns and
 // its subscription to pushed moves is up: a move pushed from then on
 // reaches them. It fails the test after 5 s.
-func awaitSleeping(tb testing.TB, q *Quota, n int) {
+func awaitSleeping(tb testing.TB, q *Limiter, n int) {
 	tb.Helper()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 		_, sub := q.pushes.mark()
@@ -175,7 +175,7 @@ func awaitSleeping(tb testing.TB, q *Quota, n int) {
 }
 
 // sleeping returns how many of q's waits sleep on their turns.
-func sleeping(q *Quota) int {
+func sleeping(q *Limiter) int {
 	q.pushes.mu.Lock()
 	defer q.pushes.mu.Unlock()
 	return len(q.pushes.sleepers)

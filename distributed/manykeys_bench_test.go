@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
 
+	"github.com/throttle-go/throttle"
 	"github.com/throttle-go/throttle/internal/redistest"
 )
 
@@ -50,7 +51,7 @@ func BenchmarkManyKeys(b *testing.B) {
 			c := tg.client(b)
 			defer c.Close()
 			ctx := context.Background()
-			q := New(c, "many", rate.Limit(1e9), 1e6)
+			q := New(c, "many", throttle.Limit{Rate: rate.Limit(1e9), Burst: 1e6})
 			defer q.Close()
 			ws := make([]interface {
 				WaitN(context.Context, int) error

@@ -16,7 +16,7 @@ import (
 func TestScriptFlush(t *testing.T) {
 	t.Parallel()
 	s, c := startRedis(t)
-	q := New(c, "flush", 1000, 10)
+	q := New(c, "flush", throttle.Limit{Rate: 1000, Burst: 10})
 	q.FailMode = FailClosed // any store error would surface
 	q.Timeout = time.Second // a loaded machine must not fake an outage
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -88,7 +88,7 @@ func TestOutage(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			t.Parallel()
 			s, c := startRedis(t)
-			q := New(c, "outage", limit, burst)
+			q := New(c, "outage", throttle.Limit{Rate: limit, Burst: burst})
 			q.FailMode, q.Workers = mode, workers
 			timeout := q.timeout()
 

@@ -66,7 +66,7 @@ func TestPauseFleet(t *testing.T) {
 	)
 	defer stop()
 	for i := range workers {
-		q := New(newClient(t, s.Addr()), "pause-fleet", 100, 10)
+		q := New(newClient(t, s.Addr()), "pause-fleet", throttle.Limit{Rate: 100, Burst: 10})
 		q.Timeout = time.Second // a loaded machine must not turn this into an outage test
 		w := q.For("api").(*keyWaiter)
 		if i == 0 {

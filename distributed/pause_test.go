@@ -16,7 +16,7 @@ import (
 
 func TestPauseNeverShortens(t *testing.T) {
 	_, c := startRedis(t)
-	q := New(c, "pause-order", 100, 10)
+	q := New(c, "pause-order", throttle.Limit{Rate: 100, Burst: 10})
 	w := q.For("k").(*keyWaiter)
 	ctx := context.Background()
 	if err := q.For("k").(*keyWaiter).Pause(ctx, 5*time.Second); err != nil {
@@ -42,7 +42,7 @@ func TestPauseNeverShortens(t *testing.T) {
 
 // TestPausePushed: waits of one process sleep on reserved turns 100ms
 // apart; another process (its own client) pauses the key for 1s, through
-// Pause and then through Adapt. Every sleeping turn moves back by the
+// Pause and then through Observe. Every sleeping turn moves back by the
 // pause's length, keeping its spacing, so none comes before the pause's
 // end; a wait whose moved turn is past its deadline returns a
 // DeadlineError at once and gives its unit back.
@@ -55,8 +55,9 @@ func TestPausePushed(t *testing.T) {
 		pause   func(w *keyWaiter) error
 	}{
 		{"Pause", false, pause},
-		{"Adapt", false, func(w *keyWaiter) error {
-			return w.Adapt(context.Background(), throttle.Feedback{Pause: time.Second})
+		{"Observe", false, func(w *keyWaiter) error {
+			_, err := w.Observe(context.Background(), throttle.Feedback{Pause: time.Second})
+			return err
 		}},
 		{"Cluster", true, pause}, // the key's node is not the channel's: PUBLISH reaches every node
 	} {
@@ -74,8 +75,8 @@ func TestPausePushed(t *testing.T) {
 				clients[0], clients[1] = newClient(t, s.Addr()), newClient(t, s.Addr())
 			}
 			c := clients[1]
-			sleepers := New(clients[0], "pushed", 10, 1).For("k").(*keyWaiter)
-			pauser := New(c, "pushed", 10, 1).For("k").(*keyWaiter)
+			sleepers := New(clients[0], "pushed", throttle.Limit{Rate: 10, Burst: 1}).For("k").(*keyWaiter)
+			pauser := New(c, "pushed", throttle.Limit{Rate: 10, Burst: 1}).For("k").(*keyWaiter)
 			sleepers.q.Timeout, pauser.q.Timeout = time.Second, time.Second // cold cluster clients
 			if err := sleepers.WaitN(context.Background(), 1); err != nil { // spend the burst
 				t.Fatalf("WaitN = %v", err)
@@ -153,7 +154,7 @@ func mustDeadline(ctx context.Context) time.Time {
 func TestPauseExtendedHoldsQueue(t *testing.T) {
 	t.Parallel()
 	_, c := startRedis(t)
-	q := New(c, "pause-extended", 10, 2)
+	q := New(c, "pause-extended", throttle.Limit{Rate: 10, Burst: 2})
 	q.Timeout = time.Second
 	defer q.Close()
 	w := q.For("k").(*keyWaiter)
@@ -213,7 +214,7 @@ func TestPauseExtendedAtItsEnd(t *testing.T) {
 	for _, k := range []int{3, burst} {
 		t.Run(fmt.Sprintf("k=%d", k), func(t *testing.T) {
 			_, c := startRedis(t)
-			q := New(c, "pause-extended-end", 10, burst)
+			q := New(c, "pause-extended-end", throttle.Limit{Rate: 10, Burst: burst})
 			q.Timeout = time.Second
 			q.MaxLease = 1 // k waits, k tickets: the state counts them
 			defer q.Close()

@@ -11,9 +11,9 @@ import (
 )
 
 // The property suite of the schedule (internal/schedtest), run against
-// Quota on a real redis-server: the same random sequences of waits,
+// Limiter on a real redis-server: the same random sequences of waits,
 // retries, tries, reservations, cancels, deadlines, pauses, windows, bare rejections and settles the root
-// package runs against Limiter in synctest bubbles, and the same
+// package runs against throttle.Limiter in synctest bubbles, and the same
 // invariants (never over, nothing inside a pause, windows, FIFO, exact
 // refunds, no wedge, deadlines), on the real clock.
 //
@@ -90,7 +90,7 @@ func TestPropRedis(t *testing.T) {
 				propSlots <- struct{}{}
 				defer func() { <-propSlots }()
 				seq := schedtest.Generate(seed, cfg, s.opt)
-				q := New(c, fmt.Sprintf("prop-%s-%d", s.name, seed), 20, 4)
+				q := New(c, fmt.Sprintf("prop-%s-%d", s.name, seed), cfg.Limits()...)
 				q.Timeout = time.Second // a loaded machine is no outage
 				q.FailMode = FailClosed // a store error must show
 				defer q.Close()

@@ -60,8 +60,8 @@ type subState struct {
 }
 
 // pushes delivers pushed moves to this process's sleeping waits of one
-// Quota. The first sleeper starts a subscription to the quota's channel;
-// it ends pushLinger after the last sleeper (or at Quota.Close), so a
+// Limiter. The first sleeper starts a subscription to the quota's channel;
+// it ends pushLinger after the last sleeper (or at Limiter.Close), so a
 // subscription outlives the waits by a second at most. While waits keep
 // sleeping, or come at least once a second (the steady state of a busy
 // quota), the subscription stays up and a wait costs no command beyond
@@ -182,7 +182,7 @@ func (p *pushes) changed() {
 
 // add registers a listener of rkey, signalled at every push of it, and
 // subscribes if it is the first.
-func (p *pushes) add(q *Quota, rkey string) *sleeper {
+func (p *pushes) add(q *Limiter, rkey string) *sleeper {
 	s := &sleeper{rkey: rkey, sig: make(chan struct{}, 1)}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -220,7 +220,7 @@ func (p *pushes) addTicket(w *keyWaiter, t ticket, gen uint64, sub subState) *sl
 	return s
 }
 
-func (p *pushes) addLocked(q *Quota, s *sleeper) {
+func (p *pushes) addLocked(q *Limiter, s *sleeper) {
 	if p.sleepers == nil {
 		p.sleepers = make(map[*sleeper]struct{})
 	}
@@ -434,7 +434,7 @@ type subscription struct {
 }
 
 // epochs numbers the times any subscription came up, so that two
-// subscriptions of one Quota, one replacing the other, never show the
+// subscriptions of one Limiter, one replacing the other, never show the
 // same epoch.
 var epochs atomic.Uint64
 

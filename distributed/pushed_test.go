@@ -16,7 +16,7 @@ import (
 // settledSleepers reports how many waits of rkey sleep in q, and whether
 // every one of them knows its turn as it stands: no ask due, in flight
 // or unread, and the subscription up since it was learned.
-func settledSleepers(q *Quota, rkey string) (n int, settled bool) {
+func settledSleepers(q *Limiter, rkey string) (n int, settled bool) {
 	p := &q.pushes
 	p.mu.Lock()
 	var ss []*sleeper
@@ -37,7 +37,7 @@ func settledSleepers(q *Quota, rkey string) (n int, settled bool) {
 // listen subscribes q to its pushed moves, as its first sleeping wait
 // would, and polls until the subscription is up (fails the test after
 // 5 s); it ends a second after the test's last sleeping wait.
-func listen(t *testing.T, q *Quota) {
+func listen(t *testing.T, q *Limiter) {
 	t.Helper()
 	s := q.pushes.add(q, "")
 	defer q.pushes.remove(s)
@@ -50,7 +50,7 @@ func listen(t *testing.T, q *Quota) {
 
 // awaitPush polls until q has been delivered a push after gen (fails the
 // test after 5 s).
-func awaitPush(t *testing.T, q *Quota, gen uint64) {
+func awaitPush(t *testing.T, q *Limiter, gen uint64) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); q.pushes.gen.Load() == gen; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
@@ -61,7 +61,7 @@ func awaitPush(t *testing.T, q *Quota, gen uint64) {
 
 // awaitSettled polls until n waits of rkey sleep in q, each knowing its
 // turn (see settledSleepers), and fails the test after 5 s.
-func awaitSettled(t *testing.T, q *Quota, rkey string, n int) {
+func awaitSettled(t *testing.T, q *Limiter, rkey string, n int) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); ; {
 		got, ok := settledSleepers(q, rkey)
@@ -83,8 +83,8 @@ func awaitSettled(t *testing.T, q *Quota, rkey string, n int) {
 func TestPushAskedOncePerProcess(t *testing.T) {
 	s, c := startRedis(t)
 	c2 := newClient(t, s.Addr())
-	q := New(c, "asked-once", 1, 1)
-	pauser := New(c2, "asked-once", 1, 1)
+	q := New(c, "asked-once", throttle.Limit{Rate: 1, Burst: 1})
+	pauser := New(c2, "asked-once", throttle.Limit{Rate: 1, Burst: 1})
 	q.MaxLease = 1                                       // waits of their own (leased turns: TestLeaseKeptAfterMove)
 	q.Timeout, pauser.Timeout = time.Second, time.Second // a busy machine is no outage
 	defer q.Close()
@@ -130,8 +130,8 @@ func TestPushAskedOncePerProcess(t *testing.T) {
 func TestPushRefundAsksBehindOnly(t *testing.T) {
 	s, c := startRedis(t)
 	cb := newClient(t, s.Addr())
-	qa := New(c, "refund-behind", 1, 1)
-	qb := New(cb, "refund-behind", 1, 1)
+	qa := New(c, "refund-behind", throttle.Limit{Rate: 1, Burst: 1})
+	qb := New(cb, "refund-behind", throttle.Limit{Rate: 1, Burst: 1})
 	qa.MaxLease, qb.MaxLease = 1, 1                   // waits of their own
 	qa.Timeout, qb.Timeout = time.Second, time.Second // a busy machine is no outage
 	defer qa.Close()
@@ -195,7 +195,7 @@ func TestPushRefundAsksBehindOnly(t *testing.T) {
 	}
 }
 
-// TestCancelsAndPausesNeverOver: two processes (two Quotas, each its own
+// TestCancelsAndPausesNeverOver: two processes (two Limiters, each its own
 // client and subscription) share one key at 100/s, burst 5. 360 waits of
 // 1 to 3 units arrive over 3 s, two by two to each process in turn; half
 // are cancelled while they sleep (after 0 to 1 s), and one process pauses
@@ -243,9 +243,9 @@ func cancelsAndPauses(t *testing.T, leases bool) {
 		evmu   sync.Mutex
 		events []throttle.Event
 	)
-	var qs []*Quota
+	var qs []*Limiter
 	for _, c := range []*redis.Client{c1, c2} {
-		q := New(c, "cancels-pauses", limit, burst)
+		q := New(c, "cancels-pauses", throttle.Limit{Rate: limit, Burst: burst})
 		q.Timeout = time.Second // a busy machine is no outage
 		if !leases {
 			q.MaxLease = 1

@@ -10,45 +10,46 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// ReserveN implements [throttle.Reserver]: one script call takes a ticket
-// of n units in the key's queue, as a wait does (a reservation is a
-// ticket), and returns it without sleeping. Checks and deadline are a
-// wait's (see For): a turn past ctx's deadline reserves nothing. If
-// Redis cannot answer, FailMode decides: FailOpen returns a turn that
-// has come, FailClosed an error matching [ErrStoreUnavailable], FailLocal
-// a reservation of this process's fallback bucket.
+// Reserve takes a turn for cost without waiting: see [throttle.Quota].
+// One script call takes a ticket in the key's queue, as a wait does (a
+// reservation is a ticket), and returns it without sleeping. Checks and
+// deadline are a wait's (see Wait): a turn past ctx's deadline reserves
+// nothing. If Redis cannot answer, FailMode decides: FailOpen returns a
+// turn that has come, FailClosed an error matching
+// [ErrStoreUnavailable], FailLocal a reservation of this process's
+// fallback.
 //
-// The Reservation's Delay is the turn as learned at ReserveN, not asked
+// The Reservation's Delay is the turn as learned at Reserve, not asked
 // again (a move of the queue since, a pause or a cancel ahead, shows in
-// Wait, which asks); Cancel is one script
-// call, bounded by Timeout (or, while a Wait sleeps on the reservation,
-// the refund that Wait's end makes); Wait sleeps as a wait does, woken by
-// moves of the queue pushed from any process.
-func (w *keyWaiter) ReserveN(ctx context.Context, n int) (throttle.Reservation, error) {
-	return w.reserveX(ctx, n, queueFirst, nil, nil)
+// Wait, which asks); Cancel is one script call, bounded by Timeout (or,
+// while a Wait sleeps on the reservation, the refund that Wait's end
+// makes), and gives every unit back on every limit; Wait sleeps as a
+// wait does, woken by moves of the queue pushed from any process.
+func (w *keyWaiter) Reserve(ctx context.Context, cost ...throttle.Cost) (throttle.Reservation, error) {
+	return w.reserve(ctx, sum(cost))
 }
 
-// ReserveCost implements [throttle.CostReserver]: a turn for c on every
-// limit of the key (the quota's bucket and Quota.Limits), in one script
-// call, as ReserveN's; Cancel gives every unit back on every limit.
-func (w *keyWaiter) ReserveCost(ctx context.Context, c throttle.Cost) (throttle.Reservation, error) {
-	n, qi := c.First(), costQueue(c)
-	x, err := w.q.xargs(c.Units)
+// ReserveN takes a turn for n units of the first limit: Reserve of
+// Cost{N: n}.
+func (w *keyWaiter) ReserveN(ctx context.Context, n int) (throttle.Reservation, error) {
+	return w.reserve(ctx, throttle.Cost{N: n})
+}
+
+// reserve is Reserve of c.
+func (w *keyWaiter) reserve(ctx context.Context, c throttle.Cost) (throttle.Reservation, error) {
+	q := w.q
+	n, qi := c.N, costQueue(c)
+	if err := q.check(n); err != nil {
+		return nil, err
+	}
+	cost, err := q.costOf(c)
 	if err != nil {
 		return nil, err
 	}
-	return w.reserveX(ctx, n, qi, x, c.Units)
-}
-
-// reserveX is ReserveN with a queue and a cost in the quota's further
-// limits (x: xargs of units; nil: none).
-func (w *keyWaiter) reserveX(ctx context.Context, n, qi int, x []any, units []throttle.UnitCost) (throttle.Reservation, error) {
-	if err := w.q.check(n); err != nil {
-		return nil, err
-	}
 	if n == 0 {
-		return &reservation{w: w, state: resDone}, nil
+		return &reservation{w: w, state: resDone}, nil // nothing to spend: see wait
 	}
+	x := q.xargs(cost)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -57,19 +58,13 @@ func (w *keyWaiter) reserveX(ctx context.Context, n, qi int, x []any, units []th
 		if errCaller(ctx, err) || r.refused {
 			return nil, err
 		}
-		return w.reserveFail(ctx, n, units, err)
+		return w.reserveFail(ctx, c, err)
 	}
 	res := &reservation{w: w, taken: r, wake: time.Now().Add(r.wait)}
 	if r.wait <= 0 {
 		res.state = resDone // gone at once
 	}
 	return res, nil
-}
-
-// ReserveN takes a turn of the quota's own bucket (the one For("")
-// returns): see [throttle.Reserver] and keyWaiter's ReserveN via For.
-func (q *Quota) ReserveN(ctx context.Context, n int) (throttle.Reservation, error) {
-	return q.defaultWaiter().ReserveN(ctx, n)
 }
 
 // A reservation's states.
@@ -166,9 +161,9 @@ func (r *reservation) Wait(ctx context.Context) error {
 	return err
 }
 
-// reserveFail applies the FailMode to a reservation the store could not
-// serve.
-func (w *keyWaiter) reserveFail(ctx context.Context, n int, units []throttle.UnitCost, cause error) (throttle.Reservation, error) {
+// reserveFail applies the FailMode to a reservation of c the store could
+// not serve.
+func (w *keyWaiter) reserveFail(ctx context.Context, c throttle.Cost, cause error) (throttle.Reservation, error) {
 	q := w.q
 	if answered(cause) {
 		return nil, cause // no store failure: no fail mode
@@ -181,12 +176,12 @@ func (w *keyWaiter) reserveFail(ctx context.Context, n int, units []throttle.Uni
 		return nil, unavailable(cause)
 	}
 	if q.xconfig() != nil {
-		return q.localX.reserve(ctx, q, w, n, units)
+		return q.localX.reserve(ctx, q, w, c)
 	}
-	c := q.config()
-	lim := q.local.get(w.key, c.limit, c.burst, max(1, q.Workers), q.clock())
+	conf := q.config()
+	lim := q.local.get(w.key, conf.limit, conf.burst, max(1, q.Workers), q.clock())
 	now := q.clock()
-	lr := lim.ReserveN(now, n)
+	lr := lim.ReserveN(now, c.N)
 	delay := lr.DelayFrom(now)
 	if nb := q.memo.notBefore(w.rkey); nb.After(now.Add(delay)) {
 		delay = nb.Sub(now)
@@ -250,7 +245,6 @@ func (l *localReservation) Wait(ctx context.Context) error {
 }
 
 var (
-	_ throttle.Reserver    = (*keyWaiter)(nil)
 	_ throttle.Reservation = (*reservation)(nil)
 	_ throttle.Reservation = (*localReservation)(nil)
 )

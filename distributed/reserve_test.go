@@ -20,12 +20,12 @@ func near(got, want, tol time.Duration) bool {
 // from the pushed move), and a second Cancel does nothing.
 func TestReserve(t *testing.T) {
 	_, c := startRedis(t)
-	q := New(c, "reserve", 10, 1)
+	q := New(c, "reserve", throttle.Limit{Rate: 10, Burst: 1})
 	defer q.Close()
 	ctx := context.Background()
 	var rs []throttle.Reservation
 	for range 3 {
-		r, err := q.For("k").(throttle.Reserver).ReserveN(ctx, 1)
+		r, err := q.For("k").ReserveN(ctx, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +51,7 @@ func TestReserve(t *testing.T) {
 	if err := rs[1].Wait(ctx); !errors.Is(err, context.Canceled) {
 		t.Errorf("Wait on a cancelled reservation: %v; want context.Canceled", err)
 	}
-	st, err := q.For("k").(throttle.Inspector).State(ctx)
+	st, err := q.For("k").State(ctx)
 	if err != nil || st.Queued != 0 || !near(st.Next, 100*time.Millisecond, tol) {
 		t.Errorf("after: %+v, %v; want nothing queued, next turn in 100ms", st, err)
 	}
@@ -61,22 +61,22 @@ func TestReserve(t *testing.T) {
 // Wait whose ctx ends gives the units back; Cancel ends a sleeping Wait.
 func TestReserveDeadline(t *testing.T) {
 	_, c := startRedis(t)
-	q := New(c, "reservedl", 10, 1)
+	q := New(c, "reservedl", throttle.Limit{Rate: 10, Burst: 1})
 	defer q.Close()
 	ctx := context.Background()
-	if _, err := q.ReserveN(ctx, 1); err != nil {
+	if _, err := q.For("").ReserveN(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
-	if _, err := q.ReserveN(short, 1); !errors.Is(err, throttle.ErrWouldExceedDeadline) {
+	if _, err := q.For("").ReserveN(short, 1); !errors.Is(err, throttle.ErrWouldExceedDeadline) {
 		t.Errorf("ReserveN past the deadline: %v; want ErrWouldExceedDeadline", err)
 	}
-	st, _ := q.State(ctx)
+	st, _ := q.For("").State(ctx)
 	if st.Queued != 0 {
 		t.Errorf("a refused reservation kept %d units", st.Queued)
 	}
-	r, err := q.ReserveN(ctx, 1)
+	r, err := q.For("").ReserveN(ctx, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestReserveDeadline(t *testing.T) {
 	if err := r.Wait(cctx); !errors.Is(err, context.Canceled) {
 		t.Errorf("Wait with ctx cancelled: %v; want context.Canceled", err)
 	}
-	r2, _ := q.ReserveN(ctx, 1)
+	r2, _ := q.For("").ReserveN(ctx, 1)
 	done := make(chan error, 1)
 	go func() { done <- r2.Wait(ctx) }()
 	time.Sleep(10 * time.Millisecond)
@@ -99,7 +99,7 @@ func TestReserveDeadline(t *testing.T) {
 		t.Fatal("Cancel did not end a sleeping Wait")
 	}
 	_ = q.Close() // the refunds in the background are done
-	if st, _ := q.State(ctx); st.Queued != 0 {
+	if st, _ := q.For("").State(ctx); st.Queued != 0 {
 		t.Errorf("after the cancels: %d units queued; want 0", st.Queued)
 	}
 }

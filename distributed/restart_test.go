@@ -26,7 +26,7 @@ import (
 const restartEnv = "THROTTLE_RESTART_HELPER"
 
 // TestRestartFleet: 4 OS processes × 16 goroutines send 800 requests
-// through throttle.Transport, sharing one Quota of 100/s (burst 10,
+// through throttle.Transport, sharing one Limiter of 100/s (burst 10,
 // Workers 4, FailLocal), to an httptest server that enforces that same
 // bucket with bare 429s. Redis is stopped 2 s in, for 2 s, and restarted
 // empty; the run goes on about 4 s more, past the second it checks last.
@@ -184,7 +184,7 @@ func TestRestartHelper(t *testing.T) {
 	goroutines, _ := strconv.Atoi(env("GOROUTINES"))
 	client := redis.NewClient(&redis.Options{Addr: env("ADDR"), ContextTimeoutEnabled: true, MaxRetries: -1})
 	defer client.Close()
-	q := New(client, "restart", 100, 10)
+	q := New(client, "restart", throttle.Limit{Rate: 100, Burst: 10})
 	q.Workers = 4
 	defer q.Close()
 	hc := &http.Client{Transport: &throttle.Transport{

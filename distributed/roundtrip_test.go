@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/throttle-go/throttle"
 	"github.com/throttle-go/throttle/internal/redistest"
 )
 
@@ -35,7 +36,7 @@ func commandStats(tb testing.TB, s *redistest.Server) map[string]int64 {
 }
 
 // subscribed reports whether q's subscription to pushed moves is up.
-func subscribed(q *Quota) bool {
+func subscribed(q *Limiter) bool {
 	_, sub := q.pushes.mark()
 	return sub.up
 }
@@ -48,7 +49,7 @@ func TestOneCommandPerWait(t *testing.T) {
 	s, c := startRedis(t)
 	ctx := context.Background()
 
-	q := New(c, "roundtrip", 1000, 1) // 1ms per unit: most waits sleep
+	q := New(c, "roundtrip", throttle.Limit{Rate: 1000, Burst: 1}) // 1ms per unit: most waits sleep
 	w := q.For("k")
 	// Warm up: connection, script load (NOSCRIPT, then EVAL), and the
 	// subscription to pushed moves up (a wait that sleeps before it is
@@ -101,9 +102,9 @@ func TestOneCommandPerSleepingWait(t *testing.T) {
 	t.Parallel()
 	s, c := startRedis(t)
 	ctx := context.Background()
-	q := New(c, "roundtrip-sleep", 200, 1) // 5ms per unit, 4 goroutines: ~20ms sleeps
-	q.Timeout = time.Second                // a loaded machine must not make this an outage test
-	q.MaxLease = 1                         // one call per wait: leases are counted in lease_test.go
+	q := New(c, "roundtrip-sleep", throttle.Limit{Rate: 200, Burst: 1}) // 5ms per unit, 4 goroutines: ~20ms sleeps
+	q.Timeout = time.Second                                             // a loaded machine must not make this an outage test
+	q.MaxLease = 1                                                      // one call per wait: leases are counted in lease_test.go
 	w := q.For("k")
 	const goroutines, waits = 4, 50
 	var started, measured sync.WaitGroup

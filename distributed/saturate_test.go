@@ -17,7 +17,7 @@ import (
 // are never, as for the in-process Limiter, never a wait that overflowed
 // into the past. At 1e-10/s (a unit per 317 years, a reply of integers)
 // and 1e-300/s (the fast path's packed doubles, far past int64), burst
-// 1, through leased turns and without: the first unit goes, then TryN
+// 1, through leased turns and without: the first unit goes, then Try
 // refuses with the largest Duration, State's next turn is the largest
 // Duration, 40 waits with a deadline fail at once with
 // ErrWouldExceedDeadline, and 40 without one sleep until their context
@@ -27,7 +27,7 @@ func TestFarTurnSaturates(t *testing.T) {
 	for _, limit := range []rate.Limit{1e-10, 1e-300} {
 		for _, lease := range []int{1, 0} {
 			t.Run(fmt.Sprintf("%g/s,MaxLease=%d", limit, lease), func(t *testing.T) {
-				q := New(c, fmt.Sprintf("far-%g-%d", limit, lease), limit, 1)
+				q := New(c, fmt.Sprintf("far-%g-%d", limit, lease), throttle.Limit{Rate: limit, Burst: 1})
 				q.MaxLease = lease
 				q.Timeout = time.Second
 				defer q.Close()
@@ -44,11 +44,11 @@ func TestFarTurnSaturates(t *testing.T) {
 // TestHugeSettleSaturates: at 1e-10/s, burst 2, one unit spent leaves
 // one; a settle of that unit as 1e11 is bounded by the burst (a debt of
 // 2: the next unit is two intervals, 634 years, away) and reports the
-// rest dropped; then no wait goes early, and TryN's delay is the largest
+// rest dropped; then no wait goes early, and Try's delay is the largest
 // Duration, not a negative one.
 func TestHugeSettleSaturates(t *testing.T) {
 	_, c := startRedis(t)
-	q := New(c, "huge-settle", 1e-10, 2)
+	q := New(c, "huge-settle", throttle.Limit{Rate: 1e-10, Burst: 2})
 	q.MaxLease = 1
 	q.Timeout = time.Second
 	defer q.Close()
@@ -57,22 +57,22 @@ func TestHugeSettleSaturates(t *testing.T) {
 	if err := w.WaitN(ctx, 1); err != nil {
 		t.Fatalf("first WaitN(1) = %v", err)
 	}
-	dropped, err := w.settleN(ctx, 1, 1e11)
+	dropped, err := w.settle(ctx, throttle.Cost{N: 1}, throttle.Cost{N: 1e11})
 	if want := []int64{1e11 - 1 - 2}; err != nil || len(dropped) != 1 || dropped[0] != want[0] {
 		t.Fatalf("settle(1, 1e11) = %v, %v; want %v dropped", dropped, err, want)
 	}
 	never(t, w)
 }
 
-// never checks that w's next unit is never: TryN and State say the
+// never checks that w's next unit is never: Try and State say the
 // largest Duration, waits with a deadline fail at once, waits without
 // one sleep until their context ends.
 func never(t *testing.T, w *keyWaiter) {
 	t.Helper()
 	ctx := context.Background()
-	ok, d, err := w.TryN(ctx, 1)
+	ok, d, err := w.Try(ctx, throttle.Cost{N: 1})
 	if ok || err != nil || d != math.MaxInt64 {
-		t.Errorf("TryN(1) = %v, %v, %v; want false, the largest Duration", ok, d, err)
+		t.Errorf("Try(1) = %v, %v, %v; want false, the largest Duration", ok, d, err)
 	}
 	st, err := w.State(ctx)
 	if err != nil || st.Next != math.MaxInt64 {

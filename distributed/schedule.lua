@@ -2,11 +2,11 @@
 -- schedule*.go in Lua, rule for rule and name for name, so that both
 -- implementations are one model (the property suite drives both). It is
 -- the first of the script's files, joined in order into one chunk by
--- quota.go: this one (the arguments, the core, the fast paths), then
+-- script.go: this one (the arguments, the core, the fast paths), then
 -- schedule_state.lua, schedule_limits.lua, schedule_turns.lua,
 -- schedule_advance.lua and schedule_ops.lua. The
 -- constants (PROBE_WAIT, CUT_BETA, …, in seconds) are prepended by the Go
--- source from throttle.ScheduleConstants; SEC is 1e6: times are µs of
+-- source from schedule.Constants; SEC is 1e6: times are µs of
 -- Redis's clock (TIME), never a worker's.
 --
 -- KEYS[1]  the key's hash

@@ -1,5 +1,5 @@
 -- schedule_advance.lua: units going at their turns (advance, and the walk of several limits), enqueue, rejections, refusals and settles.
--- A part of the schedule script, not a script of its own: quota.go
+-- A part of the schedule script, not a script of its own: script.go
 -- joins schedule.lua and its parts in order into one chunk, whose
 -- locals every part shares (see schedule.lua).
 
@@ -313,6 +313,14 @@ end
 local function bound(d, most)
 	if d > most then
 		return most, d - most
+	end
+	return d, 0
+end
+-- boundFirst: bound on the first limit, its burst; with no pace
+-- configured there is nothing to bound (the engine's Clamp).
+local function boundFirst(d)
+	if cfgI > 0 then
+		return bound(d, cfgB)
 	end
 	return d, 0
 end

@@ -1,5 +1,5 @@
 -- schedule_budget.lua: a hidden budget's cycles and its learned window (schedule_budget.go).
--- A part of the schedule script, not a script of its own: quota.go
+-- A part of the schedule script, not a script of its own: script.go
 -- joins schedule.lua and its parts in order into one chunk, whose
 -- locals every part shares (see schedule.lua).
 

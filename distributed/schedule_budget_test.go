@@ -51,7 +51,7 @@ func (f *failEvery) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 // TestHiddenBudgetFleetLiveness: a server with a hidden rolling budget
 // (20 requests in any 1 s, a 429 with Retry-After only), four processes
-// (four Quotas, each its own client) told 100/s, burst 10, 6 workers each
+// (four Limiters, each its own client) told 100/s, burst 10, 6 workers each
 // through Transport, 240 requests; one process's client fails every 15th
 // wait or lease call, whose waits then go by FailLocal. Every request
 // must finish, and once the budget is learned (the third refusal), each
@@ -123,7 +123,7 @@ func TestHiddenBudgetFleetLiveness(t *testing.T) {
 			client.AddHook(fault)
 		}
 		defer client.Close()
-		q := New(client, "hidden-fleet", 100, 10)
+		q := New(client, "hidden-fleet", throttle.Limit{Rate: 100, Burst: 10})
 		q.Workers = procs
 		q.Timeout = time.Second // a busy machine is no outage: the faults are the injected ones
 		defer q.Close()

@@ -12,7 +12,7 @@ import (
 )
 
 // The differential suite's generator: random configurations, and random
-// op sequences on them with valid arguments, as the Quota's calls would
+// op sequences on them with valid arguments, as the Limiter's calls would
 // send them (see schedule_diff_test.go).
 
 // dcfg is a key's configuration: the first limit's interval (µs per unit,
@@ -21,7 +21,7 @@ type dcfg struct {
 	iv    float64
 	burst int
 	lims  []dlim
-	ver   int // the Quota's Version: a higher one replaces the state's configuration
+	ver   int // the Limiter's Version: a higher one replaces the state's configuration
 }
 
 // burstArg is the script's ARGV[3]: the burst, and ":version" after it
@@ -304,7 +304,7 @@ func (g *gen) next() dop {
 	var op schedule.Op
 	k := r.IntN(100)
 	if x && !g.named {
-		// A Quota with further limits names them in its first call (every
+		// A Limiter with further limits names them in its first call (every
 		// request waits first): the script knows them from then on.
 		k, g.named = 0, true
 	}
@@ -355,7 +355,7 @@ func (g *gen) next() dop {
 	return dop{now: g.now, op: op, c: nc}
 }
 
-// adapt draws a response's feedback of every shape the Quota sends.
+// adapt draws a response's feedback of every shape the Limiter sends.
 func (g *gen) adapt() schedule.Adapt {
 	r := g.r
 	a := schedule.Adapt{Cost: float64(g.cost())}

@@ -1,5 +1,5 @@
 -- schedule_limits.lua: several limits per key (schedule_limits.go): their state, rules, and the ops mwait, mtry and msettle up to the general path.
--- A part of the schedule script, not a script of its own: quota.go
+-- A part of the schedule script, not a script of its own: script.go
 -- joins schedule.lua and its parts in order into one chunk, whose
 -- locals every part shares (see schedule.lua).
 

@@ -1,5 +1,5 @@
 -- schedule_ops.lua: the view, the ops of the general path and the write-back.
--- A part of the schedule script, not a script of its own: quota.go
+-- A part of the schedule script, not a script of its own: script.go
 -- joins schedule.lua and its parts in order into one chunk, whose
 -- locals every part shares (see schedule.lua).
 
@@ -188,14 +188,14 @@ elseif op == 'adapt' then
 	reply = set
 elseif op == 'settle' then
 	-- ARGV[5] spent, ARGV[6] actual (both ≥ 0, spent within the burst:
-	-- checked by the caller). The charge is bounded by the burst (see
-	-- bound). Returns the units of the charge dropped (at most FAR). A
+	-- checked by the caller). The charge is bounded by the burst, if
+	-- the key has a pace (see boundFirst). Returns the units of the charge dropped (at most FAR). A
 	-- give-back to a key without state (a full bucket) writes nothing.
 	local spent, actual = tonumber(ARGV[5]), tonumber(ARGV[6])
 	if fresh and actual <= spent then
 		return 0
 	end
-	local d, dropped = bound(actual - spent, cfgB)
+	local d, dropped = boundFirst(actual - spent)
 	actual = spent + d
 	advance()
 	if spent ~= actual then
@@ -213,7 +213,7 @@ elseif op == 'msettle' then
 	-- the units of each charge dropped (at most FAR): the first limit's,
 	-- then the further limits' in their order.
 	local spent, actual = tonumber(ARGV[5]), tonumber(ARGV[6])
-	local d, dropped = bound(actual - spent, cfgB)
+	local d, dropped = boundFirst(actual - spent)
 	actual = spent + d
 	reply = {math.min(dropped, FAR)}
 	advance()

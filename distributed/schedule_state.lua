@@ -1,5 +1,5 @@
 -- schedule_state.lua: the state read from the hash (core and x), the queues' lines and cancelled tickets.
--- A part of the schedule script, not a script of its own: quota.go
+-- A part of the schedule script, not a script of its own: script.go
 -- joins schedule.lua and its parts in order into one chunk, whose
 -- locals every part shares (see schedule.lua).
 

@@ -1,5 +1,5 @@
 -- schedule_turns.lua: the general path's window, cut and pace, and the turn of a unit (schedule.go's turnAt, dueUnits).
--- A part of the schedule script, not a script of its own: quota.go
+-- A part of the schedule script, not a script of its own: script.go
 -- joins schedule.lua and its parts in order into one chunk, whose
 -- locals every part shares (see schedule.lua).
 

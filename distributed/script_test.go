@@ -16,7 +16,7 @@ import (
 // (an upper-case name it does not define itself) comes from
 // throttle.ScheduleConstants: a rule's number exists once, in the Go
 // source. A name missing there is a runtime error in Redis that a
-// best-effort call (Adapt) would only drop.
+// best-effort call (Observe) would only drop.
 func TestScriptConstants(t *testing.T) {
 	c := schedule.Constants()
 	src := regexp.MustCompile(`--[^\n]*`).ReplaceAllString(scheduleSrc, "") // code only
@@ -69,7 +69,7 @@ func TestCoreEarlierFormat(t *testing.T) {
 		{"tag1 without v", "tag1", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			w := New(c, "earlier-"+tt.format+tt.v, 1, 1).For("k").(*keyWaiter)
+			w := New(c, "earlier-"+tt.format+tt.v, throttle.Limit{Rate: 1, Burst: 1}).For("k").(*keyWaiter)
 			if err := earlierCore.Run(ctx, c, []string{w.rkey}, 5_000_000, tt.format, tt.v).Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -105,13 +105,13 @@ func TestCoreEarlierFormat(t *testing.T) {
 		})
 	}
 	t.Run("tag1 configured otherwise", func(t *testing.T) {
-		w := New(c, "earlier-other", 1, 1).For("k").(*keyWaiter)
+		w := New(c, "earlier-other", throttle.Limit{Rate: 1, Burst: 1}).For("k").(*keyWaiter)
 		if err := earlierCore.Run(ctx, c, []string{w.rkey}, 0, "tag1", "500000/3").Err(); err != nil {
 			t.Fatal(err)
 		}
 		err := w.WaitN(ctx, 1)
 		var ce *ConfigError
-		if !errors.As(err, &ce) || ce.StoredLimit != 2 || ce.StoredBurst != 3 {
+		if !errors.As(err, &ce) || ce.StoredRate != 2 || ce.StoredBurst != 3 {
 			t.Fatalf("WaitN on a state an earlier version wrote with 2/s burst 3 = %v; want a *ConfigError naming 2/s burst 3", err)
 		}
 	})

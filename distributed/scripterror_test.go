@@ -19,7 +19,7 @@ import (
 // Whatever the FailMode, each such call returns that error (reaching the
 // redis.Error, not matching ErrStoreUnavailable; a FailOpen wait is not
 // admitted), the breaker never opens, and no store error, breaker or
-// fallback event is told; a key of the same Quota with a readable state
+// fallback event is told; a key of the same Limiter with a readable state
 // is still paced by Redis afterwards (burst 1: the second try is
 // refused, with its turn). Through a client whose calls run inline, and
 // through a Ring without ContextTimeoutEnabled, whose calls run in a
@@ -40,7 +40,7 @@ func TestScriptErrorIsTheCallsError(t *testing.T) {
 	} {
 		c, mode := tc.c, tc.mode
 		t.Run(tc.name, func(t *testing.T) {
-			q := New(c, "scripterr-"+tc.name, 10, 1)
+			q := New(c, "scripterr-"+tc.name, throttle.Limit{Rate: 10, Burst: 1})
 			q.FailMode = mode
 			q.Timeout = time.Second
 			var (
@@ -64,9 +64,9 @@ func TestScriptErrorIsTheCallsError(t *testing.T) {
 			}{
 				{"WaitN(1)", func() error { return bad.WaitN(ctx, 1) }},
 				{"WaitN(1) direct", func() error { _, err := bad.waitDirect(ctx, 1, queueFirst); return err }},
-				{"TryN(1)", func() error { _, _, err := bad.TryN(ctx, 1); return err }},
+				{"Try", func() error { _, _, err := bad.Try(ctx); return err }},
 				{"ReserveN(1)", func() error { _, err := bad.ReserveN(ctx, 1); return err }},
-				{"Settle(1, 2)", func() error { return bad.Settle(ctx, 1, 2) }},
+				{"Settle(1, 2)", func() error { return bad.Settle(ctx, throttle.Cost{N: 1}, throttle.Cost{N: 2}) }},
 				{"State", func() error { _, err := bad.State(ctx); return err }},
 				{"Pause", func() error { return bad.Pause(ctx, time.Second) }},
 			}
@@ -80,12 +80,12 @@ func TestScriptErrorIsTheCallsError(t *testing.T) {
 				}
 			}
 			w := q.For("good")
-			if ok, _, err := w.(throttle.Trier).TryN(ctx, 1); !ok || err != nil {
-				t.Fatalf("first TryN(1) on another key = %v, %v; want true", ok, err)
+			if ok, _, err := w.Try(ctx, throttle.Cost{N: 1}); !ok || err != nil {
+				t.Fatalf("first Try on another key = %v, %v; want true", ok, err)
 			}
-			ok, d, err := w.(throttle.Trier).TryN(ctx, 1)
+			ok, d, err := w.Try(ctx, throttle.Cost{N: 1})
 			if ok || err != nil || d <= 0 || d > 100*time.Millisecond {
-				t.Errorf("second TryN(1) on another key = %v, %v, %v; want false with its turn within 100ms (Redis answers: the breaker is closed)", ok, d, err)
+				t.Errorf("second Try on another key = %v, %v, %v; want false with its turn within 100ms (Redis answers: the breaker is closed)", ok, d, err)
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -168,7 +168,7 @@ type olderError string
 func (e olderError) Error() string { return string(e) }
 func (olderError) RedisError()     {}
 
-// TestInvalidVersionRefusedBeforeAnyCall: a Quota with Version -1, or
+// TestInvalidVersionRefusedBeforeAnyCall: a Limiter with Version -1, or
 // one above 2^53 (past the integers a Lua number holds exactly), is an
 // invalid configuration: every call on a key fails with an error
 // matching throttle.ErrInvalidLimit before it is made (Redis holds no
@@ -181,30 +181,28 @@ func TestInvalidVersionRefusedBeforeAnyCall(t *testing.T) {
 }
 
 func invalidVersion(t *testing.T, c *redis.Client, v int) {
-	q := New(c, "version", 10, 5)
+	q := New(c, "version", throttle.Limit{Rate: 10, Burst: 5}, throttle.Limit{Unit: "tokens", Rate: 10, Burst: 5})
 	q.Version = v
-	q.Limits = []throttle.UnitLimit{{Unit: "tokens", Rate: throttle.Rate{Limit: 10, Burst: 5}}}
 	q.FailMode = FailOpen
 	q.Timeout = time.Second
 	q.OnEvent = func(e throttle.Event) { t.Errorf("event %v (%v)", e.Kind, e.Err) }
 	defer q.Close()
 	ctx := context.Background()
 	w := q.For("k").(*keyWaiter)
-	tokens := throttle.Cost{Units: []throttle.UnitCost{{Unit: "tokens", N: 1}}}
+	tokens := throttle.Cost{N: 1, Units: map[string]int{"tokens": 1}}
 	calls := []struct {
 		name string
 		call func() error
 	}{
 		{"WaitN(1)", func() error { return w.WaitN(ctx, 1) }},
-		{"TryN(1)", func() error { _, _, err := w.TryN(ctx, 1); return err }},
+		{"Try", func() error { _, _, err := w.Try(ctx); return err }},
 		{"ReserveN(1)", func() error { _, err := w.ReserveN(ctx, 1); return err }},
-		{"Settle(1, 2)", func() error { return w.Settle(ctx, 1, 2) }},
+		{"Settle(1, 2)", func() error { return w.Settle(ctx, throttle.Cost{N: 1}, throttle.Cost{N: 2}) }},
 		{"State", func() error { _, err := w.State(ctx); return err }},
 		{"Pause", func() error { return w.Pause(ctx, time.Second) }},
-		{"Adapt", func() error { return w.Adapt(ctx, throttle.Feedback{Pause: time.Second}) }},
-		{"WaitCost", func() error { return w.WaitCost(ctx, tokens) }},
-		{"SettleCost", func() error { return w.SettleCost(ctx, tokens, throttle.Cost{}) }},
-		{"LimitStates", func() error { _, err := q.LimitStates(ctx, "k"); return err }},
+		{"Observe", func() error { _, err := w.Observe(ctx, throttle.Feedback{Pause: time.Second}); return err }},
+		{"Wait(tokens)", func() error { return w.Wait(ctx, tokens) }},
+		{"Settle(tokens)", func() error { return w.Settle(ctx, tokens, throttle.Cost{}) }},
 	}
 	for _, tc := range calls {
 		if err := tc.call(); !errors.Is(err, throttle.ErrInvalidLimit) || errors.Is(err, ErrStoreUnavailable) {

@@ -12,7 +12,7 @@ import (
 	"github.com/throttle-go/throttle/internal/redistest"
 )
 
-// TestServers runs the Quota's core against each server it claims:
+// TestServers runs the Limiter's core against each server it claims:
 // Redis (Debian bookworm's 7.0) and Valkey (bookworm-backports' 8.0;
 // ./test.sh installs it; without it this subtest is skipped, or fails
 // when CI is set). What it checks on each: the pace (no more than burst +
@@ -28,7 +28,7 @@ func TestServers(t *testing.T) {
 			if v, err := c.Info(ctx, "server").Result(); err == nil {
 				t.Logf("%s: %s", bin, firstLine(v, "valkey_version:", "redis_version:"))
 			}
-			q := New(c, "servers", 100, 5)
+			q := New(c, "servers", throttle.Limit{Rate: 100, Burst: 5})
 			q.FailMode = FailClosed
 			q.Timeout = time.Second // a loaded machine must not fake an outage
 			w := q.For("k").(*keyWaiter)

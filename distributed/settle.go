@@ -3,81 +3,126 @@ package distributed
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/throttle-go/throttle"
 )
 
-// Settle implements [throttle.Settler] for the whole fleet: one script
-// call amends the cost of a wait of the key that spent spent units to
-// actual, by schedule.go's rule (a charge is a debt every process's next
-// waits pay, of at most the burst: actual counts as at most spent +
-// burst, the rest dropped; units given back move the queued turns of
-// every process earlier, never filling the bucket past its burst), and
-// publishes the move so that the waits sleeping in every process ask
-// for their turns again. A settle that changes nothing (actual = spent)
+// Settle amends a wait that spent spent to what it really cost, actual,
+// for the whole fleet: see [throttle.Quota]. One script call (op settle,
+// or msettle for a Limiter with further limits) amends the key's state
+// by the engine's rules: per limit, a charge is a debt every process's
+// next waits pay, of at most what the limit holds at once beyond spent
+// (the rest is dropped, and reported as an [throttle.EventClamp] to
+// OnEvent and to the function of ctx, [throttle.WithEvents]); units
+// given back move the queued turns of every process earlier, never
+// filling a bucket past its burst; on a window, a charge counts in the
+// window the settle falls in (Redis's clock). The script publishes the
+// move, so that the waits sleeping in every process ask for their turns
+// again. actual is the whole cost: its N, and each unit it names (a
+// unit it does not name stays as spent). A settle that changes nothing
 // makes no call; a give-back to a key Redis keeps no state for (a full
 // bucket) writes nothing.
 //
-// spent or actual negative, a limit that is not positive or a burst
-// below 1 fail with [throttle.ErrInvalidLimit], spent more than the
-// burst with [throttle.ErrCostExceedsBurst], before any call. The call
-// has a context of its own bounded by Timeout, so that a request's
-// context ending a moment later does not lose it. If Redis cannot
-// answer, the settle is lost (a charge lost errs against the API's
-// limit, units given back are lost) and Settle returns an error matching
-// [ErrStoreUnavailable], whatever the FailMode: a FailLocal bucket is
+// A spent cost that no wait could have spent, or a negative or unknown
+// unit in actual, fails as a wait's cost does ([throttle.ErrInvalidLimit],
+// [throttle.ErrCostExceedsBurst]), before any call. The call has a
+// context of its own bounded by Timeout, so that a request's context
+// ending a moment later does not lose it. If Redis cannot answer, the
+// settle is lost (a charge lost errs against the API's limit, units
+// given back are lost) and Settle returns an error matching
+// [ErrStoreUnavailable], whatever the FailMode: a FailLocal fallback is
 // not amended.
-func (w *keyWaiter) Settle(ctx context.Context, spent, actual int) error {
-	_, err := w.settleN(ctx, spent, actual)
+func (w *keyWaiter) Settle(ctx context.Context, spent, actual throttle.Cost) error {
+	_, err := w.settle(ctx, spent, actual)
 	return err
 }
 
-// settleN is Settle, and returns the units the script dropped of the
-// charge (see settle); nil when no call was made.
-func (w *keyWaiter) settleN(ctx context.Context, spent, actual int) (dropped []int64, err error) {
-	if actual < 0 {
-		return nil, fmt.Errorf("%w: settle %d units of %q as %d: costs are never negative", throttle.ErrInvalidLimit, spent, w.key, actual)
+// settle is Settle, and returns the units the script dropped of each
+// charge: the first limit's, then each further limit's in the order of
+// xconf's spec; nil when no call was made.
+func (w *keyWaiter) settle(ctx context.Context, spent, actual throttle.Cost) (dropped []int64, err error) {
+	q := w.q
+	sn, an := spent.N, actual.N
+	if sn < 0 || an < 0 {
+		return nil, fmt.Errorf("%w: settle %d units of %q as %d: costs are never negative", throttle.ErrInvalidLimit, sn, w.key, an)
 	}
-	if err := w.q.check(spent); err != nil {
+	if err := q.check(sn); err != nil {
 		return nil, err
 	}
-	if spent == actual {
+	s, err := q.costOf(spent)
+	if err != nil {
+		return nil, err
+	}
+	x := q.xconfig()
+	if x == nil {
+		for u := range actual.Units {
+			return nil, fmt.Errorf("%w: limiter %q has no limit in unit %q", throttle.ErrInvalidLimit, q.name, u)
+		}
+		if sn == an {
+			return nil, nil
+		}
+		return w.settleCall(ctx, "settle", sn, an)
+	}
+	// actual's units: known, not negative, of any size (a charge the
+	// script bounds).
+	for u, n := range actual.Units {
+		if n < 0 {
+			return nil, fmt.Errorf("%w: settle %d %s of %q: costs are never negative", throttle.ErrInvalidLimit, n, u, w.key)
+		}
+		if !x.has(u) {
+			return nil, fmt.Errorf("%w: limiter %q has no limit in unit %q", throttle.ErrInvalidLimit, q.name, u)
+		}
+	}
+	change := sn != an
+	args := make([]any, 0, 7+len(x.units))
+	args = append(args, sn, an, "", "", "", "", x.spec)
+	for i, u := range x.units {
+		d := 0.0 // a unit actual does not name stays as spent
+		switch n, named := actual.Units[u]; {
+		case u == "":
+			d = float64(an) - s[i]
+		case named:
+			d = float64(n) - s[i]
+		}
+		args = append(args, strconv.FormatFloat(d, 'g', -1, 64))
+		change = change || d != 0
+	}
+	if !change {
 		return nil, nil
 	}
-	dropped, err = w.settle(ctx, "settle", spent, actual)
-	if err != nil {
-		return nil, fmt.Errorf("settling %q: %w", w.key, unavailable(err))
-	}
-	return dropped, nil
+	return w.settleCall(ctx, "msettle", args...)
 }
 
-// settle makes a settle's call (op settle, or msettle with its
-// arguments) with a context of its own bounded by Timeout, and returns
-// the units the script dropped of each charge (see bound in
-// schedule_advance.lua): the first limit's, then, for msettle, each of
-// Quota.Limits' in the order of xconf's spec; all 0 when none was.
-func (w *keyWaiter) settle(ctx context.Context, op string, args ...any) (dropped []int64, err error) {
+// settleCall makes a settle's call (op settle, or msettle with its
+// arguments) with a context of its own bounded by Timeout, reports each
+// charge the script dropped (see bound in schedule_advance.lua) as an
+// EventClamp, and returns them.
+func (w *keyWaiter) settleCall(ctx context.Context, op string, args ...any) ([]int64, error) {
+	q := w.q
 	reply, err := w.run(context.WithoutCancel(ctx), op, args...)
-	if err != nil {
-		return nil, err
+	if lerr := w.limitsError(err); lerr != nil {
+		return nil, lerr
 	}
 	want := 1
 	if op == "msettle" {
-		want += len(w.q.xconfig().units)
+		want += len(q.xconfig().units)
 	}
-	if len(reply) != want {
-		return nil, fmt.Errorf("unexpected reply %v from the schedule script", reply)
+	if err == nil && len(reply) != want {
+		err = fmt.Errorf("unexpected reply %v from the schedule script", reply)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("settling %q: %w", w.key, unavailable(err))
+	}
+	for i, d := range reply {
+		if d <= 0 {
+			continue
+		}
+		e := throttle.Event{Kind: throttle.EventClamp, Key: w.key, Units: float64(d)}
+		if i > 0 {
+			e.Unit = q.xconfig().units[i-1]
+		}
+		q.emitCall(ctx, e)
 	}
 	return reply, nil
 }
-
-// Settle amends the cost of a wait on the quota's own bucket (the one
-// For("") returns): see keyWaiter's Settle via For.
-func (q *Quota) Settle(ctx context.Context, spent, actual int) error {
-	return q.defaultWaiter().Settle(ctx, spent, actual)
-}
-
-var (
-	_ throttle.Settler = (*keyWaiter)(nil)
-	_ throttle.Settler = (*Quota)(nil)
-)

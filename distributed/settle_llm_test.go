@@ -17,7 +17,7 @@ import (
 	"github.com/throttle-go/throttle/throttletest"
 )
 
-// TestFleetSettleFakeLLM: four processes (a Quota and a Transport each,
+// TestFleetSettleFakeLLM: four processes (a Limiter and a Transport each,
 // each with its own Redis client) share 10,000 tokens a second, 20,000 at
 // once, with 8 goroutines each, for 4 s (8 s with THROTTLE_LONG=1) on
 // the real clock against an
@@ -46,14 +46,14 @@ func TestFleetSettleFakeLLM(t *testing.T) {
 		var wg sync.WaitGroup
 		start := time.Now()
 		for p := range 4 {
-			q := New(newClient(t, s.Addr()), fmt.Sprint("llm-", settle), rate, burst)
+			q := New(newClient(t, s.Addr()), fmt.Sprint("llm-", settle), throttle.Limit{Rate: rate, Burst: burst})
 			q.Timeout = time.Second // a loaded machine is no outage
 			defer q.Close()
 			client := &http.Client{Transport: &throttle.Transport{
 				Waiter: q,
-				Cost: func(r *http.Request) int {
+				CostOf: func(r *http.Request) throttle.Cost {
 					n, _ := strconv.Atoi(r.Header.Get("X-Max-Tokens"))
-					return n
+					return throttle.Cost{N: n}
 				},
 			}}
 			for g := range 8 {
@@ -76,7 +76,7 @@ func TestFleetSettleFakeLLM(t *testing.T) {
 						err = json.NewDecoder(resp.Body).Decode(&out)
 						resp.Body.Close()
 						if settle && err == nil && resp.StatusCode == http.StatusOK {
-							if err := throttle.SettleResponse(resp, out.Usage.TotalTokens); err != nil {
+							if err := throttle.SettleResponse(resp, throttle.Cost{N: out.Usage.TotalTokens}); err != nil {
 								t.Error(err)
 							}
 						}

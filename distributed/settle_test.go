@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,7 +28,7 @@ func TestRedisSettleMovesTurns(t *testing.T) {
 		want   int64 // B's turn after A's, µs
 	}{{5, 500e3}, {2, 200e3}, {8, 800e3}, {10, 1000e3}, {15, 1000e3}} {
 		t.Run(fmt.Sprint(tt.actual), func(t *testing.T) {
-			q := New(c, fmt.Sprint("settle-", tt.actual), 10, 5)
+			q := New(c, fmt.Sprint("settle-", tt.actual), throttle.Limit{Rate: 10, Burst: 5})
 			q.Timeout = time.Second
 			defer q.Close()
 			w := q.For("k").(*keyWaiter)
@@ -37,7 +38,7 @@ func TestRedisSettleMovesTurns(t *testing.T) {
 				t.Fatal(err)
 			}
 			b := startWait(t, ctx, w, 5)
-			if err := w.Settle(ctx, 5, tt.actual); err != nil {
+			if err := w.Settle(ctx, throttle.Cost{N: 5}, throttle.Cost{N: tt.actual}); err != nil {
 				t.Fatalf("Settle(5, %d): %v", tt.actual, err)
 			}
 			bt, err := b()
@@ -59,7 +60,7 @@ func TestRedisSettleMovesTurns(t *testing.T) {
 func TestRedisSettleBounded(t *testing.T) {
 	t.Parallel()
 	s, c := startRedis(t)
-	q := New(c, "settle-bounded", 10, 5)
+	q := New(c, "settle-bounded", throttle.Limit{Rate: 10, Burst: 5})
 	q.Timeout = time.Second
 	defer q.Close()
 	w := q.For("k").(*keyWaiter)
@@ -74,7 +75,7 @@ func TestRedisSettleBounded(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	before := redisNow(t, c)
-	if err := w.Settle(ctx, 5, 0); err != nil {
+	if err := w.Settle(ctx, throttle.Cost{N: 5}, throttle.Cost{N: 0}); err != nil {
 		t.Fatal(err)
 	}
 	after := redisNow(t, c) // the settle ran between: at s
@@ -99,11 +100,11 @@ func TestRedisSettleBounded(t *testing.T) {
 		spent, actual int
 		want          error
 	}{{2, -1, throttle.ErrInvalidLimit}, {-1, 0, throttle.ErrInvalidLimit}, {6, 0, throttle.ErrCostExceedsBurst}} {
-		if err := w.Settle(ctx, tt.spent, tt.actual); !errors.Is(err, tt.want) {
+		if err := w.Settle(ctx, throttle.Cost{N: tt.spent}, throttle.Cost{N: tt.actual}); !errors.Is(err, tt.want) {
 			t.Errorf("Settle(%d, %d) = %v; want %v", tt.spent, tt.actual, err, tt.want)
 		}
 	}
-	if err := w.Settle(ctx, 3, 3); err != nil {
+	if err := w.Settle(ctx, throttle.Cost{N: 3}, throttle.Cost{N: 3}); err != nil {
 		t.Fatal(err)
 	}
 	if calls := commandStats(t, s); calls["evalsha"] != 0 {
@@ -118,7 +119,7 @@ func TestRedisSettleBounded(t *testing.T) {
 func TestRedisSettleAfterIdle(t *testing.T) {
 	t.Parallel()
 	_, c := startRedis(t)
-	q := New(c, "settle-idle", 10, 5)
+	q := New(c, "settle-idle", throttle.Limit{Rate: 10, Burst: 5})
 	q.Timeout = time.Second
 	defer q.Close()
 	w := q.For("k").(*keyWaiter)
@@ -128,7 +129,7 @@ func TestRedisSettleAfterIdle(t *testing.T) {
 	}
 	time.Sleep(time.Second)
 	before := redisNow(t, c)
-	if err := w.Settle(ctx, 1, 3); err != nil {
+	if err := w.Settle(ctx, throttle.Cost{N: 1}, throttle.Cost{N: 3}); err != nil {
 		t.Fatal(err)
 	}
 	after := redisNow(t, c)
@@ -146,9 +147,9 @@ func TestRedisSettleAfterIdle(t *testing.T) {
 func TestOneCommandPerSettle(t *testing.T) {
 	s, c := startRedis(t)
 	ctx := context.Background()
-	q := New(c, "roundtrip-settle", 1000, 10)
+	q := New(c, "roundtrip-settle", throttle.Limit{Rate: 1000, Burst: 10})
 	w := q.For("k").(*keyWaiter)
-	if err := w.Settle(ctx, 1, 2); err != nil { // warm up: script load
+	if err := w.Settle(ctx, throttle.Cost{N: 1}, throttle.Cost{N: 2}); err != nil { // warm up: script load
 		t.Fatal(err)
 	}
 	if reply, err := s.Do("CONFIG", "RESETSTAT"); err != nil || reply != "+OK" {
@@ -156,7 +157,7 @@ func TestOneCommandPerSettle(t *testing.T) {
 	}
 	const n = 100
 	for i := range n {
-		if err := w.Settle(ctx, 2, 1+2*(i%2)); err != nil {
+		if err := w.Settle(ctx, throttle.Cost{N: 2}, throttle.Cost{N: 1 + 2*(i%2)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -166,7 +167,7 @@ func TestOneCommandPerSettle(t *testing.T) {
 	if reply, err := s.Do("CONFIG", "RESETSTAT"); err != nil || reply != "+OK" {
 		t.Fatalf("CONFIG RESETSTAT = %q, %v", reply, err)
 	}
-	if err := q.For("fresh").(*keyWaiter).Settle(ctx, 5, 1); err != nil {
+	if err := q.For("fresh").(*keyWaiter).Settle(ctx, throttle.Cost{N: 5}, throttle.Cost{N: 1}); err != nil {
 		t.Fatal(err)
 	}
 	calls := commandStats(t, s)
@@ -179,36 +180,59 @@ func TestOneCommandPerSettle(t *testing.T) {
 
 // TestRedisSettleChargeBounded: a settle's charge is at most the burst
 // (actual counts as at most spent + burst), the rest dropped and
-// reported. At 10/s, burst 5: a wait of 1 settled as 2^31 leaves the
+// reported as an EventClamp, to OnEvent and to the call's context's
+// function. At 10/s, burst 5: a wait of 1 settled as 2^31 leaves the
 // bucket a debt of one unit (5 − 1 − 5), not of 2^31 units: the next
-// unit's turn is within 200ms. A charge of the whole burst
-// drops nothing, a give-back neither.
+// unit's turn is within 200ms. A charge of the whole burst drops
+// nothing, a give-back neither: no event.
 func TestRedisSettleChargeBounded(t *testing.T) {
 	_, c := startRedis(t)
-	q := New(c, "settle-charge", 10, 5)
+	q := New(c, "settle-charge", throttle.Limit{Rate: 10, Burst: 5})
 	q.MaxLease = 1
 	q.Timeout = time.Second
+	var mu sync.Mutex
+	var events, told []throttle.Event
+	q.OnEvent = func(e throttle.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, e)
+	}
 	defer q.Close()
-	ctx := context.Background()
-	w := q.For("k").(*keyWaiter)
+	ctx := throttle.WithEvents(context.Background(), func(e throttle.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		told = append(told, e)
+	})
+	w := q.For("k")
 	if err := w.WaitN(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	dropped, err := w.settleN(ctx, 1, 1<<31)
-	if err != nil || len(dropped) != 1 || dropped[0] != 1<<31-1-5 {
-		t.Fatalf("settle(1, 2^31) = %v, %v; want [%d] dropped", dropped, err, 1<<31-1-5)
+	if err := w.Settle(ctx, throttle.Cost{N: 1}, throttle.Cost{N: 1 << 31}); err != nil {
+		t.Fatalf("Settle(1, 2^31) = %v", err)
 	}
-	ok, d, err := w.TryN(ctx, 1)
+	want := throttle.Event{Kind: throttle.EventClamp, Key: "k", Units: 1<<31 - 1 - 5}
+	mu.Lock()
+	if len(events) != 1 || events[0] != want || len(told) != 1 || told[0] != want {
+		t.Errorf("Settle(1, 2^31) told OnEvent %+v, the context %+v; want one %+v each", events, told, want)
+	}
+	events, told = nil, nil
+	mu.Unlock()
+	ok, d, err := w.Try(ctx)
 	if ok || err != nil || d <= 0 || d > 200*time.Millisecond {
-		t.Errorf("after the settle, TryN(1) = %v, %v, %v; want false, its turn within 200ms", ok, d, err)
+		t.Errorf("after the settle, Try = %v, %v, %v; want false, its turn within 200ms", ok, d, err)
 	}
 	for _, tt := range []struct{ spent, actual int }{{1, 6}, {5, 0}} {
-		w := q.For(fmt.Sprint(tt)).(*keyWaiter)
+		w := q.For(fmt.Sprint(tt))
 		if err := w.WaitN(ctx, tt.spent); err != nil {
 			t.Fatal(err)
 		}
-		if dropped, err := w.settleN(ctx, tt.spent, tt.actual); err != nil || len(dropped) != 1 || dropped[0] != 0 {
-			t.Errorf("settle(%d, %d) = %v, %v; want [0] dropped", tt.spent, tt.actual, dropped, err)
+		if err := w.Settle(ctx, throttle.Cost{N: tt.spent}, throttle.Cost{N: tt.actual}); err != nil {
+			t.Errorf("Settle(%d, %d) = %v", tt.spent, tt.actual, err)
 		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(events)+len(told) != 0 {
+		t.Errorf("settles that drop nothing told %+v and %+v; want no event", events, told)
 	}
 }

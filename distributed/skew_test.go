@@ -39,7 +39,7 @@ func TestClockSkew(t *testing.T) {
 	defer cancel()
 	deadline, _ := ctx.Deadline()
 	for i, off := range offsets {
-		q := New(clients[i], "skew", limit, burst)
+		q := New(clients[i], "skew", throttle.Limit{Rate: limit, Burst: burst})
 		q.now = func() time.Time { return time.Now().Add(off) }
 		q.Timeout = time.Second // accuracy, not outages, on a loaded machine
 		w := q.For("").(*keyWaiter)

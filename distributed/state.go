@@ -10,12 +10,14 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// State implements [throttle.Inspector]: one read-only script call returns
-// the key's state as every process sees it (durations from Redis's clock
-// at the call). It writes nothing: a key without state shows that of a
-// new key and is not created, and no expiry moves. If Redis cannot
-// answer, State returns an error matching [ErrStoreUnavailable], whatever
-// the FailMode.
+// State returns the key's state now, as every process sees it: see
+// [throttle.State]. One read-only script call (two for a Limiter with
+// further limits: the second reads them, for State.Limits) returns it,
+// durations from Redis's clock at the call. It writes nothing: a key
+// without state shows that of a new key and is not created, and no
+// expiry moves. Declared is always false: a Limiter adopts no declared
+// pace. If Redis cannot answer, State returns an error matching
+// [ErrStoreUnavailable], whatever the FailMode.
 func (w *keyWaiter) State(ctx context.Context) (throttle.State, error) {
 	at := time.Now()
 	reply, err := w.run(ctx, "state")
@@ -28,37 +30,68 @@ func (w *keyWaiter) State(ctx context.Context) (throttle.State, error) {
 		}
 		return throttle.State{}, fmt.Errorf("reading the state of %q: %w", w.key, unavailable(err))
 	}
-	const big = 1 << 53 // the script's +Inf
-	fixed := func(x int64, scale float64) float64 {
-		if x == big {
-			return math.Inf(1)
-		}
-		return float64(x) / scale
-	}
 	st := throttle.State{
-		At:        at,
-		Tokens:    fixed(reply[0], 1e6),
-		Remaining: fixed(reply[1], 1),
-		Next:      usDuration(reply[2]),
-		Paused:    usDuration(reply[3]),
-		Queued:    reply[4],
-		Limit:     rate.Inf,
-		Burst:     fixed(reply[6], 1e6),
-		Cut:       reply[7] == 1,
+		At:         at,
+		Tokens:     fixed(reply[0], 1e6),
+		Remaining:  fixed(reply[1], 1),
+		Next:       usDuration(reply[2]),
+		Paused:     usDuration(reply[3]),
+		Queued:     reply[4],
+		Rate:       rate.Inf,
+		Burst:      fixed(reply[6], 1e6),
+		SlowedDown: reply[7] == 1,
 	}
-	if reply[5] > 0 {
-		st.Limit = rate.Limit(float64(reply[5]) / 1e6)
+	switch {
+	case reply[5] > 0:
+		st.Rate = rate.Limit(float64(reply[5]) / 1e6)
+	case reply[6] > 0:
+		st.Rate = 0 // a bucket that does not refill (Rate 0)
 	}
 	if reply[8] == 1 {
-		st.Window, st.WindowLeft, st.WindowReset = true, fixed(reply[9], 1e6), usDuration(reply[10])
+		st.Window = &throttle.ServerWindow{Remaining: fixed(reply[9], 1e6), Reset: usDuration(reply[10])}
+	}
+	if st.Limits, err = w.limitStates(ctx); err != nil {
+		return throttle.State{}, err
 	}
 	return st, nil
 }
 
-// State returns the state of the quota's own bucket (the one For("")
-// returns): see [throttle.Inspector] and For.
-func (q *Quota) State(ctx context.Context) (throttle.State, error) {
-	return q.defaultWaiter().State(ctx)
+// fixed reads a scaled number of a state reply: x/scale, or +Inf for the
+// script's 2^53.
+func fixed(x int64, scale float64) float64 {
+	if x == 1<<53 {
+		return math.Inf(1)
+	}
+	return float64(x) / scale
 }
 
-var _ throttle.Inspector = (*keyWaiter)(nil)
+// limitStates returns the state of the key's further limits now, in
+// their order (a limit with both a Rate and a Per shows as two): each
+// limit's units left once the waits queued have spent theirs. It is one
+// script call (op mstate) that changes nothing; nil without further
+// limits.
+func (w *keyWaiter) limitStates(ctx context.Context) ([]throttle.LimitState, error) {
+	x := w.q.xconfig()
+	if x == nil {
+		return nil, nil
+	}
+	// ARGV[5…10] are a wait's; mstate reads the configuration only.
+	reply, err := w.run(ctx, "mstate", "", "", "", "", "", "", x.spec)
+	if lerr := w.limitsError(err); lerr != nil {
+		return nil, lerr
+	}
+	if err == nil && len(reply) != len(x.units)+1 {
+		err = fmt.Errorf("unexpected reply %v from the schedule script", reply)
+	}
+	if err != nil {
+		if errCaller(ctx, err) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("reading the limits of %q: %w", w.key, unavailable(err))
+	}
+	out := make([]throttle.LimitState, len(x.units))
+	for i := range out {
+		out[i] = throttle.LimitState{Unit: x.units[i], Window: x.window[i], Remaining: fixed(reply[i], 1e6)}
+	}
+	return out, nil
+}

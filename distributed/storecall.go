@@ -51,11 +51,11 @@ type storeCall struct {
 // ended first, or the store's answer: a configuration refused (see
 // isConfig) or an error the script raised (a *scriptError), which the
 // breaker counts as the success of a call that Redis answered. Store failures carry the most recent real cause this
-// Quota saw, so that errors.Is and errors.As reach it.
+// Limiter saw, so that errors.Is and errors.As reach it.
 //
 // A call the wait stopped waiting for still reaches Redis, and may take a
 // ticket there: see giveBack.
-func (q *Quota) call(ctx context.Context, key string, s *redis.Script, keys []string, args ...any) (*redis.Cmd, error) {
+func (q *Limiter) call(ctx context.Context, key string, s *redis.Script, keys []string, args ...any) (*redis.Cmd, error) {
 	ok, probe := q.br.allow(q.clock())
 	if !ok {
 		return nil, q.openError()
@@ -114,11 +114,10 @@ func (q *Quota) call(ctx context.Context, key string, s *redis.Script, keys []st
 // client too) without it, by way of its WithTimeout copy (the same pool
 // and hooks, read and write timeouts of Timeout: a read past Timeout
 // fails, and its retry finds the call's context ended). Such a call needs
-// no goroutine of its own, which costs a scheduling hand-off per call on a
-// busy machine (a wait took 1.8–1.9× a raw EVALSHA that way, 1.2–1.3×
-// inline). Cluster and Ring clients without ContextTimeoutEnabled have no
+// no goroutine of its own, which costs a scheduling hand-off per call.
+// Cluster and Ring clients without ContextTimeoutEnabled have no
 // such copy: their calls run in a goroutine of their own.
-func (q *Quota) honoursDeadlines() bool {
+func (q *Limiter) honoursDeadlines() bool {
 	q.honoursOnce.Do(func() {
 		q.inline = q.client
 		switch c := q.client.(type) {
@@ -150,7 +149,7 @@ func (q *Quota) honoursDeadlines() bool {
 // took a ticket that nobody would give back. A wait whose context ends
 // during the call returns when Redis answers (within Timeout), and its
 // ticket is given back (see giveBack).
-func (q *Quota) callInline(ctx context.Context, key string, probe bool, s *redis.Script, keys []string, args []any) (*redis.Cmd, error) {
+func (q *Limiter) callInline(ctx context.Context, key string, probe bool, s *redis.Script, keys []string, args []any) (*redis.Cmd, error) {
 	timeout := q.timeout()
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	cmd := s.Run(cctx, q.inline, keys, args...)
@@ -192,7 +191,7 @@ func (q *Quota) callInline(ctx context.Context, key string, probe bool, s *redis
 // in the background, bounded by lateBound. Its error is the cause the
 // next errors carry; the store-error event reports it (or that Redis
 // answered, late).
-func (q *Quota) diagnose(ctx context.Context, key string, timeout time.Duration) {
+func (q *Limiter) diagnose(ctx context.Context, key string, timeout time.Duration) {
 	if !q.diagnosing.CompareAndSwap(false, true) {
 		return
 	}
@@ -205,11 +204,11 @@ func (q *Quota) diagnose(ctx context.Context, key string, timeout time.Duration)
 		switch {
 		case errors.Is(err, context.DeadlineExceeded):
 			// lateBound cut it: that says no more than the timeout did.
-			err = fmt.Errorf("redis did not answer within %v (Quota.Timeout), nor a PING within %v", timeout, lateBound)
+			err = fmt.Errorf("redis did not answer within %v (Limiter.Timeout), nor a PING within %v", timeout, lateBound)
 		case err != nil:
 			q.health.set(err)
 		default:
-			err = fmt.Errorf("redis did not answer within %v (Quota.Timeout; raise it if Redis is far or busy); a PING then took %v", timeout, time.Since(start).Round(time.Millisecond))
+			err = fmt.Errorf("redis did not answer within %v (Limiter.Timeout; raise it if Redis is far or busy); a PING then took %v", timeout, time.Since(start).Round(time.Millisecond))
 		}
 		q.emit(ctx, throttle.Event{Kind: throttle.EventStoreError, Key: key, Err: err})
 	})
@@ -217,7 +216,7 @@ func (q *Quota) diagnose(ctx context.Context, key string, timeout time.Duration)
 
 // runCall makes the call of c and hands its result over, or handles it
 // itself if the wait has gone.
-func (q *Quota) runCall(ctx context.Context, key string, c *storeCall, s *redis.Script, keys []string, args []any) {
+func (q *Limiter) runCall(ctx context.Context, key string, c *storeCall, s *redis.Script, keys []string, args []any) {
 	defer q.refunds.Done()
 	start := time.Now()
 	// Values (traces) are kept; the caller's cancellation is not: the
@@ -238,7 +237,7 @@ func (q *Quota) runCall(ctx context.Context, key string, c *storeCall, s *redis.
 		return
 	}
 	if timedOut {
-		q.emit(ctx, throttle.Event{Kind: throttle.EventStoreError, Key: key, Err: fmt.Errorf("redis answered after %v, beyond Quota.Timeout %v (raise it if Redis is far or busy)", time.Since(start).Round(time.Millisecond), q.timeout())})
+		q.emit(ctx, throttle.Event{Kind: throttle.EventStoreError, Key: key, Err: fmt.Errorf("redis answered after %v, beyond Limiter.Timeout %v (raise it if Redis is far or busy)", time.Since(start).Round(time.Millisecond), q.timeout())})
 	}
 	q.giveBack(rctx, s, keys, args, cmd)
 }
@@ -255,7 +254,7 @@ func (q *Quota) runCall(ctx context.Context, key string, c *storeCall, s *redis.
 // wait that went to the fail mode while the breaker let calls through
 // (breakerThreshold, then one probe per breakerCooldown), and a lost unit
 // errs on the side of the API's limit: the fleet sends less, never more.
-func (q *Quota) giveBack(ctx context.Context, s *redis.Script, keys []string, args []any, cmd *redis.Cmd) {
+func (q *Limiter) giveBack(ctx context.Context, s *redis.Script, keys []string, args []any, cmd *redis.Cmd) {
 	// args are those of keyWaiter.wait: op, interval, burst, channel, n,
 	// queue, …; its reply {status, wait, id, end, recheck, now}.
 	if s == scheduleScript && len(args) > 4 && args[0] == "lease" {
@@ -273,7 +272,7 @@ func (q *Quota) giveBack(ctx context.Context, s *redis.Script, keys []string, ar
 }
 
 // succeeded records a call Redis answered.
-func (q *Quota) succeeded(ctx context.Context, key string, probe bool) {
+func (q *Limiter) succeeded(ctx context.Context, key string, probe bool) {
 	switch q.br.done(q.clock(), probe, succeeded) {
 	case closed:
 		q.recover()
@@ -286,41 +285,41 @@ func (q *Quota) succeeded(ctx context.Context, key string, probe bool) {
 // recover starts the next outage afresh: local shares, not buckets that
 // refilled to the full burst meanwhile; no stale cause; fallbacks
 // reported at once again.
-func (q *Quota) recover() {
+func (q *Limiter) recover() {
 	q.local.reset()
 	q.localX.reset()
 	q.health.reset()
 }
 
 // failed records a store failure.
-func (q *Quota) failed(ctx context.Context, key string, probe bool, err error) {
+func (q *Limiter) failed(ctx context.Context, key string, probe bool, err error) {
 	q.emit(ctx, throttle.Event{Kind: throttle.EventStoreError, Key: key, Err: err})
 	q.breakerFailed(ctx, key, probe, err)
 }
 
 // breakerFailed counts a failure in the breaker.
-func (q *Quota) breakerFailed(ctx context.Context, key string, probe bool, err error) {
+func (q *Limiter) breakerFailed(ctx context.Context, key string, probe bool, err error) {
 	if q.br.done(q.clock(), probe, failed) == opened {
 		q.emit(ctx, throttle.Event{Kind: throttle.EventBreakerOpen, Key: key, Delay: breakerCooldown, Err: err})
 	}
 }
 
 // openError is the error of a call the open breaker kept away.
-func (q *Quota) openError() error {
+func (q *Limiter) openError() error {
 	if last := q.health.last(); last != nil {
 		return fmt.Errorf("%w; last error: %w", errBreakerOpen, last)
 	}
 	return errBreakerOpen
 }
 
-// fallbackEvery is the least time between two EventFallback of a Quota
+// fallbackEvery is the least time between two EventFallback of a Limiter
 // during one outage: an outage reports its first fallback at once, then
 // at most one a second, with the number of waits answered so meanwhile.
 const fallbackEvery = time.Second
 
 // fellBack reports a wait answered by the fail mode (rate-limited: see
 // fallbackEvery).
-func (q *Quota) fellBack(ctx context.Context, key string, cause error) {
+func (q *Limiter) fellBack(ctx context.Context, key string, cause error) {
 	n, report := q.health.fallback(q.clock())
 	if !report {
 		return
@@ -333,7 +332,8 @@ func (q *Quota) fellBack(ctx context.Context, key string, cause error) {
 		reason = "FailClosed: refused"
 	default:
 		workers := max(1, q.Workers)
-		reason = fmt.Sprintf("FailLocal: paced in this process at %g/s (rate %g/s ÷ Workers %d)", float64(q.limit)/float64(workers), float64(q.limit), workers)
+		limit := float64(q.config().limit)
+		reason = fmt.Sprintf("FailLocal: paced in this process at %g/s (rate %g/s ÷ Workers %d)", limit/float64(workers), limit, workers)
 	}
 	if n > 1 {
 		reason += fmt.Sprintf("; %d waits answered so since the last report", n)
@@ -341,17 +341,27 @@ func (q *Quota) fellBack(ctx context.Context, key string, cause error) {
 	q.emit(ctx, throttle.Event{Kind: throttle.EventFallback, Key: key, Err: cause, Reason: reason})
 }
 
-// emit reports e to OnEvent. Every event of a Quota goes through here,
+// emit reports e to OnEvent. Every event of a Limiter goes through here,
 // with the context of the wait or call it came from (a call finished in
 // the background keeps its values, not its cancellation), so that events
 // can also be routed by the context later.
-func (q *Quota) emit(_ context.Context, e throttle.Event) {
+func (q *Limiter) emit(_ context.Context, e throttle.Event) {
 	if f := q.OnEvent; f != nil {
 		f(e)
 	}
 }
 
-// health is what a Quota knows of the store across calls. Safe for
+// emitCall reports e, a decision of a call with ctx, to OnEvent and to
+// the function of the call's context ([throttle.EventsFrom]), as a
+// [throttle.Limiter] reports its keys' decisions.
+func (q *Limiter) emitCall(ctx context.Context, e throttle.Event) {
+	q.emit(ctx, e)
+	if f := throttle.EventsFrom(ctx); f != nil {
+		f(e)
+	}
+}
+
+// health is what a Limiter knows of the store across calls. Safe for
 // concurrent use; the zero value knows nothing.
 type health struct {
 	mu       sync.Mutex // protects the fields below
@@ -400,7 +410,7 @@ func (h *health) fallback(now time.Time) (n int, report bool) {
 }
 
 // timeoutError is the failure of a call Redis did not answer within
-// Quota.Timeout. It wraps the most recent real cause, if any, and reports
+// Limiter.Timeout. It wraps the most recent real cause, if any, and reports
 // Timeout() == true.
 type timeoutError struct {
 	timeout time.Duration
@@ -408,7 +418,7 @@ type timeoutError struct {
 }
 
 func (e *timeoutError) Error() string {
-	s := fmt.Sprintf("redis did not answer within %v (Quota.Timeout; raise it if Redis is far or busy)", e.timeout)
+	s := fmt.Sprintf("redis did not answer within %v (Limiter.Timeout; raise it if Redis is far or busy)", e.timeout)
 	if e.last != nil {
 		s += "; last error: " + e.last.Error()
 	}

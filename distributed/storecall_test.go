@@ -17,7 +17,7 @@ import (
 	"github.com/throttle-go/throttle/internal/redistest"
 )
 
-// eventLog collects a Quota's events.
+// eventLog collects a Limiter's events.
 type eventLog struct {
 	mu     sync.Mutex
 	events []throttle.Event
@@ -86,7 +86,7 @@ func TestStall(t *testing.T) {
 			s := redistest.Start(t)
 			c := tt.client(s.Addr())
 			t.Cleanup(func() { c.Close() })
-			q := New(c, "stall", limit, burst)
+			q := New(c, "stall", throttle.Limit{Rate: limit, Burst: burst})
 			q.FailMode = FailClosed
 			var log eventLog
 			q.OnEvent = log.add
@@ -208,7 +208,7 @@ func testRefusedCause(t *testing.T, contextTimeout bool) {
 	s.Stop() // the port refuses connections now
 	c := redis.NewClient(&redis.Options{Addr: s.Addr(), ContextTimeoutEnabled: contextTimeout})
 	t.Cleanup(func() { c.Close() })
-	q := New(c, "refused", 100, 10)
+	q := New(c, "refused", throttle.Limit{Rate: 100, Burst: 10})
 	q.FailMode = FailClosed
 	var log eventLog
 	q.OnEvent = log.add
@@ -259,7 +259,7 @@ func TestFallbackEvents(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never called
 	defer c.Close()
-	q := New(c, "fallback", 100, 10)
+	q := New(c, "fallback", throttle.Limit{Rate: 100, Burst: 10})
 	q.now = func() time.Time { return now }
 	q.Workers = 4
 	var log eventLog
@@ -323,7 +323,7 @@ func testCancelInFlight(t *testing.T, inline bool, client func(addr string) redi
 	s := redistest.Start(t)
 	c := client(s.Addr())
 	t.Cleanup(func() { c.Close() })
-	q := New(c, "inflight", 10, 1)
+	q := New(c, "inflight", throttle.Limit{Rate: 10, Burst: 1})
 	q.Timeout = time.Second // the calls below are cut by their contexts, not by Timeout
 	ctx := context.Background()
 	for range 4 {

@@ -72,11 +72,11 @@ func (s *fixedWindow) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // TestTransportFleetWindow: two workers, each a throttle.Transport with 16
-// goroutines and its own Quota and Redis client, share one distributed
+// goroutines and its own Limiter and Redis client, share one distributed
 // quota (same name, same Redis) in front of an API that allows 50
-// requests per 2 s window (5 s with THROTTLE_LONG=1). The Quota is
+// requests per 2 s window (5 s with THROTTLE_LONG=1). The Limiter is
 // configured at a generous 1000/s, so only what the server says paces the
-// fleet: each response's window goes to the shared hash (Adapt), every
+// fleet: each response's window goes to the shared hash (Observe), every
 // reservation of either worker spends from it, and a spent window holds
 // both workers until its reset. Over 3 windows (150 requests allowed):
 // 429s at most 1% of the arrivals, goodput (accepted within the run) at
@@ -103,7 +103,7 @@ func TestTransportFleetWindow(t *testing.T) {
 		ok       [2]int // 200s per worker
 	)
 	for i := range 2 {
-		q := New(newClient(t, s.Addr()), "transport-fleet", 1000, 50)
+		q := New(newClient(t, s.Addr()), "transport-fleet", throttle.Limit{Rate: 1000, Burst: 50})
 		q.Timeout = time.Second // a busy machine is no outage
 		client := &http.Client{Transport: &throttle.Transport{
 			Base:   api.Client().Transport,

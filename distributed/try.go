@@ -8,35 +8,53 @@ import (
 	"github.com/throttle-go/throttle"
 )
 
-// TryN implements [throttle.Trier]: one script call spends n units of the
-// key's quota if a wait of n would go at once (the schedule's rules for a
+// Try spends cost now, or nothing: see [throttle.Quota]. One script call
+// spends it if a wait for it would go at once (the schedule's rules for a
 // wait, in the same script), and otherwise changes nothing and returns
-// how long from now a wait of n would go. It never sleeps; the call is
+// how long from now a wait for it would go. It never sleeps; the call is
 // bounded by Timeout.
 //
-// n = 0 returns true at once; n < 0, a limit that is not positive or a
-// burst below 1 fail with [throttle.ErrInvalidLimit], n > burst with
-// [throttle.ErrCostExceedsBurst], before any call. If Redis cannot
-// answer, FailMode decides as for a wait: FailOpen spends (true),
-// FailClosed returns an error matching [ErrStoreUnavailable], FailLocal
-// tries this process's fallback bucket (and a pause this process knows).
-// If ctx ends while the call is in flight, TryN returns ctx's error; a
-// try that Redis had let go then stays spent (erring on the side of the
-// API's limit).
-func (w *keyWaiter) TryN(ctx context.Context, n int) (bool, time.Duration, error) {
-	return w.tryX(ctx, n, nil, nil)
+// A cost of no unit of the first limit (N 0) returns true at once and
+// spends nothing, as Wait's; a cost no wait can serve fails as Wait's
+// does, before any call. If Redis cannot answer, FailMode
+// decides as for a wait: FailOpen spends (true), FailClosed returns an
+// error matching [ErrStoreUnavailable], FailLocal tries this process's
+// fallback (and a pause this process knows). If ctx ends while the call
+// is in flight, Try returns ctx's error; a try that Redis had let go
+// then stays spent (erring on the side of the API's limit).
+func (w *keyWaiter) Try(ctx context.Context, cost ...throttle.Cost) (bool, time.Duration, error) {
+	return w.try(ctx, sum(cost))
 }
 
-// tryX is TryN with a cost in the quota's further limits (xargs; nil:
-// none): op mtry, whose rules are try's on every limit.
-func (w *keyWaiter) tryX(ctx context.Context, n int, x []any, units []throttle.UnitCost) (bool, time.Duration, error) {
+// Allow spends cost now, or nothing: Try without a context or its delay.
+func (w *keyWaiter) Allow(cost ...throttle.Cost) bool {
+	ok, _, _ := w.try(context.Background(), sum(cost))
+	return ok
+}
+
+// AllowN spends n units of the first limit now, or nothing.
+func (w *keyWaiter) AllowN(n int) bool {
+	ok, _, _ := w.try(context.Background(), throttle.Cost{N: n})
+	return ok
+}
+
+// try is Try of c (Retry aside: a try takes no place in a queue): op
+// try, or mtry for a Limiter with further limits, whose rules are try's
+// on every limit.
+func (w *keyWaiter) try(ctx context.Context, c throttle.Cost) (bool, time.Duration, error) {
 	q := w.q
+	n := c.N
 	if err := q.check(n); err != nil {
 		return false, 0, err
 	}
-	if n == 0 {
-		return true, 0, nil
+	cost, err := q.costOf(c)
+	if err != nil {
+		return false, 0, err
 	}
+	if n == 0 {
+		return true, 0, nil // nothing to spend: see wait
+	}
+	x := q.xargs(cost)
 	if err := ctx.Err(); err != nil {
 		return false, 0, err
 	}
@@ -57,7 +75,7 @@ func (w *keyWaiter) tryX(ctx context.Context, n int, x []any, units []throttle.U
 		if errCaller(ctx, err) {
 			return false, 0, err
 		}
-		return w.tryFail(ctx, n, units, err)
+		return w.tryFail(ctx, c, err)
 	}
 	if reply[0] == 1 {
 		return true, 0, nil
@@ -65,8 +83,8 @@ func (w *keyWaiter) tryX(ctx context.Context, n int, x []any, units []throttle.U
 	return false, usDuration(reply[1]), nil
 }
 
-// tryFail applies the FailMode to a try the store could not serve.
-func (w *keyWaiter) tryFail(ctx context.Context, n int, units []throttle.UnitCost, cause error) (bool, time.Duration, error) {
+// tryFail applies the FailMode to a try of c the store could not serve.
+func (w *keyWaiter) tryFail(ctx context.Context, c throttle.Cost, cause error) (bool, time.Duration, error) {
 	q := w.q
 	if answered(cause) {
 		return false, 0, cause // no store failure: no fail mode
@@ -83,22 +101,14 @@ func (w *keyWaiter) tryFail(ctx context.Context, n int, units []throttle.UnitCos
 		return false, nb.Sub(now), nil
 	}
 	if q.xconfig() != nil {
-		return q.localX.try(ctx, q, w, n, units)
+		return q.localX.try(ctx, q, w, c)
 	}
-	c := q.config()
-	lim := q.local.get(w.key, c.limit, c.burst, max(1, q.Workers), now)
-	r := lim.ReserveN(now, n)
+	conf := q.config()
+	lim := q.local.get(w.key, conf.limit, conf.burst, max(1, q.Workers), now)
+	r := lim.ReserveN(now, c.N)
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)
 		return false, d, nil
 	}
 	return true, 0, nil
 }
-
-// TryN spends n units of the quota's own bucket (the one For("")
-// returns) now, or nothing: see [throttle.Trier] and For.
-func (q *Quota) TryN(ctx context.Context, n int) (bool, time.Duration, error) {
-	return q.defaultWaiter().TryN(ctx, n)
-}
-
-var _ throttle.Trier = (*keyWaiter)(nil)

@@ -19,8 +19,8 @@ func BenchmarkTryRatio(b *testing.B) {
 	if err := trivialScript.Load(ctx, c).Err(); err != nil {
 		b.Fatal(err)
 	}
-	w := New(c, "bench-try", rate.Limit(1e9), 1e6).For("api.example.com").(throttle.Trier)
-	if _, _, err := w.TryN(ctx, 1); err != nil { // loads the script
+	w := New(c, "bench-try", throttle.Limit{Rate: rate.Limit(1e9), Burst: 1e6}).For("api.example.com")
+	if _, _, err := w.Try(ctx, throttle.Cost{N: 1}); err != nil { // loads the script
 		b.Fatal(err)
 	}
 	var anchor, try time.Duration
@@ -31,7 +31,7 @@ func BenchmarkTryRatio(b *testing.B) {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
-		if ok, _, err := w.TryN(ctx, 1); err != nil || !ok {
+		if ok, _, err := w.Try(ctx, throttle.Cost{N: 1}); err != nil || !ok {
 			b.Fatal(ok, err)
 		}
 		try += time.Since(t1)

@@ -12,10 +12,11 @@ import (
 	"github.com/throttle-go/throttle"
 )
 
-// keyWaiter is one key of a Quota: what Quota.For returns. Its fields are
-// set by For and read-only afterwards.
+// keyWaiter is one key of a Limiter, as For returns it: the key's
+// [throttle.Quota], kept in Redis. Its fields are set by For and
+// read-only afterwards.
 type keyWaiter struct {
-	q    *Quota
+	q    *Limiter
 	key  string   // the user's key, for errors
 	rkey string   // the Redis key (see redisKey)
 	keys []string // {rkey}, the script's KEYS
@@ -27,7 +28,7 @@ type keyWaiter struct {
 	lkeys []string
 }
 
-func newKeyWaiter(q *Quota, key string) *keyWaiter {
+func newKeyWaiter(q *Limiter, key string) *keyWaiter {
 	rkey := redisKey(q.Prefix, q.name, key)
 	q.waiterSeed() // makes q.channel
 	w := &keyWaiter{q: q, key: key, rkey: rkey, keys: []string{rkey}, channel: q.channel}
@@ -38,7 +39,7 @@ func newKeyWaiter(q *Quota, key string) *keyWaiter {
 }
 
 // run calls the schedule script's op with its own arguments, and the
-// configuration in force (see Quota.Version: a newer one is adopted and
+// configuration in force (see Limiter.Version: a newer one is adopted and
 // the call made again, once).
 func (w *keyWaiter) run(ctx context.Context, op string, args ...any) ([]int64, error) {
 	c := w.q.config()
@@ -147,20 +148,56 @@ type ticket struct {
 	end   int64
 }
 
-// WaitN implements throttle.Waiter; see Quota.For for the contract.
+// WaitN waits for n units of the key's first limit: Wait of Cost{N: n}.
 func (w *keyWaiter) WaitN(ctx context.Context, n int) error {
-	_, err := w.waitN(ctx, n)
+	_, err := w.wait(ctx, throttle.Cost{N: n})
 	return err
 }
 
-// WaitRetryN implements throttle.RetryWaiter: the wait queues ahead of
-// first attempts.
-func (w *keyWaiter) WaitRetryN(ctx context.Context, n int) error {
-	_, err := w.wait(ctx, n, queueRetry)
+// Wait waits for cost: see [throttle.Quota]. It keeps that contract for
+// the whole fleet:
+//
+//   - A cost that no wait can serve fails before any Redis call: a
+//     negative cost, a unit with no limit, or an invalid limit with
+//     [throttle.ErrInvalidLimit]; more than a limit holds at once with
+//     [throttle.ErrCostExceedsBurst]. A cost of no unit of the first
+//     limit (N 0) returns nil at once and spends nothing, whatever units
+//     of the further limits it names, as a [throttle.Limiter]'s key.
+//   - One script call gives the wait its ticket in the key's queue and
+//     returns the wait until its turn (or, for waits of one unit that
+//     overlap in the process, a turn this process leased: see "Leased
+//     turns" in the package doc). If the turn is past ctx's deadline,
+//     Wait returns a [*throttle.DeadlineError] (matching
+//     [throttle.ErrWouldExceedDeadline] and [context.DeadlineExceeded])
+//     at once, and nothing was kept. (If the round trip itself used up
+//     the last of the margin, the ticket is given back as below and the
+//     same error returned.)
+//   - While it sleeps, a move of the key's queue (a pause, a cut, a
+//     window, a refund ahead of it) costs its process one more call, for
+//     all its waits of the key sleeping then, to learn the new turns (see
+//     "Pauses and other moves of the queue" in the package doc); a moved
+//     turn past ctx's deadline gives the units back and returns a
+//     [*throttle.DeadlineError] at once.
+//   - If ctx ends while Wait sleeps, Wait returns ctx.Err() at once and a
+//     second script call, in the background, gives the units back: the
+//     tickets behind move up, so the units go to the next wait in line,
+//     never to two. The refund is best effort: if Redis fails it, the
+//     units are lost, which errs on the side of the API's limit.
+//     Likewise, if ctx ends (or Timeout passes) while the reserving call
+//     itself is in flight: an inline call (see [Limiter]) is not cut by
+//     ctx, Wait returns when Redis answers (within Timeout) and gives a
+//     ticket the call took back; a call in a goroutine of its own
+//     (Cluster, Ring) returns at once and is left to finish in the
+//     background (up to 3s), and a ticket it took is given back then. A
+//     ticket whose turn had already come is spent, and so is one of a
+//     call cut at Timeout.
+//   - If Redis cannot answer, FailMode decides (see [FailMode]).
+func (w *keyWaiter) Wait(ctx context.Context, cost ...throttle.Cost) error {
+	_, err := w.wait(ctx, sum(cost))
 	return err
 }
 
-// The script's queues (schedule_line.go's queueRetry and queueFirst).
+// The script's queues (the engine's schedule.Retry and schedule.First).
 const (
 	queueRetry = 0
 	queueFirst = 1
@@ -169,39 +206,53 @@ const (
 // waitN is WaitN that also returns the turn it went at, in µs of Redis's
 // clock; 0 when no turn came from Redis (n = 0, a fail mode).
 func (w *keyWaiter) waitN(ctx context.Context, n int) (turn int64, err error) {
-	return w.wait(ctx, n, queueFirst)
+	return w.wait(ctx, throttle.Cost{N: n})
 }
 
-func (w *keyWaiter) wait(ctx context.Context, n, qi int) (int64, error) {
-	if err := w.q.check(n); err != nil {
+// wait waits for c and returns the turn it went at (see waitN).
+func (w *keyWaiter) wait(ctx context.Context, c throttle.Cost) (int64, error) {
+	q := w.q
+	n, qi := c.N, costQueue(c)
+	if err := q.check(n); err != nil {
+		return 0, err
+	}
+	cost, err := q.costOf(c)
+	if err != nil {
 		return 0, err
 	}
 	if n == 0 {
+		// No unit of the first limit: nothing to queue (the engine's
+		// queues hold tickets of the first limit's units), whatever
+		// units of the further limits the cost names, as a
+		// throttle.Limiter's key.
 		return 0, nil
 	}
+	x := q.xargs(cost)
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if n == 1 && qi == queueFirst && w.q.maxLease() > 1 && w.q.xconfig() == nil {
-		return w.q.leases.wait(ctx, w) // see lease.go
+	if n == 1 && qi == queueFirst && x == nil && q.maxLease() > 1 {
+		return q.leases.wait(ctx, w) // see lease.go
 	}
-	return w.waitDirect(ctx, n, qi)
+	return w.waitDirectX(ctx, c, x)
 }
 
-// waitDirect is wait with one call of its own (op wait), checks done.
+// waitDirect is a wait of n units of a Limiter without further limits
+// in queue qi, with one call of its own (op wait), checks done.
 func (w *keyWaiter) waitDirect(ctx context.Context, n, qi int) (int64, error) {
-	return w.waitDirectX(ctx, n, qi, nil, nil)
+	c := throttle.Cost{N: n, Retry: qi == queueRetry}
+	return w.waitDirectX(ctx, c, nil)
 }
 
-// waitDirectX is waitDirect with a cost in the quota's further limits
-// (x: xargs of units; nil: none).
-func (w *keyWaiter) waitDirectX(ctx context.Context, n, qi int, x []any, units []throttle.UnitCost) (int64, error) {
-	r, err := w.takeX(ctx, n, qi, x)
+// waitDirectX is waitDirect for c, with its cost in the Limiter's
+// further limits (x: xargs; nil: none), checks done.
+func (w *keyWaiter) waitDirectX(ctx context.Context, c throttle.Cost, x []any) (int64, error) {
+	r, err := w.takeX(ctx, c.N, costQueue(c), x)
 	if err != nil {
 		if errCaller(ctx, err) || r.refused {
 			return 0, err
 		}
-		return 0, w.fail(ctx, n, units, err)
+		return 0, w.fail(ctx, c, err)
 	}
 	if r.wait <= 0 {
 		return r.rnow, nil
@@ -219,25 +270,18 @@ type taken struct {
 	refused       bool // err is a *throttle.DeadlineError: nothing kept
 }
 
-// take asks the script for a ticket of n units in queue qi (op wait),
-// refused if its turn is past ctx's deadline. An error with refused
-// false is the store's (or ctx's: see errCaller), for the FailMode.
-func (w *keyWaiter) take(ctx context.Context, n, qi int) (taken, error) {
-	return w.takeX(ctx, n, qi, nil)
-}
-
-// takeX is take with a cost in the quota's further limits (xargs; nil:
-// none). A quota with further limits takes every ticket through op
-// mwait, so that the script keeps every ticket's cost in them.
+// takeX asks the script for a ticket of n units in queue qi (op wait),
+// with its cost in the Limiter's further limits (xargs; nil: none),
+// refused if its turn is past ctx's deadline. A Limiter with further
+// limits takes every ticket through op mwait, so that the script keeps
+// every ticket's cost in them. An error with refused false is the
+// store's (or ctx's: see errCaller), for the FailMode.
 func (w *keyWaiter) takeX(ctx context.Context, n, qi int, x []any) (taken, error) {
 	q := w.q
 	op := "wait"
 	if q.xconfig() != nil {
 		if x == nil {
-			var err error
-			if x, err = q.xargs(nil); err != nil {
-				return taken{refused: true}, err
-			}
+			x = q.xargs(make([]float64, len(q.xconfig().units)))
 		}
 		op = "mwait"
 	}
@@ -401,7 +445,7 @@ func (w *keyWaiter) sleep(ctx context.Context, t ticket, wait, recheck time.Dura
 		}
 		if reply[0] == -2 { // the state it came from is lost: queue again
 			p.remove(s)
-			_, err := w.wait(ctx, t.n, t.qi)
+			_, err := w.wait(ctx, throttle.Cost{N: t.n, Retry: t.qi == queueRetry})
 			return rnow, err
 		}
 		left := usDuration(reply[0])
@@ -469,9 +513,8 @@ func (w *keyWaiter) cancel(ctx context.Context, t ticket) {
 	_, _ = w.run(context.WithoutCancel(ctx), "cancel", t.id, t.qi, t.end, t.n)
 }
 
-// fail applies the FailMode to a wait of n units (and units of the
-// further limits) the store could not serve.
-func (w *keyWaiter) fail(ctx context.Context, n int, units []throttle.UnitCost, cause error) error {
+// fail applies the FailMode to a wait for c the store could not serve.
+func (w *keyWaiter) fail(ctx context.Context, c throttle.Cost, cause error) error {
 	q := w.q
 	if answered(cause) {
 		return cause // no store failure: no fail mode
@@ -484,12 +527,12 @@ func (w *keyWaiter) fail(ctx context.Context, n int, units []throttle.UnitCost, 
 		return unavailable(cause)
 	}
 	if q.xconfig() != nil {
-		return q.localX.wait(ctx, q, w, n, units)
+		return q.localX.wait(ctx, q, w, c)
 	}
 	workers := max(1, q.Workers)
-	c := q.config()
-	lim := q.local.get(w.key, c.limit, c.burst, workers, q.clock())
-	return waitLocal(ctx, lim, w.key, n, q.clock, &q.memo, w.rkey)
+	conf := q.config()
+	lim := q.local.get(w.key, conf.limit, conf.burst, workers, q.clock())
+	return waitLocal(ctx, lim, w.key, c.N, q.clock, &q.memo, w.rkey)
 }
 
 // maxPause caps a pause: longer ones are cut to it. A server asking for more
@@ -502,7 +545,16 @@ func us(d time.Duration) string {
 	return strconv.FormatInt(int64((d+time.Microsecond-1)/time.Microsecond), 10)
 }
 
-// Pause implements throttle.Pauser; see Quota.For.
+// Pause holds every caller of the key, in every process, until d from
+// now: see [throttle.Quota]. It writes "nothing before now+d" (Redis's
+// clock) into the key's state (d is capped at a week), with a context
+// of its own bounded by Timeout, so that the request's context ending a
+// moment later does not lose it: every queued turn, in every process,
+// comes no earlier, and at the pause's end the queue goes on at the
+// key's pace, at most a burst at once. A pause never shortens a longer
+// one. The process remembers the pause too (FailLocal honours it, and a
+// state Redis lost takes it on). A failed Pause returns an error
+// matching [ErrStoreUnavailable], whatever the FailMode.
 func (w *keyWaiter) Pause(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return nil
@@ -519,20 +571,29 @@ func (w *keyWaiter) Pause(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
-// Adapt implements [throttle.Adapter]; see Quota.For. A Feedback that
-// says nothing (no pause, no window, no rejection) costs nothing.
-func (w *keyWaiter) Adapt(ctx context.Context, f throttle.Feedback) error {
-	_, err := w.AdaptReport(ctx, f)
-	return err
-}
-
-// AdaptReport implements [throttle.AdaptReporter]: the pause it reports
-// is the one the script set, f.Pause or, for a learned budget's refused
-// probe, the rest of its window (schedule_budget.lua). A bare refusal is
-// never taken for timing: a shared key has no anchor.
-func (w *keyWaiter) AdaptReport(ctx context.Context, f throttle.Feedback) (throttle.Adapted, error) {
+// Observe applies what a response said of the key's quota for the whole
+// fleet: see [throttle.Quota] and "Fleet-wide pacing" in the package
+// doc. A Feedback that says nothing (no pause, no window, no refusal)
+// costs nothing, but for the acceptance of a unit sent past a learned
+// budget's window's reset (see there); otherwise one script call,
+// bounded by Timeout, writes it. The pause it reports is the one the
+// script set: f.Pause or, for a learned budget's refused probe, the rest
+// of its window (schedule_budget.lua). A bare refusal is never taken for
+// timing (Observed.Timing is false): a shared key has no anchor.
+// f.Declared and f.Available are not used: a declared pace applies only
+// where no limit is configured, and the window and the cut pace the
+// fleet below the configured one; either, on a refusal, tells the
+// script the server states its limits (no hidden budget). Observe never
+// blocks beyond Timeout. If Redis cannot answer, the feedback is
+// dropped: Observe returns no error, except that a pause that could not
+// be written returns an error matching [ErrStoreUnavailable] (as Pause
+// does, whatever the FailMode), so that a Transport does not report a
+// pause that did not happen.
+func (w *keyWaiter) Observe(ctx context.Context, f throttle.Feedback) (throttle.Observed, error) {
+	refused := f.Verdict == throttle.Refused || f.Verdict == throttle.RefusedBare
+	bare := f.Verdict == throttle.RefusedBare
 	accepted := ""
-	if f.Accepted {
+	if f.Verdict == throttle.Accepted {
 		// Told only for a unit sent past a learned budget's window's
 		// reset, which may start its next window (a probe's): the reset
 		// as this process heard it, less learnedSlack (the script
@@ -540,28 +601,28 @@ func (w *keyWaiter) AdaptReport(ctx context.Context, f throttle.Feedback) (throt
 		if l := w.q.memo.learnedReset(w.rkey); !l.IsZero() && !time.Now().Add(-f.Age).Before(l.Add(-learnedSlack)) {
 			accepted = "1"
 		}
-	} else if f.HasRemaining || f.HasDeclared || f.HasAvailable {
+	} else if f.Window != nil || f.Declared != nil || f.Available != nil {
 		accepted = "2" // a refusal that states a limit: no hidden budget
 	}
-	if f.Pause <= 0 && !f.HasRemaining && !f.Throttled && accepted != "1" {
-		return throttle.Adapted{}, nil
+	if f.Pause <= 0 && f.Window == nil && !bare && accepted != "1" {
+		return throttle.Observed{}, nil
 	}
 	remaining, reset, size, length := "", "0", "0", "0"
-	if f.HasRemaining && !math.IsNaN(f.Remaining) && !math.IsNaN(f.Size) {
-		remaining = strconv.FormatFloat(max(f.Remaining, 0), 'g', -1, 64)
-		reset, length = us(f.Reset), us(f.Window)
-		size = strconv.FormatFloat(max(f.Size, 0), 'g', -1, 64)
+	if win := f.Window; win != nil && !math.IsNaN(win.Remaining) && !math.IsNaN(win.Size) {
+		remaining = strconv.FormatFloat(max(win.Remaining, 0), 'g', -1, 64)
+		reset, length = us(win.Reset), us(win.Length)
+		size = strconv.FormatFloat(max(win.Size, 0), 'g', -1, 64)
 	}
 	age := ""
-	if f.Throttled {
+	if bare {
 		age = us(f.Age)
 	}
-	refused := ""
-	if f.Refused {
-		refused = "1"
+	refusedArg := ""
+	if refused {
+		refusedArg = "1"
 	}
 	pause := min(max(f.Pause, 0), maxPause)
-	reply, err := w.run(context.WithoutCancel(ctx), "adapt", max(f.Cost, 1), us(f.Pause), remaining, reset, size, length, age, refused, us(max(f.Age, 0)), accepted)
+	reply, err := w.run(context.WithoutCancel(ctx), "adapt", max(f.Spent, 1), us(f.Pause), remaining, reset, size, length, age, refusedArg, us(max(f.Age, 0)), accepted)
 	if err == nil && len(reply) == 1 && pause > 0 {
 		// The script replies the pause it set, in µs.
 		pause = min(pause, usDuration(max(reply[0], 0)))
@@ -574,9 +635,9 @@ func (w *keyWaiter) AdaptReport(ctx context.Context, f throttle.Feedback) (throt
 	if err != nil {
 		if f.Pause <= 0 {
 			// What was lost is advice; the next response says it again.
-			return throttle.Adapted{}, nil
+			return throttle.Observed{}, nil
 		}
-		return throttle.Adapted{}, fmt.Errorf("pausing %q: %w", w.key, unavailable(err))
+		return throttle.Observed{}, fmt.Errorf("pausing %q: %w", w.key, unavailable(err))
 	}
-	return throttle.Adapted{Pause: pause}, nil
+	return throttle.Observed{Pause: pause}, nil
 }

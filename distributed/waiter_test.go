@@ -53,7 +53,7 @@ func startWait(tb testing.TB, ctx context.Context, w *keyWaiter, n int) func() (
 // C moves up to B's turn and D takes C's: never two at one turn.
 func TestCancelledTurnNotShared(t *testing.T) {
 	_, c := startRedis(t)
-	q := New(c, "cancel-turn", 10, 1)
+	q := New(c, "cancel-turn", throttle.Limit{Rate: 10, Burst: 1})
 	q.Timeout = time.Second
 	defer q.Close()
 	w := q.For("k").(*keyWaiter)
@@ -90,7 +90,7 @@ func TestCancelledTurnNotShared(t *testing.T) {
 // at +400ms; no turn is given twice and no unit is lost.
 func TestCancelMovesLaterTurnsUp(t *testing.T) {
 	_, c := startRedis(t)
-	q := New(c, "cancel-refund", 10, 4)
+	q := New(c, "cancel-refund", throttle.Limit{Rate: 10, Burst: 4})
 	q.Timeout = time.Second
 	defer q.Close()
 	w := q.For("k").(*keyWaiter)
@@ -131,13 +131,13 @@ func TestCancelMovesLaterTurnsUp(t *testing.T) {
 // trip: 15ms), none polling.
 func TestWindowResetKeepsArrivalOrder(t *testing.T) {
 	_, c := startRedis(t)
-	q := New(c, "window-fifo", 1000, 10)
+	q := New(c, "window-fifo", throttle.Limit{Rate: 1000, Burst: 10})
 	q.Timeout = time.Second
 	defer q.Close()
 	w := q.For("k").(*keyWaiter)
 	ctx := context.Background()
 	before := redisNow(t, c)
-	if err := w.Adapt(ctx, throttle.Feedback{HasRemaining: true, Remaining: 0, Reset: 500 * time.Millisecond}); err != nil {
+	if _, err := w.Observe(ctx, throttle.Feedback{Window: &throttle.ServerWindow{Remaining: 0, Reset: 500 * time.Millisecond}}); err != nil {
 		t.Fatal(err)
 	}
 	turns := make([]int64, 7)
@@ -155,7 +155,7 @@ func TestWindowResetKeepsArrivalOrder(t *testing.T) {
 				}
 				turns[i] = turn
 				once.Do(func() { // the probe's response: a new window
-					if err := w.Adapt(ctx, throttle.Feedback{HasRemaining: true, Remaining: 20, Reset: 10 * time.Second}); err != nil {
+					if _, err := w.Observe(ctx, throttle.Feedback{Window: &throttle.ServerWindow{Remaining: 20, Reset: 10 * time.Second}}); err != nil {
 						t.Error(err)
 					}
 				})
@@ -186,12 +186,12 @@ func TestWindowResetKeepsArrivalOrder(t *testing.T) {
 func TestSpentWindowsProbeInArrivalOrder(t *testing.T) {
 	t.Parallel()
 	_, c := startRedis(t)
-	q := New(c, "spent-fifo", 1000, 10)
+	q := New(c, "spent-fifo", throttle.Limit{Rate: 1000, Burst: 10})
 	q.Timeout = time.Second
 	w := q.For("k").(*keyWaiter)
 	ctx := context.Background()
-	spent := throttle.Feedback{HasRemaining: true, Remaining: 0, Reset: 200 * time.Millisecond}
-	if err := w.Adapt(ctx, spent); err != nil {
+	spent := throttle.Feedback{Window: &throttle.ServerWindow{Remaining: 0, Reset: 200 * time.Millisecond}}
+	if _, err := w.Observe(ctx, spent); err != nil {
 		t.Fatal(err)
 	}
 	var (
@@ -210,7 +210,7 @@ func TestSpentWindowsProbeInArrivalOrder(t *testing.T) {
 				order = append(order, i)
 				mu.Unlock()
 				// The probe's response: the next window is spent too.
-				if err := w.Adapt(ctx, spent); err != nil {
+				if _, err := w.Observe(ctx, spent); err != nil {
 					t.Error(err)
 				}
 			})

@@ -31,7 +31,7 @@ func (r *turnRecorder) sorted() []int64 {
 	return slices.Sorted(slices.Values(r.turns))
 }
 
-// TestWindowFleet: two workers (two Quotas, two clients, one Redis) share
+// TestWindowFleet: two workers (two Limiters, two clients, one Redis) share
 // a key. One of them learns a window of 5 units left until a reset 2 s
 // away (size 10, so 5 left is not low and nothing spreads). Together, 8
 // goroutines get exactly 5 turns before the reset, all at once; then the
@@ -43,19 +43,19 @@ func TestWindowFleet(t *testing.T) {
 	t.Parallel()
 	s, c1 := startRedis(t)
 	c2 := newClient(t, s.Addr())
-	q1, q2 := New(c1, "window-fleet", 1000, 10), New(c2, "window-fleet", 1000, 10)
+	q1, q2 := New(c1, "window-fleet", throttle.Limit{Rate: 1000, Burst: 10}), New(c2, "window-fleet", throttle.Limit{Rate: 1000, Burst: 10})
 	q1.Timeout, q2.Timeout = time.Second, time.Second // a busy machine is no outage
 	w1, w2 := q1.For("api").(*keyWaiter), q2.For("api").(*keyWaiter)
 	ctx := context.Background()
 	win := func(left float64) throttle.Feedback {
-		return throttle.Feedback{HasRemaining: true, Remaining: left, Reset: 2 * time.Second, Size: 10, Window: 2 * time.Second}
+		return throttle.Feedback{Window: &throttle.ServerWindow{Remaining: left, Reset: 2 * time.Second, Size: 10, Length: 2 * time.Second}}
 	}
 	before := redisNow(t, c1)
-	if err := w1.Adapt(ctx, win(5)); err != nil {
-		t.Fatalf("Adapt = %v", err)
+	if _, err := w1.Observe(ctx, win(5)); err != nil {
+		t.Fatalf("Observe = %v", err)
 	}
 	after := redisNow(t, c1)
-	// The reset is Adapt's TIME + 2 s: between these two.
+	// The reset is Observe's TIME + 2 s: between these two.
 	resetLo, resetHi := before+2e6, after+2e6
 
 	dctx, cancel := context.WithTimeout(ctx, 3500*time.Millisecond) // the reset + 1.5 s
@@ -80,7 +80,7 @@ func TestWindowFleet(t *testing.T) {
 				rec.add(turn)
 				if float64(turn) >= resetLo && probed.CompareAndSwap(false, true) {
 					// The probe's response: a new window, 3 left after it.
-					if err := w.Adapt(ctx, win(3)); err != nil {
+					if _, err := w.Observe(ctx, win(3)); err != nil {
 						errs <- err
 					}
 				}
@@ -101,15 +101,15 @@ func TestWindowFleet(t *testing.T) {
 			later = append(later, turn)
 		}
 	}
-	t.Logf("turns relative to Adapt (ms): %v; reset in [%.1f, %.1f]", relMs(turns, before), (resetLo-before)/1e3, (resetHi-before)/1e3)
+	t.Logf("turns relative to Observe (ms): %v; reset in [%.1f, %.1f]", relMs(turns, before), (resetLo-before)/1e3, (resetHi-before)/1e3)
 	if len(first) != 5 {
 		t.Errorf("%d turns before the reset; want exactly 5 (the window's remaining)", len(first))
 	}
 	for _, turn := range first {
-		// Immediate: within 200ms of Adapt (scheduling of 8 goroutines
+		// Immediate: within 200ms of Observe (scheduling of 8 goroutines
 		// and their round trips on a loaded machine).
 		if float64(turn)-after > 200e3 {
-			t.Errorf("a turn of the first window came %.1fms after Adapt; want immediate", (float64(turn)-after)/1e3)
+			t.Errorf("a turn of the first window came %.1fms after Observe; want immediate", (float64(turn)-after)/1e3)
 		}
 	}
 	// The probe and the new window's 3, less the units gone within the
@@ -143,13 +143,13 @@ func relMs(turns []int64, from float64) []float64 {
 func TestWindowSpread(t *testing.T) {
 	t.Parallel()
 	_, c := startRedis(t)
-	q := New(c, "window-spread", 1000, 1) // 1ms per unit: the window paces
+	q := New(c, "window-spread", throttle.Limit{Rate: 1000, Burst: 1}) // 1ms per unit: the window paces
 	q.Timeout = time.Second
 	w := q.For("api").(*keyWaiter)
 	ctx := context.Background()
 	before := redisNow(t, c)
-	if err := w.Adapt(ctx, throttle.Feedback{HasRemaining: true, Remaining: 4, Reset: 2 * time.Second}); err != nil {
-		t.Fatalf("Adapt = %v", err)
+	if _, err := w.Observe(ctx, throttle.Feedback{Window: &throttle.ServerWindow{Remaining: 4, Reset: 2 * time.Second}}); err != nil {
+		t.Fatalf("Observe = %v", err)
 	}
 	after := redisNow(t, c)
 	var turns []int64
@@ -160,11 +160,11 @@ func TestWindowSpread(t *testing.T) {
 		}
 		turns = append(turns, turn)
 	}
-	t.Logf("turns relative to Adapt (ms): %v", relMs(turns, before))
+	t.Logf("turns relative to Observe (ms): %v", relMs(turns, before))
 	if float64(turns[0]) > after+200e3 {
 		t.Errorf("the first turn came at Adapt+%.1fms; want at once (a round trip, ≤ 200ms on a loaded machine)", (float64(turns[0])-before)/1e3)
 	}
-	// The spread is anchored at the Adapt's TIME, between before and
+	// The spread is anchored at the Observe's TIME, between before and
 	// after: turns 2-4 at anchor + 500ms·(j-1), 500ms apart to the µs
 	// (each wait rounds its µs up once: 2µs of slack).
 	for i := 2; i < 4; i++ {

@@ -14,7 +14,7 @@
 //
 //	rec := &otelthrottle.Recorder{} // the global MeterProvider
 //	t := &throttle.Transport{
-//		Waiter:  &throttle.Limiter{Limit: 10, Burst: 10},
+//		Waiter:  &throttle.Limiter{Limits: []throttle.Limit{{Rate: 10, Burst: 10}}},
 //		OnEvent: rec.OnEvent,
 //	}
 //	client := &http.Client{Transport: rec.Wrap(t)}
@@ -24,7 +24,7 @@
 // adopted) reach the Transport's OnEvent too. A queue worker that uses a
 // [throttle.Limiter] without a Transport sets the Limiter's OnEvent:
 //
-//	lim := &throttle.Limiter{Limit: 10, Burst: 10, OnEvent: rec.OnEvent}
+//	lim := &throttle.Limiter{Limits: []throttle.Limit{{Rate: 10, Burst: 10}}, OnEvent: rec.OnEvent}
 //
 // To keep an OnEvent of your own (a logger), call both:
 //

@@ -41,7 +41,7 @@ func Example() {
 	rec := &otelthrottle.Recorder{MeterProvider: mp}
 	t := &throttle.Transport{
 		Base:    srv.Client().Transport,
-		Waiter:  &throttle.Limiter{Limit: 10, Burst: 2},
+		Waiter:  &throttle.Limiter{Limits: []throttle.Limit{{Rate: 10, Burst: 2}}},
 		OnEvent: rec.OnEvent,
 	}
 	client := &http.Client{Transport: rec.Wrap(t)}

@@ -74,9 +74,9 @@ func run(t *testing.T, rec *otelthrottle.Recorder, tp *sdktrace.TracerProvider) 
 	srv := limitedServer(t)
 	tr := &throttle.Transport{
 		Base: srv.Client().Transport,
-		Waiter: &throttle.Limiter{Overrides: map[string]throttle.Rate{
-			"/limited": {Limit: 10, Burst: 1},
-			"/slow":    {Limit: 0.1, Burst: 1},
+		Waiter: &throttle.Limiter{Overrides: map[string][]throttle.Limit{
+			"/limited": {{Rate: 10, Burst: 1}},
+			"/slow":    {{Rate: 0.1, Burst: 1}},
 		}},
 		Key: func(r *http.Request) string { return r.URL.Path },
 		Retry: throttle.RetryPolicy{

@@ -44,7 +44,7 @@ func TestWaiterDecisions(t *testing.T) {
 		})
 		tr := &throttle.Transport{
 			Base:    base,
-			Waiter:  &throttle.Limiter{Overrides: map[string]throttle.Rate{"/bare": {Limit: 10, Burst: 1}}},
+			Waiter:  &throttle.Limiter{Overrides: map[string][]throttle.Limit{"/bare": {{Rate: 10, Burst: 1}}}},
 			Key:     func(r *http.Request) string { return r.URL.Path },
 			Retry:   throttle.RetryPolicy{InitialInterval: time.Millisecond, MaxInterval: time.Millisecond, MaxAttempts: 13, Budget: -1},
 			OnEvent: rec.OnEvent,

@@ -86,7 +86,7 @@
 //	fixed window 50/1 s, IETF, t rounded up, Date +1.5 s  1.00      0.015         0         1.0s     ≤ 1% 429s, ≥ 0.95
 //	  same, 1 worker                                      0.91      0             0         1.0s     ≤ 1% 429s, ≥ 0.95
 //	sliding log 20/1 s, told 100/s, 1 process             0.91      0.048         0         1.1s     ≤ 2%, within 5% of the time (today 1.12×)
-//	  same, fleet of 4 distributed.Quota, real clock      0.91      0.050         0         1.1s     ≤ 2%, within 5% of the time (today 1.12×)
+//	  same, fleet of 4 distributed.Limiter, real clock    0.91      0.050         0         1.1s     ≤ 2%, within 5% of the time (today 1.12×)
 //	GitHub, 450 of 5,000 left, reset in 50 min            all 450 spent by 3m39s (33 in the first 4 s) the 450 spread over 50 min
 //	OpenAI 60 RPM/6,000 TPM, 202 tokens, told nothing     1.00      6.0           78%       9.9s     ≥ 0.95, ≤ 1% 429s
 //	  same, CostUnit "tokens" with the exact Cost         0.85      0             0         61s      ≥ 0.95, ≤ 1% 429s

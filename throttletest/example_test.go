@@ -21,7 +21,7 @@ func Example() {
 
 	client := &http.Client{Transport: &throttle.Transport{
 		Base:   ts.Client().Transport,
-		Waiter: &throttle.Limiter{Limit: 20, Burst: 1},
+		Waiter: &throttle.Limiter{Limits: []throttle.Limit{{Rate: 20, Burst: 1}}},
 	}}
 	for range 10 {
 		resp, err := client.Get(ts.URL)

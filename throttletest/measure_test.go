@@ -145,7 +145,7 @@ func tokenBucketRow(jitter time.Duration) func(t *testing.T, seed int) measure.R
 			ev := new(measure.Events)
 			c := &http.Client{Transport: &throttle.Transport{OnEvent: ev.Record,
 				Base:   direct(s, time.Millisecond, jitter, seed),
-				Waiter: &throttle.Limiter{Limit: 100, Burst: 10},
+				Waiter: &throttle.Limiter{Limits: []throttle.Limit{{Rate: 100, Burst: 10}}},
 			}}
 			res := measure.Run(t.Context(), measure.Load{Client: c, URL: url, Workers: 16, Requests: 2000})
 			return row(fmt.Sprintf("token bucket 100/s burst 10 + Retry-After, limit told, jitter %v", jitter), s.Stats(), res, 10+100*res.Wall.Seconds(), "0 429s, ≥ 0.99", ev)
@@ -171,7 +171,7 @@ func leakySynctestRow(status int) func(t *testing.T, seed int) measure.Row {
 			ev := new(measure.Events)
 			c := &http.Client{Transport: &throttle.Transport{OnEvent: ev.Record,
 				Base:   direct(s, time.Millisecond, time.Millisecond, seed),
-				Waiter: &throttle.Limiter{Limit: 50, Burst: 1},
+				Waiter: &throttle.Limiter{Limits: []throttle.Limit{{Rate: 50, Burst: 1}}},
 			}}
 			res := measure.Run(t.Context(), measure.Load{Client: c, URL: url, Workers: 8, Requests: 1000})
 			return row(fmt.Sprintf("strict leaky bucket 50/s, %d bare, limit told (synctest, ≤1 ms jitter)", status), s.Stats(), res, leakyCapacity(50, res.Wall), leakyGoal, ev)
@@ -190,7 +190,7 @@ func leakyRealRow(t *testing.T, seed int) measure.Row {
 	ev := new(measure.Events)
 	c := &http.Client{Transport: &throttle.Transport{OnEvent: ev.Record,
 		Base:   ts.Client().Transport,
-		Waiter: &throttle.Limiter{Limit: 50, Burst: 1},
+		Waiter: &throttle.Limiter{Limits: []throttle.Limit{{Rate: 50, Burst: 1}}},
 	}}
 	res := measure.Run(t.Context(), measure.Load{Client: c, URL: ts.URL, Workers: 8, Requests: 300})
 	return row("strict leaky bucket 50/s, 429 bare, limit told (real clock)", s.Stats(), res, leakyCapacity(50, res.Wall), leakyGoal, ev)
@@ -242,7 +242,7 @@ func rollingRow(t *testing.T, seed int) measure.Row {
 		ev := new(measure.Events)
 		c := &http.Client{Transport: &throttle.Transport{OnEvent: ev.Record,
 			Base:   direct(s, time.Millisecond, time.Millisecond, seed),
-			Waiter: &throttle.Limiter{Limit: 100, Burst: 10},
+			Waiter: &throttle.Limiter{Limits: []throttle.Limit{{Rate: 100, Burst: 10}}},
 		}}
 		const n = 400
 		res := measure.Run(t.Context(), measure.Load{Client: c, URL: url, Workers: 8, Requests: n})
@@ -254,7 +254,7 @@ func rollingRow(t *testing.T, seed int) measure.Row {
 }
 
 // fleetRow: the same budget met by 4 processes sharing one
-// distributed.Quota of 100/s on a real redis-server, on the real clock.
+// distributed.Limiter of 100/s on a real redis-server, on the real clock.
 func fleetRow(t *testing.T, seed int) measure.Row {
 	rs := redistest.Start(t)
 	s := throttletest.NewSlidingLog(20, time.Second)
@@ -272,7 +272,7 @@ func fleetRow(t *testing.T, seed int) measure.Row {
 	for p := range procs {
 		client := redis.NewClient(&redis.Options{Addr: rs.Addr()})
 		defer client.Close()
-		q := distributed.New(client, "fleet-"+strconv.Itoa(seed), 100, 10)
+		q := distributed.New(client, "fleet-"+strconv.Itoa(seed), throttle.Limit{Rate: 100, Burst: 10})
 		q.Workers = procs
 		defer q.Close()
 		c := &http.Client{Transport: &throttle.Transport{OnEvent: ev.Record, Base: ts.Client().Transport, Waiter: q}}
@@ -290,7 +290,7 @@ func fleetRow(t *testing.T, seed int) measure.Row {
 	all.Wall = time.Since(start)
 	sortDurations(all.Latencies)
 	const n = procs * workers * each
-	r := row("rolling budget 20 per 1 s, 429 + Retry-After, told 100/s (fleet of 4, distributed.Quota, real clock)", s.Stats(), all, budgetCapacity(20, time.Second, all.Wall),
+	r := row("rolling budget 20 per 1 s, 429 + Retry-After, told 100/s (fleet of 4, distributed.Limiter, real clock)", s.Stats(), all, budgetCapacity(20, time.Second, all.Wall),
 		"≤ 2% 429s per success, within 5% of the budget's time", ev)
 	r.Extra = fmt.Sprintf("wall ÷ budget's time %.2f; per process %v", all.Wall.Seconds()/((n-20)/20.0), s.PerWorker())
 	return r
@@ -340,7 +340,7 @@ func openAIRow(maxTokens int, told bool) func(t *testing.T, seed int) measure.Ro
 			client := "told nothing"
 			if told {
 				tr.CostUnit = "tokens"
-				tr.Cost = func(*http.Request) int { return cost }
+				tr.CostOf = func(*http.Request) throttle.Cost { return throttle.Cost{N: cost} }
 				client = `CostUnit "tokens", Cost exact`
 			}
 			c := &http.Client{Transport: tr}

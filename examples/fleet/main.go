@@ -157,14 +157,15 @@ func snapshot(counts []atomic.Int64) (total int64, per []int64) {
 func work(addr, quota, api string, id, workers int, limit rate.Limit, burst int, start, until time.Time) error {
 	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 	defer client.Close()
-	q := distributed.New(client, quota, limit, burst)
-	q.Workers = workers // if Redis goes away, pace at limit/workers
+	// The limits a throttle.Limiter would have; the fleet shares them.
+	lim := distributed.New(client, quota, throttle.Limit{Rate: limit, Burst: burst})
+	lim.Workers = workers // if Redis goes away, pace at limit/workers
 
 	ctx, cancel := context.WithDeadline(context.Background(), until)
 	defer cancel()
 	url := api + "?w=" + strconv.Itoa(id)
 	// Connect before the start, as a long-running worker would be: a cold
-	// connection can take longer than the quota's 50ms store timeout, and
+	// connection can take longer than the Limiter's 50ms store timeout, and
 	// a wait that times out falls back to the local pace (FailLocal).
 	var warm sync.WaitGroup
 	for range 8 {
@@ -174,7 +175,7 @@ func work(addr, quota, api string, id, workers int, limit rate.Limit, burst int,
 	time.Sleep(time.Until(start))
 	// The Transport waits on the quota (key: the API's host) before each
 	// request, and hands what each response says to it.
-	hc := &http.Client{Transport: &throttle.Transport{Waiter: q}}
+	hc := &http.Client{Transport: &throttle.Transport{Waiter: lim}}
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex

@@ -9,7 +9,7 @@
 //
 // The same suite drives every implementation: the in-process
 // [throttle.Limiter] inside testing/synctest bubbles (thousands of
-// sequences, exact times, tol 2 ns) and the Redis-backed distributed.Quota
+// sequences, exact times, tol 2 ns) and the Redis-backed distributed.Limiter
 // on the real clock (fewer, spaced sequences and a tolerance). The package
 // uses only time.Now, time.Since, time.Sleep and timers, so it runs
 // unchanged in a bubble and on the real clock; it does not import
@@ -32,8 +32,9 @@
 //	opt := schedtest.Options{Ops: 12, Horizon: time.Second, Step: 10 * time.Millisecond,
 //		MinGap: 20 * time.Millisecond, GiveUp: 20 * time.Second,
 //		Deadlines: true, Cancels: true, Pauses: true, Windows: true, Rejects: true}
-//	seq := schedtest.Generate(seed, schedtest.Config{Limit: 20, Burst: 4}, opt)
-//	q := distributed.New(client, fmt.Sprint("prop", seed), 20, 4)
+//	cfg := schedtest.Config{Limit: 20, Burst: 4}
+//	seq := schedtest.Generate(seed, cfg, opt)
+//	q := distributed.New(client, fmt.Sprint("prop", seed), cfg.Limits()...)
 //	lg := schedtest.Run(t, q.For("k"), seq, nil)
 //	schedtest.Check(t, seq, lg, 15*time.Millisecond)
 //

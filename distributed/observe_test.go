@@ -13,11 +13,6 @@ import (
 	"github.com/throttle-go/throttle"
 )
 
-var (
-	_ throttle.Adapter = (*Quota)(nil)
-	_ throttle.Adapter = (*keyWaiter)(nil)
-)
-
 // hashFloat reads one numeric field of a bucket's hash; ok is false when
 // the field is absent.
 func hashFloat(tb testing.TB, c redis.UniversalClient, rkey, field string) (v float64, ok bool) {
@@ -60,37 +55,37 @@ if v == nil then return nil end
 return math.floor(v)
 `)
 
-// TestAdaptNothing: a Feedback that says nothing makes no Redis call.
-func TestAdaptNothing(t *testing.T) {
+// TestObserveNothing: a Feedback that says nothing makes no Redis call.
+func TestObserveNothing(t *testing.T) {
 	c := newClient(t, "127.0.0.1:1") // nothing listens: any call would fail
-	q := New(c, "adapt-nothing", 10, 1)
+	q := New(c, "adapt-nothing", throttle.Limit{Rate: 10, Burst: 1})
 	q.FailMode = FailClosed
-	if err := q.For("k").(throttle.Adapter).Adapt(context.Background(), throttle.Feedback{Age: time.Second}); err != nil {
-		t.Errorf("Adapt(empty Feedback) = %v; want nil without a call", err)
+	if _, err := q.For("k").Observe(context.Background(), throttle.Feedback{Age: time.Second}); err != nil {
+		t.Errorf("Observe(empty Feedback) = %v; want nil without a call", err)
 	}
 	if q.br.failures != 0 {
-		t.Errorf("Adapt(empty Feedback) reached the store (%d failures)", q.br.failures)
+		t.Errorf("Observe(empty Feedback) reached the store (%d failures)", q.br.failures)
 	}
 }
 
-// TestAdaptOutage: during an outage, Adapt neither blocks nor fails for
+// TestObserveOutage: during an outage, Observe neither blocks nor fails for
 // advice (a window, a rejection); a pause that could not be written is
 // reported as ErrStoreUnavailable, as Pause does, so that Transport does
 // not report a pause that did not happen.
-func TestAdaptOutage(t *testing.T) {
+func TestObserveOutage(t *testing.T) {
 	c := newClient(t, "127.0.0.1:1")
-	q := New(c, "adapt-outage", 10, 1)
-	w := q.For("k").(throttle.Adapter)
+	q := New(c, "adapt-outage", throttle.Limit{Rate: 10, Burst: 1})
+	w := q.For("k")
 	ctx := context.Background()
 	start := time.Now()
-	if err := w.Adapt(ctx, throttle.Feedback{HasRemaining: true, Remaining: 3, Reset: time.Second, Throttled: true}); err != nil {
-		t.Errorf("Adapt(window, throttled) during an outage = %v; want nil", err)
+	if _, err := w.Observe(ctx, throttle.Feedback{Verdict: throttle.RefusedBare, Window: &throttle.ServerWindow{Remaining: 3, Reset: time.Second}}); err != nil {
+		t.Errorf("Observe(window, throttled) during an outage = %v; want nil", err)
 	}
-	if err := w.Adapt(ctx, throttle.Feedback{Pause: time.Second}); !errors.Is(err, ErrStoreUnavailable) {
-		t.Errorf("Adapt(pause) during an outage = %v; want ErrStoreUnavailable", err)
+	if _, err := w.Observe(ctx, throttle.Feedback{Pause: time.Second}); !errors.Is(err, ErrStoreUnavailable) {
+		t.Errorf("Observe(pause) during an outage = %v; want ErrStoreUnavailable", err)
 	}
 	if d := time.Since(start); d > 500*time.Millisecond {
-		t.Errorf("two Adapt calls during an outage took %v; want each bounded by Timeout (50ms)", d)
+		t.Errorf("two Observe calls during an outage took %v; want each bounded by Timeout (50ms)", d)
 	}
 }
 
@@ -106,7 +101,7 @@ func cutRate(r0, wMax, floor, ac, t float64) float64 {
 }
 
 // TestAdaptiveFleet: worker B waits in a loop on a quota of 100/s (burst
-// 1); worker A (another Quota, another client) reports bare rejections.
+// 1); worker A (another Limiter, another client) reports bare rejections.
 // Turns are on Redis's clock and each is computed from the state, so the
 // bounds are exact where B keeps up (a wait is one loopback round trip,
 // well under the 10ms interval):
@@ -125,7 +120,7 @@ func TestAdaptiveFleet(t *testing.T) {
 	t.Parallel()
 	s, c1 := startRedis(t)
 	c2 := newClient(t, s.Addr())
-	qa, qb := New(c1, "adaptive-fleet", 100, 1), New(c2, "adaptive-fleet", 100, 1)
+	qa, qb := New(c1, "adaptive-fleet", throttle.Limit{Rate: 100, Burst: 1}), New(c2, "adaptive-fleet", throttle.Limit{Rate: 100, Burst: 1})
 	qa.Timeout, qb.Timeout = time.Second, time.Second
 	a, b := qa.For("api").(*keyWaiter), qb.For("api").(*keyWaiter)
 	ctx := context.Background()
@@ -148,12 +143,12 @@ func TestAdaptiveFleet(t *testing.T) {
 			rec.add(turn)
 		}
 	}()
-	rejected := throttle.Feedback{Throttled: true}
+	rejected := throttle.Feedback{Verdict: throttle.RefusedBare}
 
 	time.Sleep(1200 * time.Millisecond)
 	shiftAt := redisNow(t, c1)
-	if err := a.Adapt(ctx, rejected); err != nil {
-		t.Fatalf("Adapt(throttled) = %v", err)
+	if _, err := a.Observe(ctx, rejected); err != nil {
+		t.Fatalf("Observe(throttled) = %v", err)
 	}
 	if r0, _ := hashFloat(t, c1, a.rkey, "c0"); r0 != 0 {
 		t.Errorf("a lone rejection under the configured limit cut the pace to %.1f/s; want only a shift", r0)
@@ -166,8 +161,8 @@ func TestAdaptiveFleet(t *testing.T) {
 	// up to trimMax; the one past it cuts.
 	time.Sleep(200 * time.Millisecond)
 	for i := range 10 {
-		if err := a.Adapt(ctx, rejected); err != nil {
-			t.Fatalf("Adapt(throttled) %d = %v", i+2, err)
+		if _, err := a.Observe(ctx, rejected); err != nil {
+			t.Fatalf("Observe(throttled) %d = %v", i+2, err)
 		}
 		if i < 9 {
 			if r0, _ := hashFloat(t, c1, a.rkey, "c0"); r0 != 0 {
@@ -187,8 +182,8 @@ func TestAdaptiveFleet(t *testing.T) {
 	}
 
 	// In flight before the cut: ignored.
-	if err := a.Adapt(ctx, throttle.Feedback{Throttled: true, Age: time.Second}); err != nil {
-		t.Fatalf("Adapt(throttled, Age 1s) = %v", err)
+	if _, err := a.Observe(ctx, throttle.Feedback{Verdict: throttle.RefusedBare, Age: time.Second}); err != nil {
+		t.Fatalf("Observe(throttled, Age 1s) = %v", err)
 	}
 	r02, _ := hashFloat(t, c1, a.rkey, "c0")
 	ac2, _ := hashFloat(t, c1, a.rkey, "ca")

@@ -3,6 +3,7 @@ package distributed
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"testing"
@@ -12,42 +13,38 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Compile-time checks of the seam.
-var (
-	_ throttle.Waiter      = (*Quota)(nil)
-	_ throttle.KeyedWaiter = (*Quota)(nil)
-	_ throttle.Pauser      = (*Quota)(nil)
-	_ throttle.Pauser      = (*keyWaiter)(nil)
-)
-
-// TestInvalid checks that bad configuration and costs fail with the right
-// error before any Redis call: the client points at a port nothing listens
-// on, and FailClosed would turn any call into ErrStoreUnavailable.
+// TestInvalid checks that bad limits and costs fail with the right error
+// before any Redis call, by throttle.Limit's rules: the client points at
+// a port nothing listens on, and FailClosed would turn any call into
+// ErrStoreUnavailable.
 func TestInvalid(t *testing.T) {
 	c := newClient(t, "127.0.0.1:1")
 	tests := []struct {
 		name  string
-		limit rate.Limit
-		burst int
+		limit throttle.Limit
 		n     int
 		want  error
 	}{
-		{"zero rate", 0, 10, 1, throttle.ErrInvalidLimit},
-		{"negative rate", -5, 10, 1, throttle.ErrInvalidLimit},
-		{"NaN rate", rate.Limit(math.NaN()), 10, 1, throttle.ErrInvalidLimit},
-		{"zero burst", 10, 0, 1, throttle.ErrInvalidLimit},
-		{"negative burst", 10, -1, 1, throttle.ErrInvalidLimit},
-		{"negative cost", 10, 10, -1, throttle.ErrInvalidLimit},
-		{"cost above burst", 10, 10, 11, throttle.ErrCostExceedsBurst},
-		{"zero cost", 10, 10, 0, nil},
+		{"negative rate", throttle.Limit{Rate: -5, Burst: 10}, 1, throttle.ErrInvalidLimit},
+		{"NaN rate", throttle.Limit{Rate: rate.Limit(math.NaN()), Burst: 10}, 1, throttle.ErrInvalidLimit},
+		{"negative burst", throttle.Limit{Rate: 10, Burst: -1}, 1, throttle.ErrInvalidLimit},
+		{"window without a count", throttle.Limit{Per: time.Minute}, 1, throttle.ErrInvalidLimit},
+		{"window without a period", throttle.Limit{Count: 10}, 1, throttle.ErrInvalidLimit},
+		{"window of no kind", throttle.Limit{Count: 10, Per: time.Minute, Kind: 9}, 1, throttle.ErrInvalidLimit},
+		{"sliding log too long", throttle.Limit{Count: throttle.MaxLogCount + 1, Per: time.Minute, Kind: throttle.SlidingLog}, 1, throttle.ErrInvalidLimit},
+		{"negative cost", throttle.Limit{Rate: 10, Burst: 10}, -1, throttle.ErrInvalidLimit},
+		{"cost above burst", throttle.Limit{Rate: 10, Burst: 10}, 11, throttle.ErrCostExceedsBurst},
+		{"cost above burst 0 (1)", throttle.Limit{Rate: 10}, 2, throttle.ErrCostExceedsBurst},
+		{"cost above a window's count", throttle.Limit{Count: 10, Per: time.Minute}, 11, throttle.ErrCostExceedsBurst},
+		{"zero cost", throttle.Limit{Rate: 10, Burst: 10}, 0, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			q := New(c, "invalid", tt.limit, tt.burst)
+			q := New(c, "invalid", tt.limit)
 			q.FailMode = FailClosed
 			err := q.WaitN(context.Background(), tt.n)
 			if tt.want == nil && err != nil || !errors.Is(err, tt.want) {
-				t.Errorf("WaitN(%d) with rate %v burst %d = %v; want %v", tt.n, tt.limit, tt.burst, err, tt.want)
+				t.Errorf("WaitN(%d) with %v = %v; want %v", tt.n, tt.limit, err, tt.want)
 			}
 			if errors.Is(err, ErrStoreUnavailable) {
 				t.Errorf("WaitN(%d) reached Redis: %v", tt.n, err)
@@ -62,14 +59,14 @@ func TestNewNilClientPanics(t *testing.T) {
 			t.Errorf("New(nil, …) did not panic")
 		}
 	}()
-	New(nil, "q", 1, 1)
+	New(nil, "q", throttle.Limit{Rate: 1, Burst: 1})
 }
 
 // TestDeadline: a turn past the deadline is refused at once and reserves
 // nothing, so the next caller's turn is unchanged.
 func TestDeadline(t *testing.T) {
 	_, c := startRedis(t)
-	q := New(c, "deadline", 2, 1) // one unit per 500ms
+	q := New(c, "deadline", throttle.Limit{Rate: 2, Burst: 1}) // one unit per 500ms
 	w := q.For("k").(*keyWaiter)
 	ctx := context.Background()
 	if err := w.WaitN(ctx, 1); err != nil { // takes the burst
@@ -111,7 +108,7 @@ func TestDeadline(t *testing.T) {
 func TestCancelRefunds(t *testing.T) {
 	_, c := startRedis(t)
 	const limit, burst, n = 10, 5, 3 // 100ms per unit
-	q := New(c, "refund", limit, burst)
+	q := New(c, "refund", throttle.Limit{Rate: limit, Burst: burst})
 	w := q.For("k").(*keyWaiter)
 	ctx := context.Background()
 	for range 2 { // spend the burst and then some: tat = now + 1s
@@ -147,7 +144,7 @@ func TestCancelRefunds(t *testing.T) {
 func TestIdleExpiry(t *testing.T) {
 	t.Parallel()
 	_, c := startRedis(t)
-	q := New(c, "expiry", 1, 5) // 1 s per unit
+	q := New(c, "expiry", throttle.Limit{Rate: 1, Burst: 5}) // 1 s per unit
 	w := q.For("k").(*keyWaiter)
 	ctx := context.Background()
 	if err := w.WaitN(ctx, 5); err != nil { // empties it: full again in 5 s
@@ -158,7 +155,7 @@ func TestIdleExpiry(t *testing.T) {
 		t.Errorf("PTTL after spending the burst = %v; want (5.9s, 6s]: until the bucket is full, plus 1 s", pttl)
 	}
 
-	q = New(c, "expiry", 10, 5) // 100ms per unit
+	q = New(c, "expiry", throttle.Limit{Rate: 10, Burst: 5}) // 100ms per unit
 	w = q.For("k2").(*keyWaiter)
 	if err := w.WaitN(ctx, 5); err != nil { // full again in 500ms
 		t.Fatalf("WaitN(5) = %v", err)
@@ -176,21 +173,21 @@ func TestIdleExpiry(t *testing.T) {
 // TestInfiniteRate: rate.Inf never waits, but a pause still holds.
 func TestInfiniteRate(t *testing.T) {
 	_, c := startRedis(t)
-	q := New(c, "inf", rate.Inf, 1)
+	q := New(c, "inf", throttle.Limit{Rate: rate.Inf, Burst: 1})
 	ctx := context.Background()
 	for range 100 {
 		if err := q.WaitN(ctx, 1); err != nil {
 			t.Fatalf("WaitN at rate.Inf = %v", err)
 		}
 	}
-	if err := q.Pause(ctx, time.Second); err != nil {
+	if err := q.For("").Pause(ctx, time.Second); err != nil {
 		t.Fatalf("Pause = %v", err)
 	}
 	dctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
 	var de *throttle.DeadlineError
-	if err := q.For("").WaitN(dctx, 1); !errors.As(err, &de) || de.Delay < 900*time.Millisecond {
-		t.Errorf("WaitN during a 1s pause with a 500ms deadline = %v; want a DeadlineError of about 1s (Quota.Pause pauses For(\"\"))", err)
+	if err := q.WaitN(dctx, 1); !errors.As(err, &de) || de.Delay < 900*time.Millisecond {
+		t.Errorf("WaitN during a 1s pause with a 500ms deadline = %v; want a DeadlineError of about 1s (Limiter.WaitN waits on For(\"\"))", err)
 	}
 }
 
@@ -218,7 +215,7 @@ func TestLocalBucketsBounded(t *testing.T) {
 // breaker is open a wait fails without touching the network.
 func TestStoreUnavailable(t *testing.T) {
 	c := newClient(t, "127.0.0.1:1") // nothing listens on port 1
-	q := New(c, "down", 10, 10)
+	q := New(c, "down", throttle.Limit{Rate: 10, Burst: 10})
 	q.FailMode = FailClosed
 	ctx := context.Background()
 	for i := range breakerThreshold {
@@ -239,7 +236,125 @@ func TestStoreUnavailable(t *testing.T) {
 	if err := q.WaitN(ctx, 1); err != nil {
 		t.Errorf("FailOpen wait = %v; want nil", err)
 	}
-	if err := q.Pause(ctx, time.Second); !errors.Is(err, ErrStoreUnavailable) {
+	if err := q.For("").Pause(ctx, time.Second); !errors.Is(err, ErrStoreUnavailable) {
 		t.Errorf("Pause = %v; want ErrStoreUnavailable", err)
+	}
+}
+
+// TestLimitsAsThrottleLimiter runs the same operations on a key of a
+// throttle.Limiter and on one of a Limiter with the same limits, and
+// checks that each answers alike (went or not, and the error's kind):
+// the limits follow throttle.Limiter's rules, a window may be the first
+// limit, Rate 0 lets its burst through and then none, no limit lets
+// everything through, and the short forms spend every limit of Unit "".
+func TestLimitsAsThrottleLimiter(t *testing.T) {
+	_, c := startRedis(t)
+	ctx := context.Background()
+	type op struct {
+		name string
+		do   func(q throttle.Quota) (bool, error)
+	}
+	try := func(cost ...throttle.Cost) op {
+		return op{fmt.Sprint("Try", cost), func(q throttle.Quota) (bool, error) {
+			ok, _, err := q.Try(ctx, cost...)
+			return ok, err
+		}}
+	}
+	allowN := func(n int) op {
+		return op{fmt.Sprint("AllowN ", n), func(q throttle.Quota) (bool, error) { return q.AllowN(n), nil }}
+	}
+	// A wait that would sleep fails at once: every turn that is not now
+	// is an hour or more away in these limits.
+	waitN := func(n int) op {
+		return op{fmt.Sprint("WaitN ", n), func(q throttle.Quota) (bool, error) {
+			ctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			err := q.WaitN(ctx, n)
+			if errors.Is(err, throttle.ErrWouldExceedDeadline) {
+				return false, nil
+			}
+			return err == nil, err
+		}}
+	}
+	reserveN := func(n int) op {
+		return op{fmt.Sprint("ReserveN ", n), func(q throttle.Quota) (bool, error) {
+			r, err := q.ReserveN(ctx, n)
+			if err != nil {
+				return false, err
+			}
+			went := r.Delay() == 0
+			r.Cancel()
+			return went, nil
+		}}
+	}
+	tokens := func(n, tok int) throttle.Cost { return throttle.Cost{N: n, Units: map[string]int{"tokens": tok}} }
+	for _, tt := range []struct {
+		name   string
+		limits []throttle.Limit
+		ops    []op
+	}{
+		{"window first", []throttle.Limit{{Count: 3, Per: time.Hour, Kind: throttle.SlidingLog}},
+			[]op{waitN(1), allowN(1), try(), reserveN(1), allowN(1), waitN(1), try(), waitN(4)}},
+		{"bucket and window of requests", []throttle.Limit{{Rate: 1000, Burst: 1000}, {Count: 2, Per: time.Hour}},
+			[]op{waitN(2), try(), allowN(1), try(throttle.Cost{N: 3})}},
+		{"rate 0", []throttle.Limit{{Burst: 2}},
+			[]op{try(), allowN(1), try(), waitN(1), waitN(3)}},
+		{"burst 0 is 1", []throttle.Limit{{Rate: 1.0 / 3600}},
+			[]op{try(), try(), try(throttle.Cost{N: 2})}},
+		{"no limit", nil,
+			[]op{try(throttle.Cost{N: 1e6}), waitN(1e6), allowN(5)}},
+		{"rate.Inf is no bucket", []throttle.Limit{{Rate: rate.Inf, Burst: 1}},
+			[]op{waitN(5), try(throttle.Cost{N: 100})}},
+		{"tokens", []throttle.Limit{{Rate: 1.0 / 3600, Burst: 3}, {Unit: "tokens", Rate: 1.0 / 3600, Burst: 100}},
+			[]op{try(tokens(1, 60)), try(tokens(1, 60)), try(tokens(0, 60)), try(tokens(1, 40)), try(tokens(1, 1)),
+				try(tokens(1, 101)), try(throttle.Cost{N: 1, Units: map[string]int{"": 1}}), try(throttle.Cost{N: 1, Units: map[string]int{"bytes": 1}}),
+				try(tokens(1, -1)), try(throttle.Cost{N: -1})}},
+		{"invalid", []throttle.Limit{{Count: 5}}, []op{try(), waitN(1)}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			lk := (&throttle.Limiter{Limits: tt.limits}).For("k")
+			q := New(c, "as-limiter-"+tt.name, tt.limits...)
+			q.FailMode = FailClosed // a store error must show
+			defer q.Close()
+			qk := q.For("k")
+			for i, o := range tt.ops {
+				wok, werr := o.do(lk)
+				gok, gerr := o.do(qk)
+				if gok != wok || kind(gerr) != kind(werr) {
+					t.Errorf("op %d, %s: Limiter %v, %v; throttle.Limiter %v, %v", i, o.name, gok, gerr, wok, werr)
+				}
+			}
+		})
+	}
+}
+
+// kind names the sentinel an error matches, for comparing errors of two
+// implementations.
+func kind(err error) string {
+	for _, s := range []error{throttle.ErrInvalidLimit, throttle.ErrCostExceedsBurst, throttle.ErrWouldExceedDeadline, ErrStoreUnavailable} {
+		if errors.Is(err, s) {
+			return s.Error()
+		}
+	}
+	if err != nil {
+		return "other: " + err.Error()
+	}
+	return ""
+}
+
+// TestFailLocalFirstWindow: while Redis is away, FailLocal holds a
+// window of the unit waits count at this process's share, as it holds a
+// further limit of another unit: 10 an hour, 2 workers, 5 go.
+func TestFailLocalFirstWindow(t *testing.T) {
+	q := New(newClient(t, "127.0.0.1:1"), "down-window", throttle.Limit{Count: 10, Per: time.Hour})
+	q.Workers = 2
+	k := q.For("k")
+	for i := range 5 {
+		if ok, _, err := k.Try(context.Background()); !ok || err != nil {
+			t.Fatalf("try %d of the share of 5 = %v, %v; want it to go", i+1, ok, err)
+		}
+	}
+	if ok, d, err := k.Try(context.Background()); ok || err != nil || d <= 0 || d > time.Hour {
+		t.Errorf("6th try in the hour = %v, %v, %v; want false, within the hour", ok, d, err)
 	}
 }
