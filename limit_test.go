@@ -458,3 +458,29 @@ func TestLimitsReserve(t *testing.T) {
 		}
 	})
 }
+
+// TestCostWithoutFirstUnit: a wait that names units of further limits but
+// no unit of the first limit (N 0) is refused with ErrInvalidLimit and
+// spends nothing, rather than going for free; a zero Cost is nothing.
+func TestCostWithoutFirstUnit(t *testing.T) {
+	l := &Limiter{Limits: []Limit{{Rate: 10, Burst: 1}, {Unit: "tokens", Rate: 100, Burst: 100}}}
+	q := l.For("k")
+	ctx := context.Background()
+	tok := Cost{Units: map[string]int{"tokens": 100}}
+	if err := q.Wait(ctx, tok); !errors.Is(err, ErrInvalidLimit) {
+		t.Errorf("Wait of 100 tokens and N 0 = %v; want ErrInvalidLimit", err)
+	}
+	if _, _, err := q.Try(ctx, tok); !errors.Is(err, ErrInvalidLimit) {
+		t.Errorf("Try of 100 tokens and N 0: %v; want ErrInvalidLimit", err)
+	}
+	if _, err := q.Reserve(ctx, tok); !errors.Is(err, ErrInvalidLimit) {
+		t.Errorf("Reserve of 100 tokens and N 0: %v; want ErrInvalidLimit", err)
+	}
+	if err := q.Wait(ctx, Cost{}); err != nil {
+		t.Errorf("Wait of the zero Cost = %v; want nil (nothing to spend)", err)
+	}
+	st, _ := q.State(ctx)
+	if len(st.Limits) != 1 || st.Limits[0].Remaining != 100 {
+		t.Errorf("tokens left %+v; want 100 (nothing spent)", st.Limits)
+	}
+}

@@ -34,7 +34,7 @@ func (q *limiterKey) WaitN(ctx context.Context, n int) error {
 // Wait waits for cost: see [Quota].
 func (q *limiterKey) Wait(ctx context.Context, cost ...Cost) error {
 	c := sum(cost)
-	v, err := q.l().costOf(q.k(), c)
+	v, err := q.l().waitCost(q.k(), c)
 	if err != nil {
 		return err
 	}
@@ -55,7 +55,7 @@ func (q *limiterKey) Try(ctx context.Context, cost ...Cost) (bool, time.Duration
 		return false, 0, err
 	}
 	c := sum(cost)
-	v, err := q.l().costOf(q.k(), c)
+	v, err := q.l().waitCost(q.k(), c)
 	if err != nil {
 		return false, 0, err
 	}
@@ -85,7 +85,7 @@ func (q *limiterKey) Reserve(ctx context.Context, cost ...Cost) (Reservation, er
 		return nil, err
 	}
 	c := sum(cost)
-	v, err := q.l().costOf(q.k(), c)
+	v, err := q.l().waitCost(q.k(), c)
 	if err != nil {
 		return nil, err
 	}
@@ -185,6 +185,20 @@ func stateOf(v local.View, at time.Time) State {
 		st.Window = &ServerWindow{Remaining: v.WindowLeft, Reset: local.Duration(v.WindowReset - v.Now)}
 	}
 	return st
+}
+
+// waitCost converts c to the key's further limits' costs for a wait (a
+// wait is at least one unit of the first limit when it names units of
+// further limits).
+func (l *Limiter) waitCost(k *local.Key, c Cost) ([]float64, error) {
+	if c.N == 0 {
+		for _, v := range c.Units {
+			if v != 0 {
+				return nil, fmt.Errorf("throttle: a cost of no unit of the first limit (N 0) names units %v: a wait is at least one unit of its first limit: %w", c.Units, ErrInvalidLimit)
+			}
+		}
+	}
+	return l.costOf(k, c)
 }
 
 // costOf converts c's units to the key's further limits' costs: nil for

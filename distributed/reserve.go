@@ -3,6 +3,7 @@ package distributed
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -47,6 +48,9 @@ func (w *keyWaiter) reserve(ctx context.Context, c throttle.Cost) (throttle.Rese
 		return nil, err
 	}
 	if n == 0 {
+		if anyUnits(c) {
+			return nil, fmt.Errorf("%w: a cost of no unit of the first limit (N 0) names units %v: a wait is at least one unit of its first limit", throttle.ErrInvalidLimit, c.Units)
+		}
 		return &reservation{w: w, state: resDone}, nil // nothing to spend: see wait
 	}
 	x := q.xargs(cost)

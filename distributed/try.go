@@ -52,6 +52,9 @@ func (w *keyWaiter) try(ctx context.Context, c throttle.Cost) (bool, time.Durati
 		return false, 0, err
 	}
 	if n == 0 {
+		if anyUnits(c) {
+			return false, 0, fmt.Errorf("%w: a cost of no unit of the first limit (N 0) names units %v: a wait is at least one unit of its first limit", throttle.ErrInvalidLimit, c.Units)
+		}
 		return true, 0, nil // nothing to spend: see wait
 	}
 	x := q.xargs(cost)

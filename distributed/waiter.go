@@ -222,9 +222,12 @@ func (w *keyWaiter) wait(ctx context.Context, c throttle.Cost) (int64, error) {
 	}
 	if n == 0 {
 		// No unit of the first limit: nothing to queue (the engine's
-		// queues hold tickets of the first limit's units), whatever
-		// units of the further limits the cost names, as a
-		// throttle.Limiter's key.
+		// queues hold tickets of the first limit's units); a cost that
+		// names further limits' units is refused, as a throttle.Limiter's
+		// key refuses it.
+		if anyUnits(c) {
+			return 0, fmt.Errorf("%w: a cost of no unit of the first limit (N 0) names units %v: a wait is at least one unit of its first limit", throttle.ErrInvalidLimit, c.Units)
+		}
 		return 0, nil
 	}
 	x := q.xargs(cost)
@@ -640,4 +643,14 @@ func (w *keyWaiter) Observe(ctx context.Context, f throttle.Feedback) (throttle.
 		return throttle.Observed{}, fmt.Errorf("pausing %q: %w", w.key, unavailable(err))
 	}
 	return throttle.Observed{Pause: pause}, nil
+}
+
+// anyUnits reports whether c names units of further limits (not zero).
+func anyUnits(c throttle.Cost) bool {
+	for _, v := range c.Units {
+		if v != 0 {
+			return true
+		}
+	}
+	return false
 }

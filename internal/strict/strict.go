@@ -4,7 +4,7 @@
 // was sent on time. What they decide is per Limiter key and per process:
 // a key's turns move later (never earlier) by what its own responses'
 // round trips and its own wake-ups tell. A fleet sharing a
-// distributed.Quota does not keep them: its keys' pace is the shared
+// distributed.Limiter does not keep them: its keys' pace is the shared
 // engine's alone.
 //
 // The rules:
