@@ -204,6 +204,10 @@
 // sorted sets, and the cap in force (inflight.lua describes them). They
 // expire twice LeaseTTL after the last call.
 //
+// A key's state in another form (one a version before 0.1.0 wrote) is no
+// state this version reads: the key starts anew, a full bucket at the
+// configured pace, as after an eviction.
+//
 // # Redis as operators run it
 //
 // Versions: Redis 5.0 or later, or Valkey. The script reads TIME and then

@@ -65,9 +65,8 @@ local now = tonumber(clock[1]) * SEC + tonumber(clock[2])
 -- compares it with the call's in one step, no number parsed, and packs
 -- it back in the same call. The tag says whether x is there
 -- (CORE_X) or not (CORE_BARE), so that the fast path reads one field. A
--- core of tag 1 (15 doubles, x and the configuration v as fields of
--- their own) or without a tag (MessagePack) is one an earlier version
--- wrote, read as such and written back in this form.
+-- core of any other form is no state this version reads: the key starts
+-- anew (see the general path).
 --
 -- The configuration: "interval/burst", with ":version" after the burst
 -- when the Quota has a Version (ARGV[3] is then "burst:version"). The
@@ -503,11 +502,14 @@ if tag == CORE_BARE and op == 'lease' then
 end
 
 -- The general path. The fields the fast path did not read: x, and the
--- state's configuration (for a core an earlier version wrote, both as
--- fields of their own).
+-- state's configuration. A state in another format (one a version before
+-- 0.1.0 wrote) is read as no state: the key starts anew.
 local cfg = ARGV[2] .. '/' .. ARGV[3]
+if coreRaw and tag ~= CORE_BARE and tag ~= CORE_X and tag ~= CORE_XC then
+	redis.call('DEL', key)
+	coreRaw, tag = false, nil
+end
 local got = {coreRaw, false, false}
-local hadV = false -- a configuration kept as the field v, dropped on write
 local xc = nil -- x's short form, carried by a core of CORE_XC
 local n0
 if not coreRaw then
@@ -523,15 +525,6 @@ elseif tag == CORE_BARE or tag == CORE_X or tag == CORE_XC then
 	elseif tag == CORE_XC then
 		xc = string.sub(coreRaw, n0[19])
 	end
-else
-	if tag == 1 then
-		n0 = {struct.unpack('<Bddddddddddddddd', coreRaw)} -- the core an earlier version packed
-		table.remove(n0, 1)
-	else
-		n0 = cmsgpack.unpack(coreRaw) -- the core an earlier version wrote in MessagePack
-	end
-	local g = redis.call('HMGET', key, 'x', 'v')
-	got[2], got[3], hadV = g[1], g[2], g[2] ~= false
 end
 local fresh = not coreRaw
 -- setCfg: the state's configuration is replaced (a new state, one from

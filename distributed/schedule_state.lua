@@ -233,9 +233,6 @@ local function store(ext, inCore, expire)
 	if t ~= CORE_X and got[2] then
 		redis.call('HDEL', key, 'x')
 	end
-	if hadV then
-		redis.call('HDEL', key, 'v') -- kept in the core now
-	end
 	if newXe ~= xe then
 		redis.call('PEXPIRE', key, ttlMs(newXe - now))
 	end
