@@ -25,41 +25,42 @@ import (
 // limits of an httptest throttletest.LLM server: 150 requests AND
 // 50,000 tokens per 2 s window (the tokens bind), 8 in flight, 50 ms a
 // completion, tokens used 50% to 150% of the estimate (max_tokens, 200
-// to 800), 8 goroutines each (32 in all), 20 s on the real clock, each
+// to 800), 8 goroutines each (32 in all), 3 windows (6 s; 10 windows, 20 s,
+// with THROTTLE_LONG=1 or THROTTLE_FLEET_LLM=1) on the real clock, each
 // response's usage settled (SettleResponse: op msettle). Each
 // Transport waits, as TestLLMLimits, for the estimate (a completion that
 // used more is charged by the server before the fleet can know: a few
-// 429s, at most 1% allowed) or for the bound (1.5× the estimate: the
-// fleet's count is never below the server's, so no 429 can come but
-// from the clocks: Redis's TIME and the server's are the same machine's
-// clock here), and the settles give back what was not used. Goals:
-// goodput ≥ 0.95 of the tokens limit over the 10 windows, never more
-// than 8 in flight at the server, 0 429s waiting for the bound.
-//
-// Real clock and real sockets for 20 s: run with THROTTLE_FLEET_LLM=1.
+// 429s, one a window allowed, about 1%) or for the bound (1.5× the
+// estimate: the fleet's count is never below the server's, so no 429 can
+// come but from the clocks: Redis's TIME and the server's are the same
+// machine's clock here), and the settles give back what was not used.
+// Goals: goodput ≥ 0.95 of the tokens limit over the run's windows, never
+// more than 8 in flight at the server, 0 429s waiting for the bound.
 func TestFleetLLMLimits(t *testing.T) {
-	if os.Getenv("THROTTLE_FLEET_LLM") == "" {
-		t.Skip("20 s on the real clock against redis-server: set THROTTLE_FLEET_LLM=1")
-	}
+	t.Parallel()
 	s, _ := startRedis(t)
+	windows := 3
+	if os.Getenv("THROTTLE_FLEET_LLM") != "" || longRun() {
+		windows = 10
+	}
 	for _, tt := range []struct {
 		name    string
 		reserve float64
-		max429  int
-	}{{"estimate", 1, 10}, {"bound", 1.5, 0}} {
-		t.Run(tt.name, func(t *testing.T) { fleetLLM(t, s.Addr(), tt.name, tt.reserve, tt.max429) })
+		max429  int // a window
+	}{{"estimate", 1, 1}, {"bound", 1.5, 0}} {
+		t.Run(tt.name, func(t *testing.T) { fleetLLM(t, s.Addr(), tt.name, tt.reserve, tt.max429*windows, windows) })
 	}
 }
 
-func fleetLLM(t *testing.T, addr, name string, reserve float64, max429 int) {
+func fleetLLM(t *testing.T, addr, name string, reserve float64, max429, windows int) {
 	const (
 		rpm, tpm, window = 150, 50000, 2 * time.Second
 		inFlight, gen    = 8, 50 * time.Millisecond
-		run              = 20 * time.Second
 	)
+	run := time.Duration(windows) * window
 	srv := throttletest.NewLLM(rpm, tpm, window)
 	srv.MaxInFlight, srv.Gen = inFlight, gen
-	// Start on a window's boundary, so that the run covers 10 windows.
+	// Start on a window's boundary, so that the run covers whole windows.
 	time.Sleep(time.Until(time.Now().Truncate(window).Add(window)))
 	start := time.Now()
 	end := start.Add(run)
