@@ -44,7 +44,7 @@ func TestMatrixRow(t *testing.T) {
 		}
 		lines = n
 	}
-	r := measureRun(t, kindNamed(name), seed(t), client == "told", length)
+	r := measureRun(t, kindNamed(name), seed(t), client == "told", length, oneProcess)
 	t.Logf("%s", describe(r))
 	t.Logf("timeline (first %d lines):\n%s", lines, timeline(r, lines))
 	t.Logf("each second (200s/429s, events):\n%s", perSecond(r))

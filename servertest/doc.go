@@ -14,15 +14,25 @@
 // matching [throttle.Limit]) and once told nothing (the zero Transport).
 // A row reports the capacity used (successes ÷ what the server's own
 // rule admits between the run's start and end), the 429s per success,
-// and the requests that did not end in a success.
+// the requests that did not end in a success, and the run's wall time ÷
+// the least time the server's rule needs for its requests.
 //
-// The default run (go test ./...) measures a few rows and holds them to
-// the goals the library meets today. THROTTLE_LONG=1 runs the whole
-// matrix (every server, told and told nothing, three seeds, the median
-// row of the three) and logs it as a Markdown table;
-// THROTTLE_MATRIX_TABLE=1 prints the table alone on standard output:
+// The default run (go test, about 20 s) holds three rows to issue 24's
+// goals (≥ 0.95 of capacity, ≤ 1% 429s per success, every request done),
+// with parameters where the library meets them today, and checks what
+// each server sends. THROTTLE_LONG=1 runs the whole matrix (every server,
+// told and told nothing, three seeds, the median row of the three; about
+// 15 minutes with -parallel 1) and logs it as a Markdown table;
+// THROTTLE_MATRIX_TABLE=1 prints the table alone on standard output, and
+// any other value is a file to write it to. From this directory:
 //
-//	THROTTLE_LONG=1 THROTTLE_MATRIX_TABLE=1 go test -count=1 -run TestMatrix ./servertest
+//	THROTTLE_LONG=1 THROTTLE_MATRIX_TABLE=matrix.md go test -count=1 -run 'TestMatrix$' -parallel 1 -timeout 60m
+//
+// TestMatrixRow traces one row (THROTTLE_MATRIX_ROW='kind;told' or
+// 'kind;told nothing'): every attempt with its headers and every event
+// of the Transport, in order. Built with -tags fleet, TestMatrixFleet
+// runs the matrix with a fleet of four processes sharing a quota
+// through the distributed package on a real redis-server.
 //
 // nginx comes from the machine's packages (./test.sh installs it with
 // apt); where it is missing, the nginx rows fail when CI is set and are

@@ -19,44 +19,67 @@ import (
 // run is one run of a client against one server.
 type run struct {
 	kind, params string
-	told         bool // the client was told the server's limit
+	told         bool   // the client was told the server's limit
+	fleet        string // "" for one process, else the fleet's name
 	seed         uint64
 	requests     int
 	workers      int
 
-	// Attempts by what the server answered, as the client's Base saw
+	// Attempts by what the server answered, as the clients' Base saw
 	// them: successes, 429s, anything else (errors included).
 	ok, rejected, other int
 	// unfinished: requests that did not end in a success (given up, or
 	// still unanswered when the run's bound ended it).
 	unfinished int
 	capacity   float64 // successes ÷ what the server admits in the run's time
+	perOK      float64 // 429s per success
 	// slowdown is the run's wall time ÷ the least time in which the
 	// server's rule admits all its requests.
 	slowdown float64
-	perOK    float64 // 429s per success
 	wall     time.Duration
 	events   *eventLog
 	trace    *attempts
 }
 
-// label names the client of r.
+// client names the client of r.
 func (r run) client() string {
+	c := "told nothing"
 	if r.told {
-		return "told"
+		c = "told"
 	}
-	return "told nothing"
+	if r.fleet != "" {
+		c += ", " + r.fleet
+	}
+	return c
 }
 
 // runBound bounds a run of target length d: a run that needs longer
 // stops, and its requests not done count as unfinished.
-func runBound(d time.Duration) time.Duration { return 3*d + 10*time.Second }
+func runBound(d time.Duration) time.Duration { return 2*d + 5*time.Second }
+
+// clients makes the Waiters of a run's processes, one per process, each
+// process's own: told the server's limits told, or (told nil) told
+// nothing. A nil Waiter is the zero Transport's.
+type clients struct {
+	name string // "" for one process
+	make func(t *testing.T, told []throttle.Limit) []throttle.Waiter
+}
+
+// oneProcess is one process: a Limiter with the server's limits, or
+// nothing.
+var oneProcess = clients{make: func(t *testing.T, told []throttle.Limit) []throttle.Waiter {
+	if told == nil {
+		return []throttle.Waiter{nil}
+	}
+	return []throttle.Waiter{&throttle.Limiter{Limits: told}}
+}}
 
 // measureRun starts a server of kind k with the parameters seed draws,
-// and runs one Transport against it, shared by workers goroutines (drawn
-// too), closed loop, until its requests are done or the run's bound
-// ends: with the client told the server's limit, or told nothing.
-func measureRun(t *testing.T, k kind, seed uint64, told bool, d time.Duration) run {
+// and runs c's processes against it: a Transport each, shared by their
+// part of workers goroutines (drawn too), closed loop, until their part
+// of the requests is done or the run's bound ends; with the client told
+// the server's limit, or told nothing.
+func measureRun(t *testing.T, k kind, seed uint64, told bool, d time.Duration, c clients) run {
 	t.Helper()
 	h := fnv.New64a()
 	h.Write([]byte(k.name))
@@ -64,15 +87,30 @@ func measureRun(t *testing.T, k kind, seed uint64, told bool, d time.Duration) r
 	s := k.start(t, rng, d)
 	workers := 4 + rng.IntN(13)
 
-	base := &http.Transport{MaxIdleConnsPerHost: workers, IdleConnTimeout: time.Minute}
-	defer base.CloseIdleConnections()
-	trace := &attempts{base: base}
-	ev := &eventLog{}
-	tr := &throttle.Transport{Base: trace, OnEvent: ev.record}
+	var limits []throttle.Limit
 	if told {
-		tr.Waiter = &throttle.Limiter{Limits: s.told}
+		limits = s.told
 	}
-	client := &http.Client{Transport: tr}
+	waiters := c.make(t, limits)
+	trace := &attempts{}
+	ev := &eventLog{}
+	loads := make([]measure.Load, len(waiters))
+	for i, w := range waiters {
+		base := &http.Transport{MaxIdleConnsPerHost: workers, IdleConnTimeout: time.Minute}
+		defer base.CloseIdleConnections()
+		tr := &throttle.Transport{Base: logged{base, trace}, OnEvent: ev.record, Waiter: w}
+		// Workers and requests shared out, the first processes taking
+		// what does not divide.
+		n, ws := len(waiters), workers/len(waiters)
+		if i < workers%n {
+			ws++
+		}
+		rs := s.requests / n
+		if i < s.requests%n {
+			rs++
+		}
+		loads[i] = measure.Load{Client: &http.Client{Transport: tr}, URL: s.url, Workers: max(ws, 1), Requests: rs}
+	}
 
 	if s.phase > 0 {
 		time.Sleep(s.phase) // where the run starts in the server's windows
@@ -81,11 +119,26 @@ func measureRun(t *testing.T, k kind, seed uint64, told bool, d time.Duration) r
 	defer cancel()
 	trace.start = time.Now()
 	ev.start = trace.start
-	res := measure.Run(ctx, measure.Load{Client: client, URL: s.url, Workers: workers, Requests: s.requests})
-	end := trace.start.Add(res.Wall)
+	var (
+		mu        sync.Mutex
+		done      int
+		wall      time.Duration
+		processes sync.WaitGroup
+	)
+	for _, l := range loads {
+		processes.Go(func() {
+			res := measure.Run(ctx, l)
+			mu.Lock()
+			defer mu.Unlock()
+			done += res.OK
+			wall = max(wall, res.Wall)
+		})
+	}
+	processes.Wait()
+	end := trace.start.Add(wall)
 
-	r := run{kind: k.name, params: s.params, told: told, seed: seed, requests: s.requests, workers: workers,
-		unfinished: s.requests - res.OK, wall: res.Wall, events: ev, trace: trace}
+	r := run{kind: k.name, params: s.params, told: told, fleet: c.name, seed: seed, requests: s.requests, workers: workers,
+		unfinished: s.requests - done, wall: wall, events: ev, trace: trace}
 	r.ok, r.rejected, r.other = trace.counts()
 	if a := s.admits(trace.start, end); a > 0 {
 		r.capacity = float64(r.ok) / a
@@ -93,8 +146,8 @@ func measureRun(t *testing.T, k kind, seed uint64, told bool, d time.Duration) r
 	if r.ok > 0 {
 		r.perOK = float64(r.rejected) / float64(r.ok)
 	}
-	if ideal := leastTime(s, trace.start, runBound(d)); ideal > 0 {
-		r.slowdown = res.Wall.Seconds() / ideal.Seconds()
+	if least := leastTime(s, trace.start, runBound(d)); least > 0 {
+		r.slowdown = wall.Seconds() / least.Seconds()
 	}
 	return r
 }
@@ -117,14 +170,20 @@ func leastTime(s *server, start time.Time, bound time.Duration) time.Duration {
 	return hi
 }
 
-// attempts is the client's Base: it sends each attempt through base
-// and keeps what the server answered, and when.
+// attempts keeps what the server answered each attempt of a run, and
+// when.
 type attempts struct {
-	base  http.RoundTripper
-	start time.Time
+	start time.Time // the run's start
 
 	mu  sync.Mutex // protects log
 	log []attempt
+}
+
+// logged is a client's Base: it sends each attempt through base and
+// keeps it in log.
+type logged struct {
+	base http.RoundTripper
+	log  *attempts
 }
 
 // attempt is one attempt as the Base saw it.
@@ -134,9 +193,10 @@ type attempt struct {
 	header         http.Header
 }
 
-func (a *attempts) RoundTrip(req *http.Request) (*http.Response, error) {
+func (l logged) RoundTrip(req *http.Request) (*http.Response, error) {
+	a := l.log
 	sent := time.Since(a.start)
-	resp, err := a.base.RoundTrip(req)
+	resp, err := l.base.RoundTrip(req)
 	at := attempt{sent: sent, received: time.Since(a.start)}
 	if err == nil {
 		at.status, at.header = resp.StatusCode, resp.Header.Clone()
