@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # test.sh — the test command. On a fresh Debian machine with Go it installs
-# what the suite needs (redis-server, redis-cli and valkey-server), then
-# runs go vet, the whole suite under the race detector, the two modules of
-# their own (otelthrottle/, sdktest/), and each fuzz target briefly.
+# what the suite needs (redis-server, redis-cli, valkey-server and nginx),
+# then runs go vet, the whole suite under the race detector, the three
+# modules of their own (otelthrottle/, sdktest/, servertest/), and each
+# fuzz target briefly.
 #
 # THROTTLE_LONG=1 also runs the long soaks and sweeps, whose default run is
 # a shorter part held to the same bounds. FUZZTIME sets the inputs each
@@ -28,8 +29,12 @@ fi
 if ! command -v valkey-server >/dev/null 2>&1; then
 	need+=(valkey-server)
 fi
+# nginx for servertest's limit_req rows (Debian puts it in /usr/sbin).
+if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
+	need+=(nginx)
+fi
 if [ ${#need[@]} -gt 0 ]; then
-	echo "test.sh: installing ${need[*]} (Debian packages) for the distributed tests"
+	echo "test.sh: installing ${need[*]} (Debian packages) for the distributed and server tests"
 	SUDO=""
 	if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
 	apt_opts=()
@@ -63,8 +68,8 @@ if [ ${#need[@]} -gt 0 ]; then
 		rm -rf "$bpo"
 	fi
 fi
-# The servers are installed: a Redis test that cannot find one fails
-# instead of skipping (internal/redistest).
+# The servers are installed: a Redis or nginx test that cannot find one
+# fails instead of skipping (internal/redistest, servertest).
 export CI="${CI:-true}"
 
 stage "go mod download"
@@ -72,6 +77,7 @@ stage "go mod download"
 go mod download
 (cd otelthrottle && go mod download)
 (cd sdktest && go mod download)
+(cd servertest && go mod download)
 
 stage "go test -race"
 # The race detector's build of the dependencies, on every CPU: go test -p 1
@@ -84,7 +90,7 @@ go test -race -count=1 -p 1 $(go list ./... | grep -v '/distributed$')
 # While distributed's tests sleep on real-clock turns (they keep a few
 # percent of the CPUs busy, and their bounds are reckoned for -race on a
 # busy 2-core machine), the lowest CPU priority vets and builds what the
-# later stages need: go vet, the two modules of their own, and the fuzz
+# later stages need: go vet, the three modules of their own, and the fuzz
 # targets' instrumented test binaries. With warm caches this takes a few
 # seconds; on a fresh machine it is minutes of compiling taken off the
 # critical path. (Not beside the root package: its spin test measures
@@ -101,6 +107,7 @@ set -m # the builds in a process group of their own, reniced and stopped as one
 	go vet ./...
 	(cd otelthrottle && go vet ./... && go test -race -count=1 -run '^$' ./... >/dev/null)
 	(cd sdktest && go vet ./... && go test -race -count=1 -run '^$' ./... >/dev/null)
+	(cd servertest && go vet ./... && go test -race -count=1 -run '^$' ./... >/dev/null)
 	for dir in "${fuzzdirs[@]}"; do
 		go test -c -fuzz=. -o "$fuzzbin/$(basename "$dir").test" "$dir"
 	done
@@ -124,13 +131,17 @@ if ! wait "$pre"; then
 	echo "test.sh: go vet or a build failed"
 	exit 1
 fi
-stage "otelthrottle, sdktest"
+stage "otelthrottle, sdktest, servertest"
 # The OpenTelemetry module (otelthrottle/) has a go.mod of its own, so
 # that the core keeps its few dependencies; ./... above does not reach it.
 (cd otelthrottle && go test -race -count=1 ./...)
 # The client-library tests (sdktest/: go-github and the OpenAI SDK against
 # local fakes of their APIs) are a module of their own for the same reason.
 (cd sdktest && go test -race -count=1 ./...)
+# The server matrix (servertest/: real rate-limit middlewares served
+# in-process, and nginx limit_req as a process of its own, against the
+# Transport), a module of its own for its dependencies; about 20 s.
+(cd servertest && go test -race -count=1 ./...)
 
 stage "fuzz"
 # Every fuzz target, briefly (FUZZTIME inputs each; a count, not a time,
