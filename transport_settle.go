@@ -29,7 +29,7 @@ var ErrNoSettler = errors.New("throttle: response has no settler")
 //	err := json.NewDecoder(resp.Body).Decode(&out)
 //	resp.Body.Close()
 //	if err == nil {
-//		throttle.SettleResponse(resp, throttle.Cost{Units: map[string]int{"tokens": out.Usage.TotalTokens}})
+//		throttle.SettleResponse(resp, throttle.Cost{N: 1, Units: map[string]int{"tokens": out.Usage.TotalTokens}})
 //	}
 //
 // resp must be a response a [Transport] returned (through an

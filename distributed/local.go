@@ -422,6 +422,9 @@ func (l *localLimits) key(ctx context.Context, q *Limiter, w *keyWaiter) (thrott
 				}
 			}
 		}
+		if spend.N == 0 && len(spend.Units) > 0 {
+			spend.N = 1 // a cost that names units spends a unit of the first limit
+		}
 		if spend.N > 0 || len(spend.Units) > 0 {
 			if _, _, err := fw.Try(ctx, spend); err != nil {
 				return nil, err

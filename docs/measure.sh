@@ -5,8 +5,13 @@
 # host noise) and the server matrix's tables. It needs what the test
 # command installs (redis-server); run it on an idle machine:
 #
-#	./docs/measure.sh            # ROUNDS=5
+#	./docs/measure.sh            # ROUNDS=5, and the server matrix
 #	ROUNDS=9 ./docs/measure.sh
+#	MATRIX=0 ./docs/measure.sh   # the benchmarks alone
+#
+# The server matrix (servertest, THROTTLE_LONG=1: every server, told and
+# told nothing, three seeds each) takes about 15 minutes; nginx must be
+# installed for its rows.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS="${ROUNDS:-5}"
@@ -38,6 +43,13 @@ for r in $(seq "$ROUNDS"); do
 	done
 done
 
+if [ "${MATRIX:-1}" != 0 ]; then
+	echo "measure: the server matrix (about 15 minutes)" >&2
+	(cd servertest && THROTTLE_LONG=1 THROTTLE_MATRIX_TABLE="$tmp/matrix.md" \
+		go test -count=1 -run 'TestMatrix$' -parallel 1 -timeout 60m . >"$tmp/matrix.log" 2>&1) ||
+		{ tail -40 "$tmp/matrix.log" >&2; echo "measure: the matrix failed its goals (its table is still written)" >&2; }
+fi
+
 {
 	echo "# Measurements"
 	echo
@@ -55,9 +67,16 @@ done
 		m=$(median <"$tmp/$i" 2>/dev/null || true)
 		echo "| $what | $anchor | ${m:-n/a} | $goal |"
 	done
-	if [ -x docs/matrix.sh ]; then
+	if [ -s "$tmp/matrix.md" ]; then
 		echo
-		docs/matrix.sh
+		echo "## Against server-side limiters"
+		echo
+		echo "servertest's matrix: each server met by one Transport, closed loop,"
+		echo "told the server's limit and told nothing; the median of three seeds."
+		echo "Capacity is successes ÷ what the server's own rule admits in the run;"
+		echo "wall ÷ least is the run's time ÷ the least time the rule needs."
+		echo
+		cat "$tmp/matrix.md"
 	fi
 } >"$out"
 echo "measure: wrote $out" >&2
