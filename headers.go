@@ -197,9 +197,15 @@ func (t *Transport) observe(ctx context.Context, o *Outcome, q Quota, key string
 	switch {
 	case (status == http.StatusForbidden || status == http.StatusTooManyRequests) && !said &&
 		learn.IsSecondary(keepRead(ctx, resp)):
-		// A secondary limit (GitHub's): a minute's pause, doubled while
-		// they come in a row (internal/learn).
-		wait, said = min(t.learned.Secondary(key, now), t.Retry.maxRetryAfter()), true
+		// A secondary limit (GitHub's): its Retry-After where it sends
+		// one; else a minute's pause, doubled while they come in a row
+		// (internal/learn).
+		if ra, ok := o.Reading.Wait(); ok && o.Reading.HasRetryAfter {
+			wait = min(max(ra, 0), t.Retry.maxRetryAfter())
+		} else {
+			wait = min(t.learned.Secondary(key, now), t.Retry.maxRetryAfter())
+		}
+		said = true
 		f.Verdict, f.Pause = Refused, wait
 	case !rejected:
 		f.Verdict = Accepted

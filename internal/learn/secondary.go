@@ -13,7 +13,9 @@ import (
 // documentation: without a Retry-After, wait at least a minute before
 // retrying; if the requests keep failing for it, wait an exponentially
 // growing time between retries; an integration that keeps going may be
-// banned. So the key is paused SecondaryWait, doubled for each secondary
+// banned. So a secondary limit with a Retry-After pauses the key that
+// long (the Transport reads it); one without is paused SecondaryWait,
+// doubled for each secondary
 // limit that follows another with no accepted request in between (the
 // pause a Transport sets is still at most its MaxRetryAfter).
 
