@@ -33,7 +33,7 @@ import (
 // fails tb if a pattern it replaces is not in the source.
 func pinnedScript(tb testing.TB, fast bool) *redis.Script {
 	tb.Helper()
-	src := luaConstants() + scheduleSrc
+	src := schedulePrelude + scheduleSrc
 	replace := func(old, new string, n int) {
 		tb.Helper()
 		if c := strings.Count(src, old); c != n {

@@ -197,12 +197,6 @@ func (w *keyWaiter) Wait(ctx context.Context, cost ...throttle.Cost) error {
 	return err
 }
 
-// The script's queues (the engine's schedule.Retry and schedule.First).
-const (
-	queueRetry = 0
-	queueFirst = 1
-)
-
 // waitN is WaitN that also returns the turn it went at, in µs of Redis's
 // clock; 0 when no turn came from Redis (n = 0, a fail mode).
 func (w *keyWaiter) waitN(ctx context.Context, n int) (turn int64, err error) {
