@@ -166,6 +166,7 @@ local TIME = {NONE = -1e+300}
 -- The further limits' kinds: their codes, and by a spec's letter.
 local KIND = {BUCKET = 0, FIXED = 1, SLIDING = 2, LOG = 3, FIRST = 4}
 local KIND_OF = {b = 0, f = 1, s = 2, l = 3, u = 4}
+local KIND_CLASS = '[bfslu]' -- a pattern's class of the letters
 
 -- The core's numbers, 1-based after its tag.
 local C = {ID = 1, TAT = 2, HOLD = 3, Q0_REL = 4, Q0_END = 5, Q1_REL = 6, Q1_END = 7, PENDING = 8, LAST_GO = 9, SENT_SEC = 10, SENT_CUR = 11, SENT_PREV = 12, MAX_COST = 13, XE = 14, BUSY_SINCE = 15, CFG_INTERVAL = 16, CFG_TAU = 17, TAIL = 18}

@@ -100,7 +100,11 @@ func Lua() []byte {
 		}
 		fmt.Fprintf(&b, "%s = %d", k.Letter, k.Code)
 	}
-	b.WriteString("}\n\n-- The core's numbers, 1-based after its tag.\nlocal C = {")
+	b.WriteString("}\nlocal KIND_CLASS = '[")
+	for _, k := range schedule.Kinds {
+		b.WriteString(k.Letter)
+	}
+	b.WriteString("]' -- a pattern's class of the letters\n\n-- The core's numbers, 1-based after its tag.\nlocal C = {")
 	for i, n := range schedule.Core {
 		if i > 0 {
 			b.WriteString(", ")
