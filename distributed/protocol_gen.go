@@ -22,6 +22,18 @@ type waitArgs struct {
 	Xcost      []any // the cost (or, settling, actual − spent) in each further limit
 }
 
+// The ARGV positions of waitArgs (0-based).
+const (
+	argWaitN          = 4
+	argWaitQueue      = 5
+	argWaitMaxwait    = 6
+	argWaitKnownID    = 7
+	argWaitKnownFloor = 8
+	argWaitKnownHold  = 9
+	argWaitXspec      = 10
+	argWaitXcost      = 11
+)
+
 // append appends a's arguments to args (the header) in ARGV's order;
 // trailing ones left nil are not sent, others nil are sent as "".
 func (a waitArgs) append(args []any) []any {
@@ -34,6 +46,12 @@ type turnsArgs struct {
 	ID      any   // the tickets' state's id
 	Tickets []any // pairs of queue and end
 }
+
+// The ARGV positions of turnsArgs (0-based).
+const (
+	argTurnsID      = 4
+	argTurnsTickets = 5
+)
 
 // append appends a's arguments to args (the header) in ARGV's order;
 // trailing ones left nil are not sent, others nil are sent as "".
@@ -50,6 +68,14 @@ type cancelArgs struct {
 	N     any // its units
 }
 
+// The ARGV positions of cancelArgs (0-based).
+const (
+	argCancelID    = 4
+	argCancelQueue = 5
+	argCancelEnd   = 6
+	argCancelN     = 7
+)
+
 // append appends a's arguments to args (the header) in ARGV's order;
 // trailing ones left nil are not sent, others nil are sent as "".
 func (a cancelArgs) append(args []any) []any {
@@ -61,6 +87,11 @@ func (a cancelArgs) append(args []any) []any {
 type pauseArgs struct {
 	D any // µs from now
 }
+
+// The ARGV positions of pauseArgs (0-based).
+const (
+	argPauseD = 4
+)
 
 // append appends a's arguments to args (the header) in ARGV's order;
 // trailing ones left nil are not sent, others nil are sent as "".
@@ -83,6 +114,20 @@ type adaptArgs struct {
 	Accepted    any // "1": a unit sent past a learned window's reset was taken; "2": a refusal that stated a limit
 }
 
+// The ARGV positions of adaptArgs (0-based).
+const (
+	argAdaptCost        = 4
+	argAdaptPause       = 5
+	argAdaptRemaining   = 6
+	argAdaptReset       = 7
+	argAdaptSize        = 8
+	argAdaptLength      = 9
+	argAdaptRejectedAge = 10
+	argAdaptRefused     = 11
+	argAdaptAge         = 12
+	argAdaptAccepted    = 13
+)
+
 // append appends a's arguments to args (the header) in ARGV's order;
 // trailing ones left nil are not sent, others nil are sent as "".
 func (a adaptArgs) append(args []any) []any {
@@ -97,6 +142,14 @@ type settleArgs struct {
 	Xspec  any   // the further limits' configuration, "version|spec"
 	Xcost  []any // the cost (or, settling, actual − spent) in each further limit
 }
+
+// The ARGV positions of settleArgs (0-based).
+const (
+	argSettleSpent  = 4
+	argSettleActual = 5
+	argSettleXspec  = 10
+	argSettleXcost  = 11
+)
 
 // append appends a's arguments to args (the header) in ARGV's order;
 // trailing ones left nil are not sent, others nil are sent as "".
@@ -119,6 +172,20 @@ type leaseArgs struct {
 	Back       []any // their ends
 }
 
+// The ARGV positions of leaseArgs (0-based).
+const (
+	argLeaseK          = 4
+	argLeaseNeed       = 5
+	argLeaseMaxwait    = 6
+	argLeaseRate       = 7
+	argLeaseLate       = 8
+	argLeaseKnownID    = 9
+	argLeaseKnownFloor = 10
+	argLeaseKnownHold  = 11
+	argLeaseBackID     = 12
+	argLeaseBack       = 13
+)
+
 // append appends a's arguments to args (the header) in ARGV's order;
 // trailing ones left nil are not sent, others nil are sent as "".
 func (a leaseArgs) append(args []any) []any {
@@ -130,6 +197,11 @@ func (a leaseArgs) append(args []any) []any {
 type stateArgs struct {
 	Xspec any // the further limits' configuration, "version|spec"
 }
+
+// The ARGV positions of stateArgs (0-based).
+const (
+	argStateXspec = 10
+)
 
 // append appends a's arguments to args (the header) in ARGV's order;
 // trailing ones left nil are not sent, others nil are sent as "".
@@ -157,7 +229,8 @@ func appendArgs(args, vals, list []any) []any {
 	return append(args, list...)
 }
 
-// Reply positions (0-based).
+// Reply positions (0-based; after a lead list, where a reply has one:
+// see schedule.ReplyLayout).
 const (
 	rwaitStatus       = 0
 	rwaitWait         = 1
@@ -165,23 +238,21 @@ const (
 	rwaitEnd          = 3
 	rwaitRecheck      = 4
 	rwaitNow          = 5
-	rwaitReset        = 6
+	rwaitReset        = 6 // sent only when the state has it
 	rturnsRecheck     = 0
 	rturnsNow         = 1
-	rturnsReset       = 2
-	rturnsWaits       = 3 // the first of a list to the end
+	rturnsReset       = 2 // sent only when the state has it
 	rcancelBack       = 0
 	rpauseUntil       = 0
 	radaptPause       = 0
 	rsettleDropped    = 0
-	rsettleXdropped   = 1 // the first of a list to the end
+	rsettleXdropped   = 1 // the first of a list
 	rleaseCount       = 0
 	rleaseID          = 1
 	rleaseLast        = 2
 	rleaseRecheck     = 3
 	rleaseNow         = 4
-	rleaseReset       = 5
-	rleaseWaits       = 6 // the first of a list to the end
+	rleaseWaits       = 5 // the first of a list
 	rstateTokens      = 0
 	rstateRemaining   = 1
 	rstateNext        = 2
@@ -195,7 +266,7 @@ const (
 	rstateWindowReset = 10
 	rstateNow         = 11
 	rmstateNow        = 0
-	rmstateRemaining  = 1 // the first of a list to the end
+	rmstateRemaining  = 1 // the first of a list
 )
 
 // the core's tag: what follows its doubles and tail

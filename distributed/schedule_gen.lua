@@ -83,7 +83,8 @@ local A = {
 	STATE_XSPEC = 11, -- the further limits' configuration, "version|spec"
 }
 
--- Reply positions.
+-- Reply positions (after a lead list, where a reply has one: see
+-- schedule.ReplyLayout).
 local R = {
 	-- wait, try, mwait, mtry
 	WAIT_STATUS = 1,
@@ -92,12 +93,11 @@ local R = {
 	WAIT_END = 4,
 	WAIT_RECHECK = 5,
 	WAIT_NOW = 6,
-	WAIT_RESET = 7,
+	WAIT_RESET = 7, -- sent only when the state has it
 	-- turns
 	TURNS_RECHECK = 1,
 	TURNS_NOW = 2,
-	TURNS_RESET = 3,
-	TURNS_WAITS = 4, -- (to the end)
+	TURNS_RESET = 3, -- sent only when the state has it
 	-- cancel
 	CANCEL_BACK = 1,
 	-- pause
@@ -106,15 +106,14 @@ local R = {
 	ADAPT_PAUSE = 1,
 	-- settle, msettle
 	SETTLE_DROPPED = 1,
-	SETTLE_XDROPPED = 2, -- (to the end)
+	SETTLE_XDROPPED = 2, -- a list
 	-- lease
 	LEASE_COUNT = 1,
 	LEASE_ID = 2,
 	LEASE_LAST = 3,
 	LEASE_RECHECK = 4,
 	LEASE_NOW = 5,
-	LEASE_RESET = 6,
-	LEASE_WAITS = 7, -- (to the end)
+	LEASE_WAITS = 6, -- a list
 	-- state
 	STATE_TOKENS = 1,
 	STATE_REMAINING = 2,
@@ -130,7 +129,7 @@ local R = {
 	STATE_NOW = 12,
 	-- mstate
 	MSTATE_NOW = 1,
-	MSTATE_REMAINING = 2, -- (to the end)
+	MSTATE_REMAINING = 2, -- a list
 }
 
 -- the core's tag: what follows its doubles and tail

@@ -55,14 +55,16 @@ func Lua() []byte {
 			fmt.Fprintf(&b, "\t%s_%s = %d, -- %s\n", l.Name, a.Name, len(schedule.Header)+1+i, doc)
 		}
 	}
-	b.WriteString("}\n\n-- Reply positions.\nlocal R = {\n")
+	b.WriteString("}\n\n-- Reply positions (after a lead list, where a reply has one: see\n-- schedule.ReplyLayout).\nlocal R = {\n")
 	for _, r := range schedule.Replies {
 		fmt.Fprintf(&b, "\t-- %s\n", strings.Join(r.Ops, ", "))
 		for i, f := range r.Fields {
 			fmt.Fprintf(&b, "\t%s_%s = %d,\n", strings.TrimPrefix(r.Name, "R"), f, i+1)
 		}
 		if r.List != "" {
-			fmt.Fprintf(&b, "\t%s_%s = %d, -- (to the end)\n", strings.TrimPrefix(r.Name, "R"), r.List, len(r.Fields)+1)
+			fmt.Fprintf(&b, "\t%s_%s = %d, -- a list\n", strings.TrimPrefix(r.Name, "R"), r.List, len(r.Fields)+1)
+		} else if r.Last != "" {
+			fmt.Fprintf(&b, "\t%s_%s = %d, -- sent only when the state has it\n", strings.TrimPrefix(r.Name, "R"), r.Last, len(r.Fields)+1)
 		}
 	}
 	b.WriteString("}\n")
@@ -219,6 +221,13 @@ func Go(pkg string) []byte {
 			fmt.Fprintf(&b, "\t%s %s // %s\n", goName(a.Name), t, a.Doc)
 		}
 		b.WriteString("}\n\n")
+		fmt.Fprintf(&b, "// The ARGV positions of %sArgs (0-based).\nconst (\n", lower(name))
+		for i, a := range l.Args {
+			if a.Name != "" {
+				fmt.Fprintf(&b, "\targ%s%s = %d\n", name, goName(a.Name), len(schedule.Header)+i)
+			}
+		}
+		b.WriteString(")\n\n")
 		fmt.Fprintf(&b, "// append appends a's arguments to args (the header) in ARGV's order;\n")
 		fmt.Fprintf(&b, "// trailing ones left nil are not sent, others nil are sent as \"\".\n")
 		fmt.Fprintf(&b, "func (a %sArgs) append(args []any) []any {\n\tvals := []any{", lower(name))
@@ -260,13 +269,16 @@ func appendArgs(args, vals, list []any) []any {
 }
 
 `)
-	b.WriteString("// Reply positions (0-based).\nconst (\n")
+	b.WriteString("// Reply positions (0-based; after a lead list, where a reply has one:\n// see schedule.ReplyLayout).\nconst (\n")
 	for _, r := range schedule.Replies {
 		for i, f := range r.Fields {
 			fmt.Fprintf(&b, "\t%s%s = %d\n", lower(goName(r.Name)), goName(f), i)
 		}
-		if r.List != "" {
-			fmt.Fprintf(&b, "\t%s%s = %d // the first of a list to the end\n", lower(goName(r.Name)), goName(r.List), len(r.Fields))
+		switch {
+		case r.List != "":
+			fmt.Fprintf(&b, "\t%s%s = %d // the first of a list\n", lower(goName(r.Name)), goName(r.List), len(r.Fields))
+		case r.Last != "":
+			fmt.Fprintf(&b, "\t%s%s = %d // sent only when the state has it\n", lower(goName(r.Name)), goName(r.Last), len(r.Fields))
 		}
 	}
 	b.WriteString(")\n")

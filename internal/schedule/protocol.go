@@ -104,28 +104,33 @@ var Layouts = []ArgLayout{
 	{Name: "STATE", Ops: []string{"state", "mstate"}, Args: cat(pad(6), limits[:1])},
 }
 
-// ReplyLayout is an op's reply: its numbers in order (Fields), then, if
-// List is set, a list of numbers to the end.
+// ReplyLayout is an op's reply: if Lead is set, a list of numbers first,
+// one for each item the call sent (turns: a wait per ticket), and Fields'
+// positions count from its end; then its numbers in order (Fields); then,
+// if List is set, a list of numbers (its length is the reply's to say);
+// then, if Last is set, one number sent only when the state has it.
 type ReplyLayout struct {
 	Name   string
 	Ops    []string
+	Lead   string
 	Fields []string
 	List   string
+	Last   string
 }
 
-// Replies are the ops' replies (µs are from the reply's now; a recheck or
-// reset of Reply.None is none).
+// Replies are the ops' replies (µs are from the reply's now; a recheck of
+// Reply.None is none; RESET is a learned window's reset, µs from now).
 var Replies = []ReplyLayout{
 	{Name: "RWAIT", Ops: []string{"wait", "try", "mwait", "mtry"},
-		Fields: []string{"STATUS", "WAIT", "ID", "END", "RECHECK", "NOW", "RESET"}},
+		Fields: []string{"STATUS", "WAIT", "ID", "END", "RECHECK", "NOW"}, Last: "RESET"},
 	{Name: "RTURNS", Ops: []string{"turns"},
-		Fields: []string{"RECHECK", "NOW", "RESET"}, List: "WAITS"},
+		Lead: "WAITS", Fields: []string{"RECHECK", "NOW"}, Last: "RESET"},
 	{Name: "RCANCEL", Ops: []string{"cancel"}, Fields: []string{"BACK"}},
 	{Name: "RPAUSE", Ops: []string{"pause"}, Fields: []string{"UNTIL"}},
 	{Name: "RADAPT", Ops: []string{"adapt"}, Fields: []string{"PAUSE"}},
 	{Name: "RSETTLE", Ops: []string{"settle", "msettle"}, Fields: []string{"DROPPED"}, List: "XDROPPED"},
 	{Name: "RLEASE", Ops: []string{"lease"},
-		Fields: []string{"COUNT", "ID", "LAST", "RECHECK", "NOW", "RESET"}, List: "WAITS"},
+		Fields: []string{"COUNT", "ID", "LAST", "RECHECK", "NOW"}, List: "WAITS", Last: "RESET"},
 	{Name: "RSTATE", Ops: []string{"state"},
 		Fields: []string{"TOKENS", "REMAINING", "NEXT", "HOLD", "QUEUED", "RATE", "BURST", "CUT", "WINDOW", "WINDOW_LEFT", "WINDOW_RESET", "NOW"}},
 	{Name: "RMSTATE", Ops: []string{"mstate"}, Fields: []string{"NOW"}, List: "REMAINING"},
