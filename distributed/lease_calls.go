@@ -177,14 +177,14 @@ func (b *leaseBox) lease(ctx context.Context) {
 	reply, err := b.w.run(context.WithoutCancel(ctx), "lease", args...)
 	recv := time.Now()
 	b.mu.Lock()
-	if err == nil && len(reply) >= 6 && len(reply) == 6+max(int(reply[0]), 1) {
+	if err == nil && len(reply) > rleaseWaits && len(reply) == rleaseWaits+max(int(reply[rleaseCount]), 1)+1 {
 		// A learned budget's window's reset (see keyWaiter.Observe).
 		b.q.memo.learn(b.rkey, recv.Add(usDuration(reply[len(reply)-1])))
 		reply = reply[:len(reply)-1]
-	} else if err == nil && len(reply) >= 6 {
+	} else if err == nil && len(reply) > rleaseWaits {
 		b.q.memo.learn(b.rkey, time.Time{})
 	}
-	if err == nil && (len(reply) < 6 || len(reply) != 5+max(int(reply[0]), 1)) {
+	if err == nil && (len(reply) <= rleaseWaits || len(reply) != rleaseWaits+max(int(reply[rleaseCount]), 1)) {
 		err = fmt.Errorf("unexpected reply %v from the schedule script", reply)
 	}
 	if err != nil {
@@ -196,7 +196,7 @@ func (b *leaseBox) lease(ctx context.Context) {
 		return
 	}
 	b.called(from, recv)
-	count, id, last, rnow := reply[0], reply[1], reply[2], reply[4]
+	count, id, last, rnow := reply[rleaseCount], reply[rleaseID], reply[rleaseLast], reply[rleaseNow]
 	b.stats.leases++
 	b.stats.leased += int(count)
 	if need <= 0 {
@@ -209,7 +209,7 @@ func (b *leaseBox) lease(ctx context.Context) {
 		return // ahead: none expected in time; the queued waits call
 	}
 	if count == 0 {
-		d := usDuration(reply[5])
+		d := usDuration(reply[rleaseWaits])
 		for _, qw := range b.queue {
 			qw.ch <- leaseGrant{err: &throttle.DeadlineError{Key: b.w.key, Delay: d}}
 		}
@@ -224,18 +224,18 @@ func (b *leaseBox) lease(ctx context.Context) {
 	if first || len(b.tickets) == 0 {
 		b.gen, b.sub = gen, sub
 	}
-	b.recheck = recheckAt(recv, reply[3])
+	b.recheck = recheckAt(recv, reply[rleaseRecheck])
 	var wake time.Time
 	b.tickets = slices.Grow(b.tickets, int(count)) // one allocation, not a growing series
 	for j := range count {
-		wt := reply[5+j]
+		wt := reply[rleaseWaits+j]
 		t := leased{id: id, end: last - count + 1 + j, rturn: rnow + wt, gone: wt == 0}
 		t.wake = recv.Add(usDuration(wt))
 		t.exp = t.wake.Add(leaseKeep)
 		wake = t.wake
 		b.tickets = append(b.tickets, t)
 	}
-	b.due = reply[5+count-1] == 0
+	b.due = reply[rleaseWaits+count-1] == 0
 	b.q.memo.ticket(b.rkey, id, queueFirst, last, wake)
 	if b.sl == nil {
 		b.sl = b.q.pushes.add(b.q, b.rkey)
@@ -365,10 +365,10 @@ func (l *leases) close() {
 // {count, id, last end, …}.
 func giveBackLease(ctx context.Context, q *Limiter, keys []string, args []any, cmd *redis.Cmd) {
 	v, ok := scriptInts(cmd.Val())
-	if !ok || len(v) < 5 || v[0] <= 0 {
+	if !ok || len(v) <= rleaseNow || v[rleaseCount] <= 0 {
 		return
 	}
-	count, id, last := v[0], v[1], v[2]
+	count, id, last := v[rleaseCount], v[rleaseID], v[rleaseLast]
 	back := make([]int64, 0, count)
 	for e := last - count + 1; e <= last; e++ {
 		back = append(back, e)

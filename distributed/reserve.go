@@ -120,7 +120,7 @@ func (r *reservation) Cancel() {
 		// Back (1), or lost with a store that failed: either way not to
 		// be waited for. 0: the turn had come, the units were spent.
 		r.mu.Lock()
-		r.cancelled = err != nil || len(reply) == 1 && reply[0] == 1
+		r.cancelled = err != nil || len(reply) == rcancelBack+1 && reply[rcancelBack] == backYes
 		r.mu.Unlock()
 	}
 }

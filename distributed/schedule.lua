@@ -40,16 +40,16 @@
 -- first among them) runs the whole model. The property
 -- suite drives both (leases: lease_test.go).
 local key = KEYS[1]
-local op = ARGV[1]
-local channel = ARGV[4]
+local op = ARGV[A.OP]
+local channel = ARGV[A.CHANNEL]
 local SEC = 1000000
 local INF = math.huge
-local NONE = -1e300 -- a time that is not set
+local NONE = TIME.NONE -- a time that is not set
 -- FAR: the most µs a reply carries (2^62: past the largest
 -- time.Duration, which the caller saturates to). Redis replies a Lua
 -- number as an integer by C's cast, undefined past 2^63 (INT64_MIN in
 -- practice: a turn 292 years away would read as one long past).
-local FAR = 2 ^ 62
+local FAR = REPLY.FAR
 
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * SEC + tonumber(clock[2])
@@ -73,9 +73,6 @@ local now = tonumber(clock[1]) * SEC + tonumber(clock[2])
 -- state keeps the configuration that wrote it; a call with another one
 -- is refused (THROTTLE_CONFIG and the state's), unless its version is
 -- higher: then it replaces it (see Quota.Version).
-local CORE_BARE = 2
-local CORE_X = 3
-local CORE_XC = 4
 local CORE_FMT = '<Bddddddddddddddddds'
 -- A core of tag CORE_XC carries x after its tail, in x's short form:
 -- doubles (k, the number of further limits; their floor; the k limits'
@@ -95,10 +92,10 @@ local tag = coreRaw and string.byte(coreRaw, 1)
 -- (known: the id the call names, or "" for none).
 local function fastTail(tail, known)
 	if known ~= '' then
-		return tail == known .. '|' .. ARGV[2] .. '/' .. ARGV[3]
+		return tail == known .. '|' .. ARGV[A.INTERVAL] .. '/' .. ARGV[A.BURST]
 	end
 	local bar = string.find(tail, '|', 1, true)
-	return bar ~= nil and string.sub(tail, bar + 1) == ARGV[2] .. '/' .. ARGV[3]
+	return bar ~= nil and string.sub(tail, bar + 1) == ARGV[A.INTERVAL] .. '/' .. ARGV[A.BURST]
 end
 
 -- fastGo is advance on a key with nothing but its bucket (no window,
@@ -221,9 +218,9 @@ end
 
 -- The fast path: see above. A try of one unit is a wait whose max wait
 -- is 0 (ARGV[7] is "0"): gone at once, or refused with nothing kept.
-if tag == CORE_BARE and (op == 'wait' or op == 'try') and ARGV[5] == '1' and ARGV[6] == '1' then
+if tag == CORE.BARE and (op == 'wait' or op == 'try') and ARGV[A.WAIT_N] == '1' and ARGV[A.WAIT_QUEUE] == QUEUE_ARG.FIRST then
 	local _, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau, tail = struct.unpack(CORE_FMT, coreRaw)
-	if r0 == e0 and fastTail(tail, ARGV[8]) then
+	if r0 == e0 and fastTail(tail, ARGV[A.WAIT_KNOWN_ID]) then
 		local tat0, rel0, pd0, lg0, ss0, sc0, sp0, bs0, mc0 = tat, rel, pd, lg, ss, sc, sp, bs, mc
 		tat, rel, pd, lg, ss, sc, sp, bs = fastGo(now, PENDING_IDLE * SEC, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I, tau)
 		local tat1, mc1 = tat, mc -- after advance: what a try puts back
@@ -254,7 +251,7 @@ if tag == CORE_BARE and (op == 'wait' or op == 'try') and ARGV[5] == '1' and ARG
 				wt = wt + 1
 			end
 		end
-		local maxwait = tonumber(ARGV[7])
+		local maxwait = tonumber(ARGV[A.WAIT_MAXWAIT])
 		if maxwait ~= nil and wt >= maxwait and wt > 0 then
 			-- Nothing kept: the ticket is not given. The state is written
 			-- only if the advance changed it, as the general path's is (a
@@ -265,14 +262,14 @@ if tag == CORE_BARE and (op == 'wait' or op == 'try') and ARGV[5] == '1' and ARG
 				tat, mc = tat1, mc1
 			end
 			if fastChanged(tat, rel, pd, lg, ss, sc, sp, bs, mc, tat0, rel0, pd0, lg0, ss0, sc0, sp0, bs0, mc0) then
-				fastStore(key, tail, CORE_FMT, CORE_BARE, now, -1e300, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
+				fastStore(key, tail, CORE_FMT, CORE.BARE, now, NONE, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
 			end
 			return struct.pack('<dddddd', 0, wt, id, 0, -1, now)
 		end
 		if t <= now then
 			tat, rel, pd, lg, ss, sc, sp, bs = fastGo(now, PENDING_IDLE * SEC, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I, tau)
 		end
-		fastStore(key, tail, CORE_FMT, CORE_BARE, now, -1e300, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
+		fastStore(key, tail, CORE_FMT, CORE.BARE, now, NONE, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
 		return struct.pack('<dddddd', 1, wt, id, fin, -1, now)
 	end
 end
@@ -287,7 +284,7 @@ end
 -- before); 4: a fixed window from first use (i0 its start / p, u its
 -- units, w its start).
 local function fastX(now, c, kind, p, q, i0, u, w)
-	if kind == 0 then
+	if kind == KIND.BUCKET then
 		if p > 0 then
 			if i0 + c * p - q > now + 1e-3 then
 				return false
@@ -299,7 +296,7 @@ local function fastX(now, c, kind, p, q, i0, u, w)
 		end
 		return true, i0, u, w
 	end
-	if kind == 4 then
+	if kind == KIND.FIRST then
 		if w > now then
 			return false
 		end
@@ -325,7 +322,7 @@ local function fastX(now, c, kind, p, q, i0, u, w)
 	if cur + c > q then
 		return false
 	end
-	if kind == 2 and prev > 0 and prev * (1 - (now / p - i)) + cur + c > q + 1e-9 then
+	if kind == KIND.SLIDING and prev > 0 and prev * (1 - (now / p - i)) + cur + c > q + 1e-9 then
 		return false
 	end
 	return true, i, cur + c, prev
@@ -337,10 +334,10 @@ end
 -- (schedule_limits.lua), the state read and written as one field; any
 -- other takes the general path, nothing written. ARGV[11] is the
 -- limits' "version|spec", ARGV[12…] the cost in each.
-if tag == CORE_XC and op == 'mwait' and ARGV[6] == '1' then
+if tag == CORE.XC and op == 'mwait' and ARGV[A.WAIT_QUEUE] == QUEUE_ARG.FIRST then
 	local _, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau, tail, pos = struct.unpack(CORE_FMT, coreRaw)
-	local k, text = #ARGV - 11, ARGV[11]
-	if r0 == e0 and rel == fin and now >= hold and #coreRaw - pos == 8 * (2 + 6 * k) + #text and fastTail(tail, ARGV[8]) then
+	local k, text = #ARGV - A.WAIT_XCOST + 1, ARGV[A.WAIT_XSPEC]
+	if r0 == e0 and rel == fin and now >= hold and #coreRaw - pos == 8 * (2 + 6 * k) + #text and fastTail(tail, ARGV[A.WAIT_KNOWN_ID]) then
 		-- x's short form of k limits, and the core with it (constants,
 		-- for up to 3, cost nothing: built, a format costs a call 2k).
 		local xf, sf
@@ -356,17 +353,17 @@ if tag == CORE_XC and op == 'mwait' and ARGV[6] == '1' then
 		end
 		local v = {struct.unpack(xf, coreRaw, pos)}
 		local n = 1
-		if ARGV[5] ~= '1' then
-			n = tonumber(ARGV[5]) -- (a tonumber costs as much as 2 ARGV)
+		if ARGV[A.WAIT_N] ~= '1' then
+			n = tonumber(ARGV[A.WAIT_N]) -- (a tonumber costs as much as 2 ARGV)
 		end
 		if now > tat then
 			tat = now
 		end
 		local ok = v[1] == k and v[3 + 6 * k] == text and (I == 0 or tat + (n * I - tau) <= now + 1e-3)
-		local ex = -1e300 -- until when the limits count (mexpire, in schedule_limits.lua)
+		local ex = NONE -- until when the limits count (mexpire, in schedule_limits.lua)
 		for L = 1, k do
 			local j = 6 * L - 3 -- the limit's first slot
-			local c = tonumber(ARGV[11 + L]) or 0
+			local c = tonumber(ARGV[A.WAIT_XCOST - 1 + L]) or 0
 			if c > 0 and ok then
 				local i0, u, w
 				ok, i0, u, w = fastX(now, c, v[j], v[j + 1], v[j + 2], v[j + 3], v[j + 4], v[j + 5])
@@ -398,7 +395,7 @@ if tag == CORE_XC and op == 'mwait' and ARGV[6] == '1' then
 			if now > v[2] then
 				v[2] = now
 			end
-			fastStore(key, tail, sf, CORE_XC, now, ex, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau,
+			fastStore(key, tail, sf, CORE.XC, now, ex, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau,
 				unpack(v, 1, 3 + 6 * k))
 			return struct.pack('<dddddd', 1, 0, id, fin, -1, now)
 		end
@@ -411,16 +408,16 @@ end
 -- write. Tickets given back whose turns have all come (spent: the op's
 -- rule below) are taken here too; one not yet due needs a hole, which
 -- the general path makes.
-if tag == CORE_BARE and op == 'lease' then
+if tag == CORE.BARE and op == 'lease' then
 	local _, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau, tail = struct.unpack(CORE_FMT, coreRaw)
-	local fast = r0 == e0 and fastTail(tail, ARGV[10])
+	local fast = r0 == e0 and fastTail(tail, ARGV[A.LEASE_KNOWN_ID])
 	local tat0, rel0, pd0, lg0, ss0, sc0, sp0, bs0, mc0 = tat, rel, pd, lg, ss, sc, sp, bs, mc
 	if fast then
 		tat, rel, pd, lg, ss, sc, sp, bs = fastGo(now, PENDING_IDLE * SEC, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I, tau)
 	end
 	local spent = 0
-	if fast and ARGV[13] ~= '' and tonumber(ARGV[13]) == id then
-		for i = 14, #ARGV do
+	if fast and ARGV[A.LEASE_BACK_ID] ~= '' and tonumber(ARGV[A.LEASE_BACK_ID]) == id then
+		for i = A.LEASE_BACK, #ARGV do
 			local e = tonumber(ARGV[i])
 			if e > rel then
 				fast = false -- not yet due: a hole (the general path)
@@ -430,8 +427,8 @@ if tag == CORE_BARE and op == 'lease' then
 		end
 	end
 	if fast then
-		local k, need, maxwait = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-		local lrate, late = tonumber(ARGV[8]), tonumber(ARGV[9])
+		local k, need, maxwait = tonumber(ARGV[A.LEASE_K]), tonumber(ARGV[A.LEASE_NEED]), tonumber(ARGV[A.LEASE_MAXWAIT])
+		local lrate, late = tonumber(ARGV[A.LEASE_RATE]), tonumber(ARGV[A.LEASE_LATE])
 		if mc < 1 and k > 0 then
 			mc = 1
 		end
@@ -475,7 +472,7 @@ if tag == CORE_BARE and op == 'lease' then
 					-- The state as the general path writes it when no
 					-- ticket is given: written if it changed.
 					if fastChanged(tat, rel, pd, lg, ss, sc, sp, bs, mc, tat0, rel0, pd0, lg0, ss0, sc0, sp0, bs0, mc0) then
-						fastStore(key, tail, CORE_FMT, CORE_BARE, now, -1e300, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
+						fastStore(key, tail, CORE_FMT, CORE.BARE, now, NONE, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
 					end
 					return struct.pack('<dddddd', 0, id, 0, -1, now, wt) -- nothing kept
 				end
@@ -489,14 +486,14 @@ if tag == CORE_BARE and op == 'lease' then
 		end
 		if #waits == 0 then
 			if fastChanged(tat, rel, pd, lg, ss, sc, sp, bs, mc, tat0, rel0, pd0, lg0, ss0, sc0, sp0, bs0, mc0) then
-				fastStore(key, tail, CORE_FMT, CORE_BARE, now, -1e300, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
+				fastStore(key, tail, CORE_FMT, CORE.BARE, now, NONE, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
 			end
 			return struct.pack('<dddddd', 0, id, 0, -1, now, 0)
 		end
 		if due then
 			tat, rel, pd, lg, ss, sc, sp, bs = fastGo(now, PENDING_IDLE * SEC, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I, tau)
 		end
-		fastStore(key, tail, CORE_FMT, CORE_BARE, now, -1e300, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
+		fastStore(key, tail, CORE_FMT, CORE.BARE, now, NONE, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
 		return struct.pack('<' .. string.rep('d', 5 + #waits), #waits, id, fin, -1, now, unpack(waits))
 	end
 end
@@ -504,25 +501,25 @@ end
 -- The general path. The fields the fast path did not read: x, and the
 -- state's configuration. A state in another format (one a version before
 -- 0.1.0 wrote) is read as no state: the key starts anew.
-local cfg = ARGV[2] .. '/' .. ARGV[3]
-if coreRaw and tag ~= CORE_BARE and tag ~= CORE_X and tag ~= CORE_XC then
+local cfg = ARGV[A.INTERVAL] .. '/' .. ARGV[A.BURST]
+if coreRaw and tag ~= CORE.BARE and tag ~= CORE.X and tag ~= CORE.XC then
 	redis.call('DEL', key)
 	coreRaw, tag = false, nil
 end
 local got = {coreRaw, false, false}
-local xc = nil -- x's short form, carried by a core of CORE_XC
+local xc = nil -- x's short form, carried by a core of CORE.XC
 local n0
 if not coreRaw then
 	n0 = {now, NONE, 0, 0, 0, 0, 0, 0, NONE, 0, 0, 0, 0, 0, 0}
-elseif tag == CORE_BARE or tag == CORE_X or tag == CORE_XC then
+elseif tag == CORE.BARE or tag == CORE.X or tag == CORE.XC then
 	n0 = {struct.unpack(CORE_FMT, coreRaw)}
 	table.remove(n0, 1) -- the tag
 	local t = n0[18]
 	got[3] = string.sub(t, (string.find(t, '|', 1, true) or 0) + 1)
 	got[4] = t -- written back as it is while the id and configuration are
-	if tag == CORE_X then
+	if tag == CORE.X then
 		got[2] = redis.call('HGET', key, 'x')
-	elseif tag == CORE_XC then
+	elseif tag == CORE.XC then
 		xc = string.sub(coreRaw, n0[19])
 	end
 end
@@ -532,12 +529,12 @@ local fresh = not coreRaw
 local setCfg = got[3] ~= cfg
 if coreRaw and got[3] and setCfg then
 	local stored = tonumber(string.match(got[3], ':(%d+)$')) or 0
-	local mine = tonumber(string.match(ARGV[3], ':(%d+)$')) or 0
+	local mine = tonumber(string.match(ARGV[A.BURST], ':(%d+)$')) or 0
 	if mine <= stored then
 		return redis.error_reply('THROTTLE_CONFIG ' .. got[3])
 	end
 end
-local cfgI = tonumber(ARGV[2])
-local cfgB = tonumber(ARGV[3]) or tonumber(string.match(ARGV[3], '^([^:]+):%d+$'))
+local cfgI = tonumber(ARGV[A.INTERVAL])
+local cfgB = tonumber(ARGV[A.BURST]) or tonumber(string.match(ARGV[A.BURST], '^([^:]+):%d+$'))
 local id = n0[1]
 

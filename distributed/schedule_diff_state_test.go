@@ -12,13 +12,6 @@ import (
 // The differential suite's reading of a key's hash (schedule.lua's core
 // c and x) as schedule.State.Fields names it, by schedule.Layout.
 
-// The core's tags (schedule.lua).
-const (
-	coreBare = 2
-	coreX    = 3
-	coreXC   = 4
-)
-
 // coreDoubles is the number of doubles in a core after its tag.
 const coreDoubles = 17
 
@@ -70,7 +63,7 @@ func luaFields(h map[string]string) ([]schedule.Field, error) {
 			if a, ok = v.([]any); !ok {
 				return nil, fmt.Errorf("x is %T", v)
 			}
-		case coreXC:
+		case coreXc:
 			var err error
 			if a, err = shortX(rest, core); err != nil {
 				return nil, err

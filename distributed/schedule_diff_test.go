@@ -33,7 +33,7 @@ import (
 // fails tb if a pattern it replaces is not in the source.
 func pinnedScript(tb testing.TB, fast bool) *redis.Script {
 	tb.Helper()
-	src := luaConstants() + scheduleSrc
+	src := schedulePrelude + scheduleSrc
 	replace := func(old, new string, n int) {
 		tb.Helper()
 		if c := strings.Count(src, old); c != n {
@@ -48,10 +48,10 @@ func pinnedScript(tb testing.TB, fast bool) *redis.Script {
 	// A refund's push is a move too (of the tickets behind it only).
 	replace("redis.call('PUBLISH', channel, string.format('%d:%d:%d ', s.id, refundedAt[1], refundedAt[2]) .. key)", "redis.call('HSET', key, 'moved', 1)", 1)
 	if !fast {
-		replace("if tag == CORE_BARE and (op == 'wait' or op == 'try') and", "if false and", 1)
-		replace("if tag == CORE_XC and op == 'mwait' and", "if false and", 1)
-		replace("if tag == CORE_BARE and op == 'lease' then", "if false then", 1)
-		replace("if op == 'mwait' and ARGV[6] == '1' and (ARGV[8] == ''", "if false and (ARGV[8] == ''", 1)
+		replace("if tag == CORE.BARE and (op == 'wait' or op == 'try') and", "if false and", 1)
+		replace("if tag == CORE.XC and op == 'mwait' and", "if false and", 1)
+		replace("if tag == CORE.BARE and op == 'lease' then", "if false then", 1)
+		replace("if op == 'mwait' and ARGV[A.WAIT_QUEUE] == QUEUE_ARG.FIRST and (ARGV[A.WAIT_KNOWN_ID] == ''", "if false and (ARGV[A.WAIT_KNOWN_ID] == ''", 1)
 	}
 	return redis.NewScript(src)
 }

@@ -114,7 +114,7 @@ local function extOf()
 	if short then
 		local f = {M.k, M.floor}
 		for _, l in ipairs(M.lim) do
-			if l[1] == 3 then
+			if l[1] == KIND.LOG then
 				short = false -- a sliding log: a table in its slots
 			end
 			for j = 1, 6 do
@@ -151,7 +151,7 @@ end
 local function mexpire(expire)
 	if M ~= nil then
 		for _, l in ipairs(M.lim) do
-			if l[1] == 0 then
+			if l[1] == KIND.BUCKET then
 				expire = math.max(expire, l[4])
 			else
 				expire = math.max(expire, (l[4] + 2) * l[2])
@@ -268,17 +268,17 @@ end
 -- go at t while t is in the window from start and its units and c are
 -- at most q, else at its end; taken past its end, they start the next.
 local function xearliest(l, t, c)
-	if l[1] == 3 then
+	if l[1] == KIND.LOG then
 		return xlogEarliest(l, t, c)
 	end
-	if l[1] == 4 then
+	if l[1] == KIND.FIRST then
 		t = math.max(t, l[6])
 		if t < l[6] + l[2] and l[5] + c > l[3] then
 			return l[6] + l[2]
 		end
 		return t
 	end
-	if l[1] == 0 then
+	if l[1] == KIND.BUCKET then
 		if l[2] > 0 then
 			t = math.max(t, l[4] + c * l[2] - l[3])
 		end
@@ -294,7 +294,7 @@ local function xearliest(l, t, c)
 		i, t = i + 1, (i + 1) * wl
 		prev, cur = cur, 0
 	end
-	if l[1] == 2 and prev > 0 then
+	if l[1] == KIND.SLIDING and prev > 0 then
 		local f = t / wl - i
 		if prev * (1 - f) + cur + c > q + 1e-9 then
 			t = math.max(t, i * wl + (1 - (q - cur - c) / prev) * wl)
@@ -303,17 +303,17 @@ local function xearliest(l, t, c)
 	return t
 end
 local function xtake(l, t, c)
-	if l[1] == 0 then
+	if l[1] == KIND.BUCKET then
 		if l[2] > 0 then
 			l[4] = math.max(l[4], t) + c * l[2]
 		end
 		return
 	end
-	if l[1] == 3 then
+	if l[1] == KIND.LOG then
 		xlogTake(l, t, c)
 		return
 	end
-	if l[1] == 4 then
+	if l[1] == KIND.FIRST then
 		t = math.max(t, l[6])
 		if t >= l[6] + l[2] then -- the first use since the window ended
 			l[4], l[5], l[6] = t / l[2], 0, t
@@ -335,13 +335,13 @@ end
 -- never below zero; a log's charge d units at now, its give-back up to −d
 -- units off the newest entries inside (now − w, now].
 local function xsettle(l, d)
-	if l[1] == 0 then
+	if l[1] == KIND.BUCKET then
 		if l[2] > 0 then
 			l[4] = math.max(math.max(l[4], now) + d * l[2], now)
 		end
 		return
 	end
-	if l[1] == 3 then
+	if l[1] == KIND.LOG then
 		if d > 0 then
 			xlogTake(l, now, d)
 			return
@@ -365,7 +365,7 @@ local function xsettle(l, d)
 		xlogSet(l, ng)
 		return
 	end
-	if l[1] == 4 then
+	if l[1] == KIND.FIRST then
 		if d > 0 then
 			xtake(l, now, d) -- a use: past the window's end, it starts one
 		elseif now < l[6] + l[2] then
@@ -382,9 +382,9 @@ end
 -- xmost: the units the limit holds at once: a bucket's burst, a
 -- window's count.
 local function xmost(l)
-	if l[1] == 0 then
+	if l[1] == KIND.BUCKET then
 		return math.floor(l[3] / l[2] + 0.5) -- τ / interval: the burst
-	elseif l[1] == 3 then
+	elseif l[1] == KIND.LOG then
 		return l[3][1]
 	end
 	return l[3]
@@ -399,24 +399,23 @@ end
 -- each limit keeping its state if of the same kind (a change in their
 -- number starts them afresh).
 if op == 'mwait' or op == 'mtry' or op == 'msettle' or op == 'mstate' then
-	local ver, spec = string.match(ARGV[11], '^(%d+)|(.*)$')
+	local ver, spec = string.match(ARGV[A.WAIT_XSPEC], '^(%d+)|(.*)$')
 	ver = tonumber(ver)
 	if M ~= nil and M.spec ~= spec and (M.ver or 0) >= ver then
 		return redis.error_reply('THROTTLE_LIMITS ' .. (M.ver or 0) .. '|' .. tostring(M.spec))
 	end
 	local lim = {}
-	for kind, p1, p2 in string.gmatch(spec, '([bfslu]):([^/,]+)/([^/,]+)') do
+	for letter, p1, p2 in string.gmatch(spec, '(' .. KIND_CLASS .. '):([^/,]+)/([^/,]+)') do
 		p1, p2 = tonumber(p1), tonumber(p2)
-		if kind == 'b' then
-			table.insert(lim, {0, p1, p1 * p2, NONE, 0, 0})
-		elseif kind == 'f' then
-			table.insert(lim, {1, p1, p2, NONE, 0, 0})
-		elseif kind == 'l' then
-			table.insert(lim, {3, p1, {p2}, NONE, 0, 0})
-		elseif kind == 'u' then
-			table.insert(lim, {4, p1, p2, NONE, 0, NONE})
-		else
-			table.insert(lim, {2, p1, p2, NONE, 0, 0})
+		local kind = KIND_OF[letter]
+		if kind == KIND.BUCKET then
+			table.insert(lim, {kind, p1, p1 * p2, NONE, 0, 0})
+		elseif kind == KIND.LOG then
+			table.insert(lim, {kind, p1, {p2}, NONE, 0, 0})
+		elseif kind == KIND.FIRST then
+			table.insert(lim, {kind, p1, p2, NONE, 0, NONE})
+		else -- a fixed or sliding window
+			table.insert(lim, {kind, p1, p2, NONE, 0, 0})
 		end
 	end
 	if M ~= nil and M.k == #lim then
@@ -424,7 +423,7 @@ if op == 'mwait' or op == 'mtry' or op == 'msettle' or op == 'mstate' then
 			local o = M.lim[L]
 			if o[1] == l[1] then -- the same kind: its state carries over
 				l[4], l[5], l[6] = o[4], o[5], o[6]
-				if l[1] == 3 then -- a log's times, under the new count
+				if l[1] == KIND.LOG then -- a log's times, under the new count
 					local g = {l[3][1]}
 					for i = 2, #o[3] do
 						g[i] = o[3][i]
@@ -446,7 +445,7 @@ if op == 'mwait' or op == 'mtry' or op == 'msettle' or op == 'mstate' then
 	end
 	mcost = {}
 	for L = 1, M.k do
-		mcost[L] = tonumber(ARGV[11 + L]) or 0
+		mcost[L] = tonumber(ARGV[A.WAIT_XCOST - 1 + L]) or 0
 	end
 end
 
@@ -455,8 +454,8 @@ end
 -- cost go now, goes at once, as the general path below lets it go
 -- (enqueue, its turn now, advance), without defining the general path's
 -- functions; state written as its write-back writes it.
-if op == 'mwait' and ARGV[6] == '1' and (ARGV[8] == '' or tonumber(ARGV[8]) == s.id) then
-	local n, q0, q1 = tonumber(ARGV[5]), s.q[0], s.q[1]
+if op == 'mwait' and ARGV[A.WAIT_QUEUE] == QUEUE_ARG.FIRST and (ARGV[A.WAIT_KNOWN_ID] == '' or tonumber(ARGV[A.WAIT_KNOWN_ID]) == s.id) then
+	local n, q0, q1 = tonumber(ARGV[A.WAIT_N]), s.q[0], s.q[1]
 	local I, tau = cfgI, cfgB * cfgI
 	local ok = q0.rel == q0['end'] and q1.rel == q1['end'] and #q0.holes + #q0.big + #q1.holes + #q1.big == 0
 		and not s.win.valid and s.cut.r0 == 0 and not s.cut.moved and s.trim == 0 and now >= s.hold

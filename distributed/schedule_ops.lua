@@ -65,8 +65,8 @@ if op == 'wait' or op == 'mwait' then
 	-- end) whose turn is wait from now (look again at recheck: a cut's
 	-- pace steps then), and, on a key with a learned budget's window, the
 	-- µs to its reset; 0, its turn is past the max wait: nothing kept.
-	local n, qi, maxwait = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-	seed(ARGV[8], ARGV[9], ARGV[10])
+	local n, qi, maxwait = tonumber(ARGV[A.WAIT_N]), tonumber(ARGV[A.WAIT_QUEUE]), tonumber(ARGV[A.WAIT_MAXWAIT])
+	seed(ARGV[A.WAIT_KNOWN_ID], ARGV[A.WAIT_KNOWN_FLOOR], ARGV[A.WAIT_KNOWN_HOLD])
 	advance()
 	local e = enqueue(qi, n)
 	local t = turn(qi, e)
@@ -97,8 +97,8 @@ elseif op == 'turns' then
 	-- and as wait's reply the µs to a learned budget's window's reset.
 	advance()
 	reply = {}
-	for i = 6, #ARGV - 1, 2 do
-		if tonumber(ARGV[5]) ~= s.id then
+	for i = A.TURNS_TICKETS, #ARGV - 1, 2 do
+		if tonumber(ARGV[A.TURNS_ID]) ~= s.id then
 			table.insert(reply, -2)
 		else
 			local qi, e = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
@@ -119,8 +119,8 @@ elseif op == 'cancel' then
 	-- units came back.
 	advance()
 	reply = 0
-	if tonumber(ARGV[5]) == s.id then
-		local qi, e, n = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+	if tonumber(ARGV[A.CANCEL_ID]) == s.id then
+		local qi, e, n = tonumber(ARGV[A.CANCEL_QUEUE]), tonumber(ARGV[A.CANCEL_END]), tonumber(ARGV[A.CANCEL_N])
 		if e > s.q[qi].rel then
 			cancelTicket(s.q[qi], e, n)
 			reply = 1
@@ -134,7 +134,7 @@ elseif op == 'cancel' then
 elseif op == 'pause' then
 	-- ARGV[5] d µs. Returns the pause's end, µs from now.
 	advance()
-	local until_ = now + tonumber(ARGV[5])
+	local until_ = now + tonumber(ARGV[A.PAUSE_D])
 	if until_ > s.hold then
 		s.hold, moved = until_, true
 	end
@@ -150,15 +150,15 @@ elseif op == 'adapt' then
 	-- rounded up: ARGV[6], or less for a learned budget's refused probe
 	-- (0 for no pause).
 	advance()
-	local cost = tonumber(ARGV[5])
+	local cost = tonumber(ARGV[A.ADAPT_COST])
 	s.pending = math.max(s.pending - math.max(cost, 1), 0)
-	local p = tonumber(ARGV[6])
-	local remaining = tonumber(ARGV[7])
-	local sentAt = now - (tonumber(ARGV[13] or '') or 0)
+	local p = tonumber(ARGV[A.ADAPT_PAUSE])
+	local remaining = tonumber(ARGV[A.ADAPT_REMAINING])
+	local sentAt = now - (tonumber(ARGV[A.ADAPT_AGE] or '') or 0)
 	local set = 0
 	if p > 0 then
 		local until_ = now + p
-		if ARGV[12] == '1' and remaining == nil and ARGV[14] ~= '2' then
+		if ARGV[A.ADAPT_REFUSED] == FLAG_ARG.ON and remaining == nil and ARGV[A.ADAPT_ACCEPTED] ~= ACCEPTED_ARG.STATED then
 			local m
 			until_, m = B.refused(sentAt, math.max(cost, 1), p)
 			moved = moved or m
@@ -168,20 +168,20 @@ elseif op == 'adapt' then
 			s.hold, moved = until_, true
 		end
 	end
-	if p > 0 and ARGV[12] == '1' and refused() then
+	if p > 0 and ARGV[A.ADAPT_REFUSED] == FLAG_ARG.ON and refused() then
 		moved = true
 	end
-	if ARGV[14] == '1' and B.accepted(sentAt) then
+	if ARGV[A.ADAPT_ACCEPTED] == ACCEPTED_ARG.UNIT and B.accepted(sentAt) then
 		moved = true
 	end
 	if remaining ~= nil then
 		B.clear() -- a window the server states: no hidden budget
 		B.forget()
 		mmoved()
-		update(math.max(remaining, 0), tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), math.min(s.pending, sent()))
+		update(math.max(remaining, 0), tonumber(ARGV[A.ADAPT_RESET]), tonumber(ARGV[A.ADAPT_SIZE]), tonumber(ARGV[A.ADAPT_LENGTH]), math.min(s.pending, sent()))
 		moved = true
 	end
-	local age = tonumber(ARGV[11])
+	local age = tonumber(ARGV[A.ADAPT_REJECTED_AGE])
 	if age ~= nil and reject(now - age, cost) then
 		moved = true
 	end
@@ -191,7 +191,7 @@ elseif op == 'settle' then
 	-- checked by the caller). The charge is bounded by the burst, if
 	-- the key has a pace (see boundFirst). Returns the units of the charge dropped (at most FAR). A
 	-- give-back to a key without state (a full bucket) writes nothing.
-	local spent, actual = tonumber(ARGV[5]), tonumber(ARGV[6])
+	local spent, actual = tonumber(ARGV[A.SETTLE_SPENT]), tonumber(ARGV[A.SETTLE_ACTUAL])
 	if fresh and actual <= spent then
 		return 0
 	end
@@ -212,7 +212,7 @@ elseif op == 'msettle' then
 	-- charge bounded by its limit's burst or count (see bound). Returns
 	-- the units of each charge dropped (at most FAR): the first limit's,
 	-- then the further limits' in their order.
-	local spent, actual = tonumber(ARGV[5]), tonumber(ARGV[6])
+	local spent, actual = tonumber(ARGV[A.SETTLE_SPENT]), tonumber(ARGV[A.SETTLE_ACTUAL])
 	local d, dropped = boundFirst(actual - spent)
 	actual = spent + d
 	reply = {math.min(dropped, FAR)}
@@ -239,8 +239,8 @@ elseif op == 'try' or op == 'mtry' then
 	-- otherwise it is taken back and nothing changes. Returns wait's
 	-- {status, wait µs, id, end, -1, now}: status 1 if the units went, 0
 	-- (wait: its turn) if not.
-	local n, qi = tonumber(ARGV[5]), tonumber(ARGV[6])
-	local seeded = seed(ARGV[8], ARGV[9], ARGV[10])
+	local n, qi = tonumber(ARGV[A.WAIT_N]), tonumber(ARGV[A.WAIT_QUEUE])
+	local seeded = seed(ARGV[A.WAIT_KNOWN_ID], ARGV[A.WAIT_KNOWN_FLOOR], ARGV[A.WAIT_KNOWN_HOLD])
 	advance()
 	-- What enqueue may change besides the ticket, to put back.
 	local maxCost, tat, wasMoved, win = s.maxCost, s.tat, moved, {}
@@ -292,13 +292,13 @@ elseif op == 'lease' then
 	-- none), ARGV[14…] their ends. Returns {count, id, last end, recheck
 	-- µs (-1: none), now, wait µs of each ticket}: the tickets are the
 	-- ends last−count+1 … last; count 0 with the refused turn's wait.
-	local k, need, maxwait = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-	local lrate, late = tonumber(ARGV[8]), tonumber(ARGV[9])
-	seed(ARGV[10], ARGV[11], ARGV[12])
+	local k, need, maxwait = tonumber(ARGV[A.LEASE_K]), tonumber(ARGV[A.LEASE_NEED]), tonumber(ARGV[A.LEASE_MAXWAIT])
+	local lrate, late = tonumber(ARGV[A.LEASE_RATE]), tonumber(ARGV[A.LEASE_LATE])
+	seed(ARGV[A.LEASE_KNOWN_ID], ARGV[A.LEASE_KNOWN_FLOOR], ARGV[A.LEASE_KNOWN_HOLD])
 	advance()
-	if ARGV[13] ~= '' and tonumber(ARGV[13]) == s.id then
+	if ARGV[A.LEASE_BACK_ID] ~= '' and tonumber(ARGV[A.LEASE_BACK_ID]) == s.id then
 		local spent = 0
-		for i = #ARGV, 14, -1 do -- descending: the tail's first
+		for i = #ARGV, A.LEASE_BACK, -1 do -- descending: the tail's first
 			local e = tonumber(ARGV[i])
 			if e > s.q[1].rel and e <= s.q[1]['end'] then
 				if e ~= s.q[1]['end'] then
@@ -394,18 +394,18 @@ elseif op == 'mstate' then
 	local out = {}
 	for L, l in ipairs(lims) do
 		local r = INF
-		if l[1] == 0 then
+		if l[1] == KIND.BUCKET then
 			if l[2] > 0 then
 				r = math.min(l[3] / l[2], (now - l[4] + l[3]) / l[2])
 			end
-		elseif l[1] == 1 then
+		elseif l[1] == KIND.FIXED then
 			local _, cur = xcounts(l, math.floor(now / l[2]))
 			r = l[3] - cur
-		elseif l[1] == 2 then
+		elseif l[1] == KIND.SLIDING then
 			local i = math.floor(now / l[2])
 			local prev, cur = xcounts(l, i)
 			r = math.floor(l[3] - prev * (1 - (now / l[2] - i)) - cur)
-		elseif l[1] == 3 then
+		elseif l[1] == KIND.LOG then
 			local g, sum = l[3], 0
 			for i = 2, #g, 2 do
 				if g[i] + l[2] > now then
@@ -413,7 +413,7 @@ elseif op == 'mstate' then
 				end
 			end
 			r = g[1] - sum
-		elseif l[1] == 4 then
+		elseif l[1] == KIND.FIRST then
 			r = l[3]
 			if now < l[6] + l[2] then
 				r = l[3] - l[5]

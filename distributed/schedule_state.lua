@@ -212,11 +212,11 @@ local function store(ext, inCore, expire)
 	if expire >= xe then
 		newXe = expire + SEC -- a second more, so that most calls keep the TTL
 	end
-	local t, set = CORE_BARE, {}
+	local t, set = CORE.BARE, {}
 	if inCore then
-		t = CORE_XC
+		t = CORE.XC
 	elseif ext ~= nil then
-		t = CORE_X
+		t = CORE.X
 		if ext ~= got[2] then
 			set = {'x', ext}
 		end
@@ -230,7 +230,7 @@ local function store(ext, inCore, expire)
 	table.insert(set, 'c')
 	table.insert(set, core)
 	redis.call('HSET', key, unpack(set))
-	if t ~= CORE_X and got[2] then
+	if t ~= CORE.X and got[2] then
 		redis.call('HDEL', key, 'x')
 	end
 	if newXe ~= xe then

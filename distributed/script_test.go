@@ -1,34 +1,65 @@
 package distributed
 
 import (
+	"bytes"
 	"context"
+	"os"
 	"regexp"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/throttle-go/throttle"
-	"github.com/throttle-go/throttle/internal/schedule"
+	"github.com/throttle-go/throttle/internal/protogen"
 )
 
-// TestScriptConstants checks that every constant the schedule script uses
-// (an upper-case name it does not define itself) comes from
-// throttle.ScheduleConstants: a rule's number exists once, in the Go
-// source. A name missing there is a runtime error in Redis that a
-// best-effort call (Observe) would only drop.
-func TestScriptConstants(t *testing.T) {
-	c := schedule.Constants()
-	src := regexp.MustCompile(`--[^\n]*`).ReplaceAllString(scheduleSrc, "") // code only
-	src = regexp.MustCompile(`'[^'\n]*'`).ReplaceAllString(src, "''")       // no string's text
-	defined := map[string]bool{"SEC": true, "INF": true}
-	for _, m := range regexp.MustCompile(`local ([A-Z][A-Z_]+)\b`).FindAllStringSubmatch(src, -1) {
-		defined[m[1]] = true
+// TestGeneratedProtocolFresh: the committed prelude and Go names are
+// what internal/protogen writes from the engine's protocol tables now.
+func TestGeneratedProtocolFresh(t *testing.T) {
+	for _, f := range []struct {
+		name string
+		want []byte
+	}{
+		{"schedule_gen.lua", protogen.Lua()},
+		{"protocol_gen.go", protogen.Go("distributed")},
+	} {
+		got, err := os.ReadFile(f.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, f.want) {
+			t.Errorf("%s is stale: the protocol tables (internal/schedule/protocol.go, constants.go, fields.go) changed; run go generate ./distributed", f.name)
+		}
 	}
-	for _, m := range regexp.MustCompile(`\b[A-Z][A-Z_]{2,}\b`).FindAllString(src, -1) {
-		if !defined[m] && m != "ARGV" && m != "KEYS" && m != "TIME" && m != "HGETALL" && m != "HSET" && m != "HDEL" && m != "PEXPIRE" && m != "PUBLISH" && m != "SET" && m != "HMGET" && m != "HGET" {
-			if _, ok := c[m]; !ok {
-				t.Errorf("schedule.lua uses %s, which ScheduleConstants does not define", m)
-			}
+	if schedulePrelude != string(protogen.Lua()) {
+		t.Error("the embedded prelude is not schedule_gen.lua as generated; run go generate ./distributed")
+	}
+}
+
+// TestScriptConstants checks that every upper-case name the schedule
+// script uses (a constant, or a table of the protocol's positions and
+// codes) is a local of the generated prelude or of the script itself: a
+// name defined nowhere is a runtime error in Redis that a best-effort
+// call (Observe) would only drop.
+func TestScriptConstants(t *testing.T) {
+	code := func(src string) string {
+		src = regexp.MustCompile(`--[^\n]*`).ReplaceAllString(src, "")     // code only
+		return regexp.MustCompile(`'[^'\n]*'`).ReplaceAllString(src, "''") // no string's text
+	}
+	defined := map[string]bool{"ARGV": true, "KEYS": true}
+	// locals, loop variables and parameters
+	for _, m := range regexp.MustCompile(`(?:local|for|function\s*\w*\s*\()([\w\s,]*)`).FindAllStringSubmatch(code(schedulePrelude+scheduleSrc), -1) {
+		for _, n := range regexp.MustCompile(`\w+`).FindAllString(m[1], -1) {
+			defined[n] = true
+		}
+	}
+	if !defined["A"] || !defined["R"] || !defined["C"] {
+		t.Fatal("the prelude defines no A, R or C")
+	}
+	for _, m := range regexp.MustCompile(`(?:^|[^.\w])([A-Z][A-Z_0-9]*)\b`).FindAllStringSubmatch(code(scheduleSrc), -1) {
+		if !defined[m[1]] {
+			defined[m[1]] = true // once
+			t.Errorf("the schedule script uses %s, which neither the prelude nor the script defines", m[1])
 		}
 	}
 }

@@ -32,23 +32,23 @@ func (w *keyWaiter) State(ctx context.Context) (throttle.State, error) {
 	}
 	st := throttle.State{
 		At:         at,
-		Tokens:     fixed(reply[0], 1e6),
-		Remaining:  fixed(reply[1], 1),
-		Next:       usDuration(reply[2]),
-		Paused:     usDuration(reply[3]),
-		Queued:     reply[4],
+		Tokens:     fixed(reply[rstateTokens], 1e6),
+		Remaining:  fixed(reply[rstateRemaining], 1),
+		Next:       usDuration(reply[rstateNext]),
+		Paused:     usDuration(reply[rstateHold]),
+		Queued:     reply[rstateQueued],
 		Rate:       rate.Inf,
-		Burst:      fixed(reply[6], 1e6),
-		SlowedDown: reply[7] == 1,
+		Burst:      fixed(reply[rstateBurst], 1e6),
+		SlowedDown: reply[rstateCut] == 1,
 	}
 	switch {
-	case reply[5] > 0:
-		st.Rate = rate.Limit(float64(reply[5]) / 1e6)
-	case reply[6] > 0:
+	case reply[rstateRate] > 0:
+		st.Rate = rate.Limit(float64(reply[rstateRate]) / 1e6)
+	case reply[rstateBurst] > 0:
 		st.Rate = 0 // a bucket that does not refill (Rate 0)
 	}
-	if reply[8] == 1 {
-		st.Window = &throttle.ServerWindow{Remaining: fixed(reply[9], 1e6), Reset: usDuration(reply[10])}
+	if reply[rstateWindow] == 1 {
+		st.Window = &throttle.ServerWindow{Remaining: fixed(reply[rstateWindowLeft], 1e6), Reset: usDuration(reply[rstateWindowReset])}
 	}
 	if st.Limits, err = w.limitStates(ctx); err != nil {
 		return throttle.State{}, err

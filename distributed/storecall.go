@@ -257,18 +257,19 @@ func (q *Limiter) runCall(ctx context.Context, key string, c *storeCall, s *redi
 func (q *Limiter) giveBack(ctx context.Context, s *redis.Script, keys []string, args []any, cmd *redis.Cmd) {
 	// args are those of keyWaiter.wait: op, interval, burst, channel, n,
 	// queue, …; its reply {status, wait, id, end, recheck, now}.
-	if s == scheduleScript && len(args) > 4 && args[0] == "lease" {
+	if s == scheduleScript && len(args) > argLeaseK && args[argOp] == "lease" {
 		giveBackLease(ctx, q, keys, args, cmd) // see lease_calls.go
 		return
 	}
-	if s != scheduleScript || len(args) < 6 || (args[0] != "wait" && args[0] != "mwait") {
+	if s != scheduleScript || len(args) <= argWaitQueue || (args[argOp] != "wait" && args[argOp] != "mwait") {
 		return
 	}
 	v, ok := scriptInts(cmd.Val())
-	if !ok || len(v) != 6 || v[0] != 1 {
+	if !ok || len(v) != rwaitNow+1 || v[rwaitStatus] != statusOK {
 		return // no ticket was kept
 	}
-	_ = s.Run(ctx, q.client, keys, "cancel", args[1], args[2], args[3], v[2], args[5], v[3], args[4]).Err()
+	c := cancelArgs{ID: v[rwaitID], Queue: args[argWaitQueue], End: v[rwaitEnd], N: args[argWaitN]}
+	_ = s.Run(ctx, q.client, keys, c.append([]any{"cancel", args[argInterval], args[argBurst], args[argChannel]})...).Err()
 }
 
 // succeeded records a call Redis answered.

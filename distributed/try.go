@@ -67,7 +67,11 @@ func (w *keyWaiter) try(ctx context.Context, c throttle.Cost) (bool, time.Durati
 	if x != nil {
 		op = "mtry"
 	}
-	reply, err := w.run(ctx, op, append([]any{n, queueFirst, "0", known, floor, hold}, x...)...)
+	a := waitArgs{N: n, Queue: queueFirst, Maxwait: "0", KnownID: known, KnownFloor: floor, KnownHold: hold}
+	if x != nil {
+		a.Xspec, a.Xcost = x[0], x[1:]
+	}
+	reply, err := w.run(ctx, op, a.append(nil)...)
 	if lerr := w.limitsError(err); lerr != nil {
 		return false, 0, lerr
 	}
@@ -80,10 +84,10 @@ func (w *keyWaiter) try(ctx context.Context, c throttle.Cost) (bool, time.Durati
 		}
 		return w.tryFail(ctx, c, err)
 	}
-	if reply[0] == 1 {
+	if reply[rwaitStatus] == statusOK {
 		return true, 0, nil
 	}
-	return false, usDuration(reply[1]), nil
+	return false, usDuration(reply[rwaitWait]), nil
 }
 
 // tryFail applies the FailMode to a try of c the store could not serve.

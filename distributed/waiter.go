@@ -197,12 +197,6 @@ func (w *keyWaiter) Wait(ctx context.Context, cost ...throttle.Cost) error {
 	return err
 }
 
-// The script's queues (the engine's schedule.Retry and schedule.First).
-const (
-	queueRetry = 0
-	queueFirst = 1
-)
-
 // waitN is WaitN that also returns the turn it went at, in µs of Redis's
 // clock; 0 when no turn came from Redis (n = 0, a fail mode).
 func (w *keyWaiter) waitN(ctx context.Context, n int) (turn int64, err error) {
@@ -299,16 +293,20 @@ func (w *keyWaiter) takeX(ctx context.Context, n, qi int, x []any) (taken, error
 	// A push read before the call is one the script has seen; one after,
 	// and before this wait listens, is seen through gen (see sleep).
 	gen, sub := q.pushes.mark()
-	args := []any{n, qi, maxWait, known, floor, hold}
+	a := waitArgs{N: n, Queue: qi, Maxwait: maxWait, KnownID: known, KnownFloor: floor, KnownHold: hold}
+	if x != nil {
+		a.Xspec, a.Xcost = x[0], x[1:]
+	}
+	args := a.append(make([]any, 0, argWaitXspec-argWaitN+len(x)))
 	if x == nil {
 		// A last turn and a pause this process does not know (the common
 		// case) need not travel: the script reads a missing argument as
 		// none, and each argument costs Redis about a microsecond.
-		for len(args) > 4 && args[len(args)-1] == "" {
+		for len(args) > argWaitKnownFloor-argWaitN && args[len(args)-1] == "" {
 			args = args[:len(args)-1]
 		}
 	}
-	reply, err := w.run(ctx, op, append(args, x...)...)
+	reply, err := w.run(ctx, op, args...)
 	if lerr := w.limitsError(err); lerr != nil {
 		return taken{refused: true}, lerr // the store answered: no fail mode
 	}
@@ -319,18 +317,18 @@ func (w *keyWaiter) takeX(ctx context.Context, n, qi int, x []any) (taken, error
 		return taken{}, fmt.Errorf("unexpected reply %v from the schedule script", reply)
 	}
 	r := taken{
-		t:    ticket{id: reply[2], qi: qi, n: n, end: reply[3]},
-		wait: usDuration(reply[1]), recheck: usDuration(reply[4]),
-		rnow: reply[5], gen: gen, sub: sub,
+		t:    ticket{id: reply[rwaitID], qi: qi, n: n, end: reply[rwaitEnd]},
+		wait: usDuration(reply[rwaitWait]), recheck: usDuration(reply[rwaitRecheck]),
+		rnow: reply[rwaitNow], gen: gen, sub: sub,
 	}
 	if op == "wait" {
 		learned := time.Time{} // none
-		if len(reply) == 7 {
-			learned = time.Now().Add(usDuration(reply[6]))
+		if len(reply) == rwaitReset+1 {
+			learned = time.Now().Add(usDuration(reply[rwaitReset]))
 		}
 		q.memo.learn(w.rkey, learned)
 	}
-	if reply[0] != 1 {
+	if reply[rwaitStatus] != statusOK {
 		q.memo.state(w.rkey, r.t.id) // nothing kept: no turn of this process
 		return taken{refused: true}, &throttle.DeadlineError{Key: w.key, Delay: r.wait}
 	}
@@ -417,19 +415,21 @@ func (w *keyWaiter) sleep(ctx context.Context, t ticket, wait, recheck time.Dura
 			continue
 		}
 		reply, err := a.reply, a.err
-		if err == nil && len(reply) == 4 {
-			learned := time.Now().Add(usDuration(reply[3]))
+		// The ticket's wait, then turns' reply's fields (see answers).
+		const wait, fields = 0, 1
+		if err == nil && len(reply) == fields+rturnsReset+1 {
+			learned := time.Now().Add(usDuration(reply[fields+rturnsReset]))
 			w.q.memo.learn(w.rkey, learned)
-			reply = reply[:3]
-		} else if err == nil && len(reply) == 3 {
+			reply = reply[:fields+rturnsReset]
+		} else if err == nil && len(reply) == fields+rturnsReset {
 			w.q.memo.learn(w.rkey, time.Time{}) // no learned budget's window
 		}
-		if err == nil && len(reply) == 3 && reply[0] == -1 {
+		if err == nil && len(reply) == fields+rturnsReset && reply[wait] == turnGone {
 			// Gone: its turn has come.
 			w.q.memo.ticket(w.rkey, t.id, t.qi, t.end, time.Now())
-			return min(turn, reply[2]), nil
+			return min(turn, reply[fields+rturnsNow]), nil
 		}
-		if err != nil || len(reply) != 3 {
+		if err != nil || len(reply) != fields+rturnsReset {
 			if ctx.Err() != nil {
 				w.q.refunds.Go(func() { w.cancel(ctx, t) })
 				return 0, ctx.Err()
@@ -441,23 +441,23 @@ func (w *keyWaiter) sleep(ctx context.Context, t ticket, wait, recheck time.Dura
 			}
 			continue
 		}
-		rnow = reply[2]
+		rnow = reply[fields+rturnsNow]
 		if ctx.Err() != nil {
 			w.q.refunds.Go(func() { w.cancel(ctx, t) })
 			return 0, ctx.Err()
 		}
-		if reply[0] == -2 { // the state it came from is lost: queue again
+		if reply[wait] == turnLost { // the state it came from is lost: queue again
 			p.remove(s)
 			_, err := w.wait(ctx, throttle.Cost{N: t.n, Retry: t.qi == queueRetry})
 			return rnow, err
 		}
-		left := usDuration(reply[0])
+		left := usDuration(reply[wait])
 		now := time.Now()
-		wake, turn, going = now.Add(left), rnow+reply[0], false
+		wake, turn, going = now.Add(left), rnow+reply[wait], false
 		w.q.memo.ticket(w.rkey, t.id, t.qi, t.end, wake)
 		check = time.Time{}
-		if reply[1] >= 0 {
-			check = now.Add(usDuration(reply[1]))
+		if reply[fields+rturnsRecheck] >= 0 {
+			check = now.Add(usDuration(reply[fields+rturnsRecheck]))
 		}
 		if left <= 0 {
 			return turn, nil
@@ -493,7 +493,7 @@ func (w *keyWaiter) turnsOf(ss []*sleeper, mark subState) []turnAnswer {
 		// ended or not (the call is bounded by Timeout).
 		reply, err := w.run(context.Background(), "turns", args...)
 		k := len(idx)
-		if err == nil && len(reply) != k+2 && len(reply) != k+3 {
+		if err == nil && len(reply) != k+rturnsReset && len(reply) != k+rturnsReset+1 {
 			err = fmt.Errorf("unexpected reply %v from the schedule script", reply)
 		}
 		for x, j := range idx {
@@ -626,9 +626,9 @@ func (w *keyWaiter) Observe(ctx context.Context, f throttle.Feedback) (throttle.
 	}
 	pause := min(max(f.Pause, 0), maxPause)
 	reply, err := w.run(context.WithoutCancel(ctx), "adapt", max(f.Spent, 1), us(f.Pause), remaining, reset, size, length, age, refusedArg, us(max(f.Age, 0)), accepted)
-	if err == nil && len(reply) == 1 && pause > 0 {
+	if err == nil && len(reply) == radaptPause+1 && pause > 0 {
 		// The script replies the pause it set, in µs.
-		pause = min(pause, usDuration(max(reply[0], 0)))
+		pause = min(pause, usDuration(max(reply[radaptPause], 0)))
 	}
 	if pause > 0 {
 		// This process knows the pause even if Redis does not: FailLocal

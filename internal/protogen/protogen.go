@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"fmt"
 	"go/format"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,7 +36,7 @@ func Lua() []byte {
 	}
 	slices.Sort(names)
 	for _, k := range names {
-		fmt.Fprintf(&b, "local %s = %s\n", k, strconv.FormatFloat(c[k], 'g', -1, 64))
+		fmt.Fprintf(&b, "local %s = %s\n", k, number(c[k]))
 	}
 	b.WriteString("\n-- ARGV positions: every call's header, then each layout's.\nlocal A = {\n")
 	for i, a := range schedule.Header {
@@ -54,14 +55,40 @@ func Lua() []byte {
 			fmt.Fprintf(&b, "\t%s_%s = %d, -- %s\n", l.Name, a.Name, len(schedule.Header)+1+i, doc)
 		}
 	}
-	b.WriteString("}\n\n-- Reply positions.\nlocal R = {\n")
+	b.WriteString("}\n\n-- Reply positions (after a lead list, where a reply has one: see\n-- schedule.ReplyLayout).\nlocal R = {\n")
 	for _, r := range schedule.Replies {
 		fmt.Fprintf(&b, "\t-- %s\n", strings.Join(r.Ops, ", "))
 		for i, f := range r.Fields {
 			fmt.Fprintf(&b, "\t%s_%s = %d,\n", strings.TrimPrefix(r.Name, "R"), f, i+1)
 		}
+		if r.List != "" {
+			fmt.Fprintf(&b, "\t%s_%s = %d, -- a list\n", strings.TrimPrefix(r.Name, "R"), r.List, len(r.Fields)+1)
+		} else if r.Last != "" {
+			fmt.Fprintf(&b, "\t%s_%s = %d, -- sent only when the state has it\n", strings.TrimPrefix(r.Name, "R"), r.Last, len(r.Fields)+1)
+		}
 	}
-	b.WriteString("}\n\n-- The further limits' kinds: their codes, and by a spec's letter.\nlocal KIND = {")
+	b.WriteString("}\n")
+	for _, set := range schedule.Codes {
+		fmt.Fprintf(&b, "\n-- %s\nlocal %s = {", set.Doc, set.Name)
+		for i, c := range set.Codes {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%s = %s", c.Name, number(c.Value))
+		}
+		b.WriteString("}\n")
+		if set.Arg {
+			fmt.Fprintf(&b, "local %s_ARG = {", set.Name)
+			for i, c := range set.Codes {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				fmt.Fprintf(&b, "%s = '%s'", c.Name, number(c.Value))
+			}
+			b.WriteString("}\n")
+		}
+	}
+	b.WriteString("\n-- The further limits' kinds: their codes, and by a spec's letter.\nlocal KIND = {")
 	for i, k := range schedule.Kinds {
 		if i > 0 {
 			b.WriteString(", ")
@@ -75,7 +102,11 @@ func Lua() []byte {
 		}
 		fmt.Fprintf(&b, "%s = %d", k.Letter, k.Code)
 	}
-	b.WriteString("}\n\n-- The core's numbers, 1-based after its tag.\nlocal C = {")
+	b.WriteString("}\nlocal KIND_CLASS = '[")
+	for _, k := range schedule.Kinds {
+		b.WriteString(k.Letter)
+	}
+	b.WriteString("]' -- a pattern's class of the letters\n\n-- The core's numbers, 1-based after its tag.\nlocal C = {")
 	for i, n := range schedule.Core {
 		if i > 0 {
 			b.WriteString(", ")
@@ -190,6 +221,13 @@ func Go(pkg string) []byte {
 			fmt.Fprintf(&b, "\t%s %s // %s\n", goName(a.Name), t, a.Doc)
 		}
 		b.WriteString("}\n\n")
+		fmt.Fprintf(&b, "// The ARGV positions of %sArgs (0-based).\nconst (\n", lower(name))
+		for i, a := range l.Args {
+			if a.Name != "" {
+				fmt.Fprintf(&b, "\targ%s%s = %d\n", name, goName(a.Name), len(schedule.Header)+i)
+			}
+		}
+		b.WriteString(")\n\n")
 		fmt.Fprintf(&b, "// append appends a's arguments to args (the header) in ARGV's order;\n")
 		fmt.Fprintf(&b, "// trailing ones left nil are not sent, others nil are sent as \"\".\n")
 		fmt.Fprintf(&b, "func (a %sArgs) append(args []any) []any {\n\tvals := []any{", lower(name))
@@ -231,11 +269,29 @@ func appendArgs(args, vals, list []any) []any {
 }
 
 `)
-	b.WriteString("// Reply positions (0-based).\nconst (\n")
+	b.WriteString("// Reply positions (0-based; after a lead list, where a reply has one:\n// see schedule.ReplyLayout).\nconst (\n")
 	for _, r := range schedule.Replies {
 		for i, f := range r.Fields {
 			fmt.Fprintf(&b, "\t%s%s = %d\n", lower(goName(r.Name)), goName(f), i)
 		}
+		switch {
+		case r.List != "":
+			fmt.Fprintf(&b, "\t%s%s = %d // the first of a list\n", lower(goName(r.Name)), goName(r.List), len(r.Fields))
+		case r.Last != "":
+			fmt.Fprintf(&b, "\t%s%s = %d // sent only when the state has it\n", lower(goName(r.Name)), goName(r.Last), len(r.Fields))
+		}
+	}
+	b.WriteString(")\n")
+	for _, set := range schedule.Codes {
+		fmt.Fprintf(&b, "\n// %s\nconst (\n", set.Doc)
+		for _, c := range set.Codes {
+			fmt.Fprintf(&b, "\t%s%s = %s // %s\n", strings.ToLower(set.Name), goName(c.Name), number(c.Value), c.Doc)
+		}
+		b.WriteString(")\n")
+	}
+	b.WriteString("\n// The further limits' kinds' codes.\nconst (\n")
+	for _, k := range schedule.Kinds {
+		fmt.Fprintf(&b, "\tkind%s = %d\n", goName(k.Name), k.Code)
 	}
 	b.WriteString(")\n\n// kindLetter is each further limit kind's letter in a spec, by its code.\nvar kindLetter = map[int]string{\n")
 	for _, k := range schedule.Kinds {
@@ -249,13 +305,22 @@ func appendArgs(args, vals, list []any) []any {
 	return out
 }
 
+// number writes v as both languages read it back exactly: an integer
+// in decimal, any other number in its shortest form.
+func number(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) <= 1<<62 {
+		return strconv.FormatInt(int64(v), 10)
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
 // goName turns an upper-case name (KNOWN_ID) into Go's (KnownID).
 func goName(s string) string {
 	var b strings.Builder
 	for _, w := range strings.Split(strings.ToLower(s), "_") {
 		switch w {
-		case "id":
-			b.WriteString("ID")
+		case "id", "ok":
+			b.WriteString(strings.ToUpper(w))
 		case "":
 		default:
 			b.WriteString(strings.ToUpper(w[:1]) + w[1:])

@@ -104,23 +104,94 @@ var Layouts = []ArgLayout{
 	{Name: "STATE", Ops: []string{"state", "mstate"}, Args: cat(pad(6), limits[:1])},
 }
 
-// ReplyLayout is an op's reply: its numbers in order. Optional: the last is
-// sent only when the state has it (a learned budget's reset).
+// ReplyLayout is an op's reply: if Lead is set, a list of numbers first,
+// one for each item the call sent (turns: a wait per ticket), and Fields'
+// positions count from its end; then its numbers in order (Fields); then,
+// if List is set, a list of numbers (its length is the reply's to say);
+// then, if Last is set, one number sent only when the state has it.
 type ReplyLayout struct {
-	Name     string
-	Ops      []string
-	Fields   []string
-	Optional bool
+	Name   string
+	Ops    []string
+	Lead   string
+	Fields []string
+	List   string
+	Last   string
 }
 
-// Replies are the ops' replies (µs are from the reply's now).
+// Replies are the ops' replies (µs are from the reply's now; a recheck of
+// Reply.None is none; RESET is a learned window's reset, µs from now).
 var Replies = []ReplyLayout{
 	{Name: "RWAIT", Ops: []string{"wait", "try", "mwait", "mtry"},
-		Fields: []string{"STATUS", "WAIT", "ID", "END", "RECHECK", "NOW", "RESET"}, Optional: true},
+		Fields: []string{"STATUS", "WAIT", "ID", "END", "RECHECK", "NOW"}, Last: "RESET"},
+	{Name: "RTURNS", Ops: []string{"turns"},
+		Lead: "WAITS", Fields: []string{"RECHECK", "NOW"}, Last: "RESET"},
+	{Name: "RCANCEL", Ops: []string{"cancel"}, Fields: []string{"BACK"}},
+	{Name: "RPAUSE", Ops: []string{"pause"}, Fields: []string{"UNTIL"}},
+	{Name: "RADAPT", Ops: []string{"adapt"}, Fields: []string{"PAUSE"}},
+	{Name: "RSETTLE", Ops: []string{"settle", "msettle"}, Fields: []string{"DROPPED"}, List: "XDROPPED"},
 	{Name: "RLEASE", Ops: []string{"lease"},
-		Fields: []string{"COUNT", "ID", "LAST", "RECHECK", "NOW", "WAITS"}},
+		Fields: []string{"COUNT", "ID", "LAST", "RECHECK", "NOW"}, List: "WAITS", Last: "RESET"},
 	{Name: "RSTATE", Ops: []string{"state"},
 		Fields: []string{"TOKENS", "REMAINING", "NEXT", "HOLD", "QUEUED", "RATE", "BURST", "CUT", "WINDOW", "WINDOW_LEFT", "WINDOW_RESET", "NOW"}},
+	{Name: "RMSTATE", Ops: []string{"mstate"}, Fields: []string{"NOW"}, List: "REMAINING"},
+}
+
+// Code is a named value both sides use: a code an argument or a reply
+// carries, a tag, or a number of the protocol.
+type Code struct {
+	Name  string
+	Value float64
+	Doc   string
+}
+
+// CodeSet is a group of codes. Arg: its values travel as arguments, which
+// the script compares as text (the prelude has them as text too, in the
+// set's name with _ARG after it).
+type CodeSet struct {
+	Name  string
+	Doc   string
+	Arg   bool
+	Codes []Code
+}
+
+// Codes are the protocol's named values.
+var Codes = []CodeSet{
+	{Name: "CORE", Doc: "the core's tag: what follows its doubles and tail", Codes: []Code{
+		{"BARE", 2, "nothing: the state has no x"},
+		{"X", 3, "x is in the hash's field x (MessagePack)"},
+		{"XC", 4, "x's short form: the further limits alone, after the tail"},
+	}},
+	{Name: "QUEUE", Doc: "the queues", Arg: true, Codes: []Code{
+		{"RETRY", Retry, "retries"},
+		{"FIRST", First, "first attempts"},
+	}},
+	{Name: "FLAG", Doc: `a flag argument: "" is off`, Arg: true, Codes: []Code{
+		{"ON", 1, "on"},
+	}},
+	{Name: "ACCEPTED", Doc: `adapt's ACCEPTED ("": none)`, Arg: true, Codes: []Code{
+		{"UNIT", AcceptedUnit, "the server took a unit sent past a learned window's reset"},
+		{"STATED", AcceptedStated, "a refusal that stated a limit of the server's own (no hidden budget)"},
+	}},
+	{Name: "STATUS", Doc: "a wait's or try's status", Codes: []Code{
+		{"NONE", 0, "its turn is past the max wait (a try's: not now): nothing kept"},
+		{"OK", 1, "a ticket, whose turn is WAIT from now (a try's: its units went)"},
+	}},
+	{Name: "BACK", Doc: "cancel's reply", Codes: []Code{
+		{"NO", 0, "the units were not given back: their turn had come, or the state is another"},
+		{"YES", 1, "the units came back"},
+	}},
+	{Name: "TURN", Doc: "a ticket's wait in turns' reply, when it has none", Codes: []Code{
+		{"GONE", -1, "its turn has come: it went"},
+		{"LOST", -2, "the state it came from is lost"},
+	}},
+	{Name: "REPLY", Doc: "numbers of replies", Codes: []Code{
+		{"NONE", -1, "a recheck or reset that is none"},
+		{"INF", 1 << 53, "+Inf, of a state's numbers"},
+		{"FAR", 1 << 62, "the most µs (and scaled number) a reply carries: past the largest time.Duration; Redis replies a Lua number as C's cast to an integer, undefined past 2^63"},
+	}},
+	{Name: "TIME", Doc: "times of the state", Codes: []Code{
+		{"NONE", NoneTime, "a time not set"},
+	}},
 }
 
 // Kind is a further limit's kind: its code in the state and its letter
@@ -131,7 +202,8 @@ type Kind struct {
 	Letter string
 }
 
-// Kinds are the further limits' kinds.
+// Kinds are the further limits' kinds, in the order of their codes (0,
+// 1, …).
 var Kinds = []Kind{
 	{"BUCKET", KindBucket, "b"},
 	{"FIXED", KindFixed, "f"},
