@@ -127,9 +127,6 @@ func (q *limiterKey) Observe(ctx context.Context, f Feedback) (Observed, error) 
 // blocks, and fails only for a cost the key could not have spent.
 func (q *limiterKey) Settle(ctx context.Context, spent, actual Cost) error {
 	l, k := q.l(), q.k()
-	if err := settleNamesN(actual); err != nil {
-		return fmt.Errorf("throttle: settle of %q: %w", k.Name(), err)
-	}
 	d, err := l.settleUnits(k, spent, actual)
 	if err != nil {
 		return err
@@ -188,24 +185,6 @@ func stateOf(v local.View, at time.Time) State {
 		st.Window = &ServerWindow{Remaining: v.WindowLeft, Reset: local.Duration(v.WindowReset - v.Now)}
 	}
 	return st
-}
-
-// settleNamesN refuses an actual cost that names units but no unit of
-// the first limit (N 0): actual is the whole cost, so such a settle would
-// give every unit of the first limit back (a request that happened,
-// counted as none), which is never what a caller settling its usage
-// means. It is the rule a wait's cost follows (N 0 with units is
-// refused); distributed.Limiter's keys follow it too.
-func settleNamesN(actual Cost) error {
-	if actual.N != 0 {
-		return nil
-	}
-	for u, v := range actual.Units {
-		if v != 0 {
-			return fmt.Errorf("actual names %d %s but N 0 (no unit of the first limit): actual is the whole cost, give its N too (1 for one request): %w", v, u, ErrInvalidLimit)
-		}
-	}
-	return nil
 }
 
 // waitCost converts c to the key's further limits' costs for a wait (a

@@ -79,8 +79,9 @@ type Quota interface {
 	// debt the next waits pay. Units given back never make a limit hold
 	// more than it holds at once, and a charge is at most what a limit
 	// holds at once beyond spent (more is dropped, and reported as an
-	// [EventClamp]). actual is the whole cost: its N, and each unit it
-	// names (a unit it does not name stays as spent). Settle each wait at
+	// [EventClamp]). actual is the whole cost: its N (where the first
+	// limit counts requests, 1: an N left 0 gives the request back), and
+	// each unit it names (a unit it does not name stays as spent). Settle each wait at
 	// most once, with what it spent: the quota keeps no receipt.
 	Settle(ctx context.Context, spent, actual Cost) error
 

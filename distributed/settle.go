@@ -47,14 +47,6 @@ func (w *keyWaiter) settle(ctx context.Context, spent, actual throttle.Cost) (dr
 	if sn < 0 || an < 0 {
 		return nil, fmt.Errorf("%w: settle %d units of %q as %d: costs are never negative", throttle.ErrInvalidLimit, sn, w.key, an)
 	}
-	if an == 0 {
-		// throttle.Limiter's rule (settleNamesN): actual is the whole cost.
-		for u, v := range actual.Units {
-			if v != 0 {
-				return nil, fmt.Errorf("%w: settle of %q: actual names %d %s but N 0 (no unit of the first limit): actual is the whole cost, give its N too (1 for one request)", throttle.ErrInvalidLimit, w.key, v, u)
-			}
-		}
-	}
 	if err := q.check(sn); err != nil {
 		return nil, err
 	}
