@@ -43,6 +43,12 @@ for r in $(seq "$ROUNDS"); do
 	done
 done
 
+echo "measure: the Transport against throttletest's servers (about 3 minutes)" >&2
+THROTTLE_SERVERS=1 go test -count=1 -run 'TestServersTable$' -v -timeout 20m ./throttletest >"$tmp/servers.log" 2>&1 ||
+	{ tail -40 "$tmp/servers.log" >&2; echo "measure: the servers table failed" >&2; }
+# The table is logged after "medians of 3 runs:", each line indented.
+awk '/medians of 3 runs:/ {on = 1; next} on && /^[[:space:]]+\|/ {sub(/^[[:space:]]+/, ""); print; next} on {on = 0}' "$tmp/servers.log" >"$tmp/servers.md"
+
 if [ "${MATRIX:-1}" != 0 ]; then
 	echo "measure: the server matrix (about 15 minutes)" >&2
 	(cd servertest && THROTTLE_LONG=1 THROTTLE_MATRIX_TABLE="$tmp/matrix.md" \
@@ -67,6 +73,15 @@ fi
 		m=$(median <"$tmp/$i" 2>/dev/null || true)
 		echo "| $what | $anchor | ${m:-n/a} | $goal |"
 	done
+	if [ -s "$tmp/servers.md" ]; then
+		echo
+		echo "## Against throttletest's servers"
+		echo
+		echo "Each row the median of three runs (throttletest's TestServersTable):"
+		echo "capacity used, 429s per success and time against the server's own rule."
+		echo
+		cat "$tmp/servers.md"
+	fi
 	if [ -s "$tmp/matrix.md" ]; then
 		echo
 		echo "## Against server-side limiters"
