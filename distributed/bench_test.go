@@ -89,7 +89,9 @@ func benchWaitRatio(b *testing.B, c *redis.Client) {
 	// The arguments a wait sends once its key's state is known: op,
 	// interval, burst, channel, n, queue, max wait, the state's id.
 	kw := w.(*keyWaiter)
-	args := []any{"wait", q.config().interval, q.config().burstArg, kw.channel, 1, 1, "", "1796183290779145"}
+	known, _, _ := q.memo.args(kw.rkey)
+	h := headerArgs{Op: "wait", Interval: q.config().interval, Burst: q.config().burstArg, Channel: kw.channel}
+	args := waitArgs{N: 1, Queue: queueFirst, Maxwait: "", KnownID: known}.append(h.append(nil))
 	// The three calls take turns at each place in an iteration: which
 	// call comes first after the loop's own work, and which follows
 	// which, changes a call's time on this 2-core VM by up to a fifth.

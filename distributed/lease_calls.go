@@ -55,11 +55,11 @@ func (b *leaseBox) serve(ctx context.Context, ahead bool) {
 func (b *leaseBox) refresh(ctx context.Context) {
 	held := slices.Clone(b.tickets)
 	id := b.id
-	args := make([]any, 0, 1+2*len(held))
-	args = append(args, id)
+	a := turnsArgs{ID: id, Tickets: make([]any, 0, 2*len(held))}
 	for _, t := range held {
-		args = append(args, queueFirst, t.end)
+		a.Tickets = append(a.Tickets, queueFirst, t.end)
 	}
+	args := a.append(nil)
 	b.mu.Unlock()
 	gen, sub := b.q.pushes.mark()
 	reply, err := b.w.run(context.WithoutCancel(ctx), "turns", args...)
@@ -167,9 +167,9 @@ func (b *leaseBox) lease(ctx context.Context) {
 		k = min(max(need, 0)+spec, limit)
 	}
 	known, floor, hold := b.q.memo.args(b.rkey)
-	args := []any{k, need, maxWait, strconv.FormatFloat(rate, 'g', 6, 64), leaseLate.Microseconds(), known, floor, hold}
+	a := leaseArgs{K: k, Need: need, Maxwait: maxWait, Rate: strconv.FormatFloat(rate, 'g', 6, 64), Late: leaseLate.Microseconds(), KnownID: known, KnownFloor: floor, KnownHold: hold}
 	// Given back once: a call that failed may have taken them.
-	args = appendBack(args, b.id, b.back)
+	args := a.back(b.id, b.back).append(nil)
 	b.back = nil
 	first := len(b.tickets) == 0
 	b.mu.Unlock()
@@ -243,15 +243,25 @@ func (b *leaseBox) lease(ctx context.Context) {
 	b.armIdle()
 }
 
-func appendBack(args []any, id int64, back []int64) []any {
+// back returns a with the tickets ends of the state id given back
+// (none: BackID "").
+func (a leaseArgs) back(id int64, back []int64) leaseArgs {
 	if len(back) == 0 {
-		return append(args, "")
+		a.BackID, a.Back = "", nil
+		return a
 	}
-	args = append(args, id)
-	for _, e := range back {
-		args = append(args, e)
+	a.BackID, a.Back = id, make([]any, len(back))
+	for i, e := range back {
+		a.Back[i] = e
 	}
-	return args
+	return a
+}
+
+// giveBackArgs are the arguments of a lease that takes nothing (k = 0)
+// and gives back the tickets ends of the state id.
+func giveBackArgs(id int64, back []int64) leaseArgs {
+	a := leaseArgs{K: 0, Need: 0, Maxwait: "", Rate: "0", Late: 0, KnownID: "", KnownFloor: "", KnownHold: ""}
+	return a.back(id, back)
 }
 
 // takeBack removes the held tickets and the ones dropped unused, and
@@ -280,8 +290,7 @@ func (b *leaseBox) takeBack() (int64, []int64) {
 
 // giveBack returns the tickets ends of the state id (op lease, k = 0).
 func (b *leaseBox) giveBack(ctx context.Context, id int64, back []int64) {
-	args := appendBack([]any{0, 0, "", "0", 0, "", "", ""}, id, back)
-	_, _ = b.w.run(context.WithoutCancel(ctx), "lease", args...)
+	_, _ = b.w.run(context.WithoutCancel(ctx), "lease", giveBackArgs(id, back).append(nil)...)
 }
 
 // armIdle starts the idle timer if it is not running. b.mu is held.
@@ -373,6 +382,6 @@ func giveBackLease(ctx context.Context, q *Limiter, keys []string, args []any, c
 	for e := last - count + 1; e <= last; e++ {
 		back = append(back, e)
 	}
-	ret := appendBack([]any{"lease", args[1], args[2], args[3], 0, 0, "", "0", 0, "", "", ""}, id, back)
-	_ = scheduleScript.Run(ctx, q.client, keys, ret...).Err()
+	h := headerArgs{Op: "lease", Interval: args[argInterval], Burst: args[argBurst], Channel: args[argChannel]}
+	_ = scheduleScript.Run(ctx, q.client, keys, giveBackArgs(id, back).append(h.append(nil))...).Err()
 }

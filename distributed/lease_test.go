@@ -366,7 +366,7 @@ func TestLeaseTurnsAsWaits(t *testing.T) {
 				}
 				waits = append(waits, r[5]+r[1])
 			}
-			r, err := wb.run(ctx, "lease", k, k, "", "0", leaseLate.Microseconds(), "", "", "", "")
+			r, err := wb.run(ctx, "lease", leaseArgs{K: k, Need: k, Maxwait: "", Rate: "0", Late: leaseLate.Microseconds(), KnownID: "", KnownFloor: "", KnownHold: "", BackID: ""}.append(nil)...)
 			if err != nil || len(r) != 5+k || r[0] != k {
 				t.Fatalf("lease = %v, %v", r, err)
 			}

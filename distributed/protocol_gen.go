@@ -8,7 +8,22 @@ const (
 	argInterval = 1 // the configured µs per unit (0: no limit)
 	argBurst    = 2 // the burst, with ":version" after it when the configuration has a version
 	argChannel  = 3 // the channel a move is published on
+
+	headerLen = 4 // the header's arguments
 )
+
+// headerArgs are the arguments every call sends first, in ARGV's order.
+type headerArgs struct {
+	Op       any // the op's name
+	Interval any // the configured µs per unit (0: no limit)
+	Burst    any // the burst, with ":version" after it when the configuration has a version
+	Channel  any // the channel a move is published on
+}
+
+// append appends h's arguments to args.
+func (h headerArgs) append(args []any) []any {
+	return append(args, h.Op, h.Interval, h.Burst, h.Channel)
+}
 
 // waitArgs are the arguments of wait, try, mwait, mtry after the header, in ARGV's order.
 type waitArgs struct {

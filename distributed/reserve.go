@@ -116,7 +116,7 @@ func (r *reservation) Cancel() {
 		r.state = resDone
 		r.mu.Unlock()
 		t := r.taken.t
-		reply, err := r.w.run(context.Background(), "cancel", t.id, t.qi, t.end, t.n)
+		reply, err := r.w.run(context.Background(), "cancel", t.cancelArgs().append(nil)...)
 		// Back (1), or lost with a store that failed: either way not to
 		// be waited for. 0: the turn had come, the units were spent.
 		r.mu.Lock()

@@ -77,24 +77,25 @@ func scriptArgs(c dcfg, id string, known bool, o dop) []any {
 		}
 		return fnum(m)
 	}
-	seed := func(k *schedule.Known) []any {
+	// seed returns what a wait or lease knew of a state the store lost:
+	// its id ("": none), last turn and pause.
+	seed := func(k *schedule.Known) (knownID, floor, hold any) {
 		switch {
 		case k != nil:
-			return []any{lostID, fnum(k.Floor), fnum(k.Hold)}
+			return lostID, fnum(k.Floor), fnum(k.Hold)
 		case known:
-			return []any{id, "", ""}
+			return id, "", ""
 		}
-		return []any{"", "", ""}
+		return "", "", ""
 	}
-	xargs := func(cost []float64) []any {
+	xargs := func(cost []float64) (spec any, costs []any) {
 		if len(c.lims) == 0 {
-			return nil
+			return nil, nil
 		}
-		out := []any{c.spec()}
 		for _, v := range cost {
-			out = append(out, fnum(v))
+			costs = append(costs, fnum(v))
 		}
-		return out
+		return c.spec(), costs
 	}
 	stateID := func(lost bool) string {
 		if lost {
@@ -107,77 +108,74 @@ func scriptArgs(c dcfg, id string, known bool, o dop) []any {
 	switch op := o.op.(type) {
 	case schedule.Wait:
 		name = opName("wait")
-		args = append([]any{op.N, op.Queue, max(op.MaxWait)}, seed(op.Seed)...)
+		a := waitArgs{N: op.N, Queue: op.Queue, Maxwait: max(op.MaxWait)}
+		a.KnownID, a.KnownFloor, a.KnownHold = seed(op.Seed)
 		if len(c.lims) == 0 {
-			for len(args) > 4 && args[len(args)-1] == "" {
-				args = args[:len(args)-1] // as takeX sends them
+			// As takeX sends them: a last turn and a pause not known
+			// are left out.
+			if a.KnownFloor == "" {
+				a.KnownFloor = nil
+			}
+			if a.KnownHold == "" {
+				a.KnownHold = nil
 			}
 		}
-		args = append(args, xargs(op.Cost)...)
+		a.Xspec, a.Xcost = xargs(op.Cost)
+		args = a.append(nil)
 	case schedule.Try:
 		name = opName("try")
-		args = append([]any{op.N, op.Queue, "0"}, seed(op.Seed)...)
-		args = append(args, xargs(op.Cost)...)
+		a := waitArgs{N: op.N, Queue: op.Queue, Maxwait: "0"}
+		a.KnownID, a.KnownFloor, a.KnownHold = seed(op.Seed)
+		a.Xspec, a.Xcost = xargs(op.Cost)
+		args = a.append(nil)
 	case schedule.Turns:
 		name = "turns"
-		args = []any{stateID(op.Lost)}
+		a := turnsArgs{ID: stateID(op.Lost)}
 		for _, t := range op.Tickets {
-			args = append(args, t.Queue, t.End)
+			a.Tickets = append(a.Tickets, t.Queue, t.End)
 		}
+		args = a.append(nil)
 	case schedule.Cancel:
 		name = "cancel"
-		args = []any{stateID(op.Lost), op.Queue, op.End, op.N}
+		args = cancelArgs{ID: stateID(op.Lost), Queue: op.Queue, End: op.End, N: op.N}.append(nil)
 	case schedule.Pause:
 		name = "pause"
-		args = []any{fnum(op.D)}
+		args = pauseArgs{D: fnum(op.D)}.append(nil)
 	case schedule.Adapt:
 		name = "adapt"
-		remaining, reset, size, length := "", "0", "0", "0"
-		if op.Window {
-			remaining, reset, size, length = fnum(op.Left), fnum(op.Reset), fnum(op.Size), fnum(op.Length)
-		}
-		age, refused, accepted := "", "", ""
-		if op.Rejected {
-			age = fnum(op.RejectAge)
-		}
-		if op.Refused {
-			refused = "1"
-		}
-		if op.Accepted != schedule.AcceptedNone {
-			accepted = strconv.Itoa(op.Accepted)
-		}
-		args = []any{fnum(op.Cost), fnum(op.Pause), remaining, reset, size, length, age, refused, fnum(op.Age), accepted}
+		args = adaptArgsOf(op, fnum).append(nil)
 	case schedule.Settle:
 		name = "settle"
-		args = []any{fnum(op.Spent), fnum(op.Actual)}
+		a := settleArgs{Spent: fnum(op.Spent), Actual: fnum(op.Actual)}
 		if op.Diff != nil {
 			name = "msettle"
-			args = append(args, "", "", "", "")
-			args = append(args, xargs(op.Diff)...)
+			a.Xspec, a.Xcost = xargs(op.Diff)
 		}
+		args = a.append(nil)
 	case schedule.Lease:
 		name = "lease"
-		args = []any{op.K, op.Need, max(op.MaxWait), fnum(op.Rate), fnum(op.Late)}
-		args = append(args, seed(op.Seed)...)
-		if len(op.Back) == 0 {
-			args = append(args, "")
-		} else {
-			args = append(args, stateID(op.BackLost))
+		a := leaseArgs{K: op.K, Need: op.Need, Maxwait: max(op.MaxWait), Rate: fnum(op.Rate), Late: fnum(op.Late)}
+		a.KnownID, a.KnownFloor, a.KnownHold = seed(op.Seed)
+		a.BackID = ""
+		if len(op.Back) > 0 {
+			a.BackID = stateID(op.BackLost)
 			for _, e := range op.Back {
-				args = append(args, e)
+				a.Back = append(a.Back, e)
 			}
 		}
+		args = a.append(nil)
 	case schedule.StateView:
 		name = "state"
 		if op.Limits {
 			name = "mstate"
-			args = append([]any{"", "", "", "", "", ""}, xargs(nil)...)
+			spec, _ := xargs(nil)
+			args = stateArgs{Xspec: spec}.append(nil)
 		}
 	default:
 		panic(fmt.Sprintf("op %T", o.op))
 	}
-	all := append([]any{name, fnum(c.iv), c.burstArg(), "diff"}, args...)
-	return append(all, fnum(o.now))
+	all := headerArgs{Op: name, Interval: fnum(c.iv), Burst: c.burstArg(), Channel: "diff"}.append(nil)
+	return append(append(all, args...), fnum(o.now))
 }
 
 // wantReply returns the script's reply for the engine's r to op at now on

@@ -505,6 +505,6 @@ if op == 'mwait' and ARGV[A.WAIT_QUEUE] == QUEUE_ARG.FIRST and (ARGV[A.WAIT_KNOW
 		local expire = mexpire(math.max(s.tat, s.hold, now, s.lastGo + 2 * SEC))
 		local ext, inCore = extOf()
 		store(ext, inCore, expire)
-		return {1, 0, s.id, q1['end'], -1, now}
+		return {[R.WAIT_STATUS] = STATUS.OK, [R.WAIT_WAIT] = 0, [R.WAIT_ID] = s.id, [R.WAIT_END] = q1['end'], [R.WAIT_RECHECK] = REPLY.NONE, [R.WAIT_NOW] = now}
 	end
 end

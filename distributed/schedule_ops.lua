@@ -73,7 +73,7 @@ if op == 'wait' or op == 'mwait' then
 	local wt = waitOf(t)
 	if maxwait ~= nil and wt >= maxwait and wt > 0 then
 		cancelTicket(s.q[qi], e, n)
-		reply = {0, wt, s.id, 0, -1, now}
+		reply = {[R.WAIT_STATUS] = STATUS.NONE, [R.WAIT_WAIT] = wt, [R.WAIT_ID] = s.id, [R.WAIT_END] = 0, [R.WAIT_RECHECK] = REPLY.NONE, [R.WAIT_NOW] = now}
 	else
 		if t <= now then
 			advance()
@@ -83,11 +83,11 @@ if op == 'wait' or op == 'mwait' then
 			-- turns move later, and their sleepers must learn it.
 			moved = true
 		end
-		reply = {1, wt, s.id, e, recheck(), now}
+		reply = {[R.WAIT_STATUS] = STATUS.OK, [R.WAIT_WAIT] = wt, [R.WAIT_ID] = s.id, [R.WAIT_END] = e, [R.WAIT_RECHECK] = recheck(), [R.WAIT_NOW] = now}
 		if w.rolls then
 			-- A learned budget's window: when its reset comes, so that the
 			-- process tells the acceptance of a unit sent past it.
-			reply[7] = waitOf(w.reset)
+			reply[R.WAIT_RESET] = waitOf(w.reset)
 		end
 	end
 elseif op == 'turns' then
@@ -99,31 +99,31 @@ elseif op == 'turns' then
 	reply = {}
 	for i = A.TURNS_TICKETS, #ARGV - 1, 2 do
 		if tonumber(ARGV[A.TURNS_ID]) ~= s.id then
-			table.insert(reply, -2)
+			table.insert(reply, TURN.LOST)
 		else
 			local qi, e = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
 			if e <= s.q[qi].rel then
-				table.insert(reply, -1)
+				table.insert(reply, TURN.GONE)
 			else
 				table.insert(reply, waitOf(turn(qi, e)))
 			end
 		end
 	end
-	table.insert(reply, recheck())
-	table.insert(reply, now)
+	local k = #reply -- the lead: a wait per ticket
+	reply[k + R.TURNS_RECHECK], reply[k + R.TURNS_NOW] = recheck(), now
 	if w.rolls then
-		table.insert(reply, waitOf(w.reset)) -- as wait's reply
+		reply[k + R.TURNS_RESET] = waitOf(w.reset) -- as wait's reply
 	end
 elseif op == 'cancel' then
 	-- ARGV[5] id, ARGV[6] queue, ARGV[7] end, ARGV[8] n. Returns 1 if the
 	-- units came back.
 	advance()
-	reply = 0
+	reply = BACK.NO
 	if tonumber(ARGV[A.CANCEL_ID]) == s.id then
 		local qi, e, n = tonumber(ARGV[A.CANCEL_QUEUE]), tonumber(ARGV[A.CANCEL_END]), tonumber(ARGV[A.CANCEL_N])
 		if e > s.q[qi].rel then
 			cancelTicket(s.q[qi], e, n)
-			reply = 1
+			reply = BACK.YES
 			if M ~= nil then
 				moved = true -- every limit's walk
 			elseif e < s.q[qi]['end'] or (qi == 0 and live(s.q[1]) > 0) then
@@ -215,12 +215,12 @@ elseif op == 'msettle' then
 	local spent, actual = tonumber(ARGV[A.SETTLE_SPENT]), tonumber(ARGV[A.SETTLE_ACTUAL])
 	local d, dropped = boundFirst(actual - spent)
 	actual = spent + d
-	reply = {math.min(dropped, FAR)}
+	reply = {[R.SETTLE_DROPPED] = math.min(dropped, FAR)}
 	advance()
 	local any = spent ~= actual
 	for L = 1, M.k do
 		mcost[L], dropped = bound(mcost[L], xmost(M.lim[L]))
-		reply[L + 1] = math.min(dropped, FAR)
+		reply[R.SETTLE_XDROPPED + L - 1] = math.min(dropped, FAR)
 		if mcost[L] ~= 0 then
 			xsettle(M.lim[L], mcost[L])
 			any = true
@@ -255,7 +255,7 @@ elseif op == 'try' or op == 'mtry' then
 		advance() -- lets the ticket go
 	end
 	if e <= s.q[qi].rel then
-		reply = {1, 0, s.id, e, -1, now}
+		reply = {[R.WAIT_STATUS] = STATUS.OK, [R.WAIT_WAIT] = 0, [R.WAIT_ID] = s.id, [R.WAIT_END] = e, [R.WAIT_RECHECK] = REPLY.NONE, [R.WAIT_NOW] = now}
 	else
 		-- The tail's ticket is taken back outright: the queue is as it was.
 		cancelTicket(s.q[qi], e, n)
@@ -267,7 +267,7 @@ elseif op == 'try' or op == 'mtry' then
 		for k, v in pairs(win) do
 			w[k] = v
 		end
-		reply = {0, waitOf(t), s.id, 0, -1, now}
+		reply = {[R.WAIT_STATUS] = STATUS.NONE, [R.WAIT_WAIT] = waitOf(t), [R.WAIT_ID] = s.id, [R.WAIT_END] = 0, [R.WAIT_RECHECK] = REPLY.NONE, [R.WAIT_NOW] = now}
 		if fresh and not seeded then
 			return reply -- no state to write for a key that had none
 		end
@@ -371,11 +371,11 @@ elseif op == 'lease' then
 		advance()
 	end
 	if last == 0 then
-		reply = {0, s.id, 0, -1, now, waits[1] or 0}
+		reply = {[R.LEASE_COUNT] = 0, [R.LEASE_ID] = s.id, [R.LEASE_LAST] = 0, [R.LEASE_RECHECK] = REPLY.NONE, [R.LEASE_NOW] = now, [R.LEASE_WAITS] = waits[1] or 0}
 	else
-		reply = {#waits, s.id, last, recheck(), now}
-		for _, wt in ipairs(waits) do
-			table.insert(reply, wt)
+		reply = {[R.LEASE_COUNT] = #waits, [R.LEASE_ID] = s.id, [R.LEASE_LAST] = last, [R.LEASE_RECHECK] = recheck(), [R.LEASE_NOW] = now}
+		for j, wt in ipairs(waits) do
+			reply[R.LEASE_WAITS + j - 1] = wt
 		end
 	end
 	if w.rolls then

@@ -62,7 +62,7 @@ func (w *keyWaiter) settle(ctx context.Context, spent, actual throttle.Cost) (dr
 		if sn == an {
 			return nil, nil
 		}
-		return w.settleCall(ctx, "settle", sn, an)
+		return w.settleCall(ctx, "settle", settleArgs{Spent: sn, Actual: an})
 	}
 	// actual's units: known, not negative, of any size (a charge the
 	// script bounds).
@@ -75,8 +75,7 @@ func (w *keyWaiter) settle(ctx context.Context, spent, actual throttle.Cost) (dr
 		}
 	}
 	change := sn != an
-	args := make([]any, 0, 7+len(x.units))
-	args = append(args, sn, an, "", "", "", "", x.spec)
+	a := settleArgs{Spent: sn, Actual: an, Xspec: x.spec, Xcost: make([]any, 0, len(x.units))}
 	for i, u := range x.units {
 		d := 0.0 // a unit actual does not name stays as spent
 		switch n, named := actual.Units[u]; {
@@ -85,26 +84,26 @@ func (w *keyWaiter) settle(ctx context.Context, spent, actual throttle.Cost) (dr
 		case named:
 			d = float64(n) - s[i]
 		}
-		args = append(args, strconv.FormatFloat(d, 'g', -1, 64))
+		a.Xcost = append(a.Xcost, strconv.FormatFloat(d, 'g', -1, 64))
 		change = change || d != 0
 	}
 	if !change {
 		return nil, nil
 	}
-	return w.settleCall(ctx, "msettle", args...)
+	return w.settleCall(ctx, "msettle", a)
 }
 
 // settleCall makes a settle's call (op settle, or msettle with its
 // arguments) with a context of its own bounded by Timeout, reports each
 // charge the script dropped (see bound in schedule_advance.lua) as an
 // EventClamp, and returns them.
-func (w *keyWaiter) settleCall(ctx context.Context, op string, args ...any) ([]int64, error) {
+func (w *keyWaiter) settleCall(ctx context.Context, op string, a settleArgs) ([]int64, error) {
 	q := w.q
-	reply, err := w.run(context.WithoutCancel(ctx), op, args...)
+	reply, err := w.run(context.WithoutCancel(ctx), op, a.append(nil)...)
 	if lerr := w.limitsError(err); lerr != nil {
 		return nil, lerr
 	}
-	want := 1
+	want := rsettleXdropped
 	if op == "msettle" {
 		want += len(q.xconfig().units)
 	}

@@ -21,7 +21,7 @@ import (
 func (w *keyWaiter) State(ctx context.Context) (throttle.State, error) {
 	at := time.Now()
 	reply, err := w.run(ctx, "state")
-	if err == nil && len(reply) != 12 {
+	if err == nil && len(reply) != rstateNow+1 {
 		err = fmt.Errorf("unexpected reply %v from the schedule script", reply)
 	}
 	if err != nil {
@@ -75,8 +75,8 @@ func (w *keyWaiter) limitStates(ctx context.Context) ([]throttle.LimitState, err
 	if x == nil {
 		return nil, nil
 	}
-	// ARGV[5…10] are a wait's; mstate reads the configuration only.
-	reply, err := w.run(ctx, "mstate", "", "", "", "", "", "", x.spec)
+	// mstate reads the configuration only.
+	reply, err := w.run(ctx, "mstate", stateArgs{Xspec: x.spec}.append(nil)...)
 	if lerr := w.limitsError(err); lerr != nil {
 		return nil, lerr
 	}

@@ -269,7 +269,7 @@ func (q *Limiter) giveBack(ctx context.Context, s *redis.Script, keys []string, 
 		return // no ticket was kept
 	}
 	c := cancelArgs{ID: v[rwaitID], Queue: args[argWaitQueue], End: v[rwaitEnd], N: args[argWaitN]}
-	_ = s.Run(ctx, q.client, keys, c.append([]any{"cancel", args[argInterval], args[argBurst], args[argChannel]})...).Err()
+	_ = s.Run(ctx, q.client, keys, c.append(headerArgs{Op: "cancel", Interval: args[argInterval], Burst: args[argBurst], Channel: args[argChannel]}.append(nil))...).Err()
 }
 
 // succeeded records a call Redis answered.

@@ -71,7 +71,8 @@ func (w *keyWaiter) runOnce(ctx context.Context, c *qconf, op string, args []any
 	}
 	// The script's fixed arguments are converted and boxed once (qconf):
 	// a call allocates only what the round trip needs.
-	all := append([]any{op, c.interval, c.burstArg, w.channel}, args...)
+	h := headerArgs{Op: op, Interval: c.interval, Burst: c.burstArg, Channel: w.channel}
+	all := append(h.append(make([]any, 0, headerLen+len(args))), args...)
 	cmd, err := w.q.call(ctx, w.key, scheduleScript, w.keys, all...)
 	if err != nil {
 		return nil, err
@@ -146,6 +147,11 @@ type ticket struct {
 	id    int64
 	qi, n int
 	end   int64
+}
+
+// cancelArgs are the arguments of the op that gives t's units back.
+func (t ticket) cancelArgs() cancelArgs {
+	return cancelArgs{ID: t.id, Queue: t.qi, End: t.end, N: t.n}
 }
 
 // WaitN waits for n units of the key's first limit: Wait of Cost{N: n}.
@@ -293,19 +299,21 @@ func (w *keyWaiter) takeX(ctx context.Context, n, qi int, x []any) (taken, error
 	// A push read before the call is one the script has seen; one after,
 	// and before this wait listens, is seen through gen (see sleep).
 	gen, sub := q.pushes.mark()
-	a := waitArgs{N: n, Queue: qi, Maxwait: maxWait, KnownID: known, KnownFloor: floor, KnownHold: hold}
+	a := waitArgs{N: n, Queue: qi, Maxwait: maxWait, KnownID: known}
+	// A last turn and a pause this process does not know (the common
+	// case) need not travel: the script reads a missing argument as none,
+	// and each argument costs Redis about a microsecond (trailing ones
+	// left nil are not sent).
+	if floor != "" {
+		a.KnownFloor = floor
+	}
+	if hold != "" {
+		a.KnownHold = hold
+	}
 	if x != nil {
 		a.Xspec, a.Xcost = x[0], x[1:]
 	}
-	args := a.append(make([]any, 0, argWaitXspec-argWaitN+len(x)))
-	if x == nil {
-		// A last turn and a pause this process does not know (the common
-		// case) need not travel: the script reads a missing argument as
-		// none, and each argument costs Redis about a microsecond.
-		for len(args) > argWaitKnownFloor-argWaitN && args[len(args)-1] == "" {
-			args = args[:len(args)-1]
-		}
-	}
+	args := a.append(make([]any, 0, argWaitXcost-headerLen+len(x)))
 	reply, err := w.run(ctx, op, args...)
 	if lerr := w.limitsError(err); lerr != nil {
 		return taken{refused: true}, lerr // the store answered: no fail mode
@@ -480,18 +488,18 @@ func (w *keyWaiter) turnsOf(ss []*sleeper, mark subState) []turnAnswer {
 			continue
 		}
 		id := ss[i].t.id
-		args := []any{id}
+		a := turnsArgs{ID: id}
 		var idx []int
 		for j := i; j < len(ss); j++ {
 			if t := ss[j].t; !done[j] && t.id == id {
-				args = append(args, t.qi, t.end)
+				a.Tickets = append(a.Tickets, t.qi, t.end)
 				idx = append(idx, j)
 				done[j] = true
 			}
 		}
 		// Not cut by any wait's ctx: a ticket whose turn came went, ctx
 		// ended or not (the call is bounded by Timeout).
-		reply, err := w.run(context.Background(), "turns", args...)
+		reply, err := w.run(context.Background(), "turns", a.append(nil)...)
 		k := len(idx)
 		if err == nil && len(reply) != k+rturnsReset && len(reply) != k+rturnsReset+1 {
 			err = fmt.Errorf("unexpected reply %v from the schedule script", reply)
@@ -513,7 +521,7 @@ func (w *keyWaiter) turnsOf(ss []*sleeper, mark subState) []turnAnswer {
 func (w *keyWaiter) cancel(ctx context.Context, t ticket) {
 	// ctx may have ended; the refund still needs a live context, bounded
 	// by the Timeout that call adds.
-	_, _ = w.run(context.WithoutCancel(ctx), "cancel", t.id, t.qi, t.end, t.n)
+	_, _ = w.run(context.WithoutCancel(ctx), "cancel", t.cancelArgs().append(nil)...)
 }
 
 // fail applies the FailMode to a wait for c the store could not serve.
@@ -567,82 +575,11 @@ func (w *keyWaiter) Pause(ctx context.Context, d time.Duration) error {
 	w.q.memo.pause(w.rkey, time.Now().Add(min(d, maxPause)))
 	// The pause is written with a context of its own, bounded by Timeout:
 	// a request's context that ends a moment later must not lose it.
-	_, err := w.run(context.WithoutCancel(ctx), "pause", us(d))
+	_, err := w.run(context.WithoutCancel(ctx), "pause", pauseArgs{D: us(d)}.append(nil)...)
 	if err != nil {
 		return fmt.Errorf("pausing %q: %w", w.key, unavailable(err))
 	}
 	return nil
-}
-
-// Observe applies what a response said of the key's quota for the whole
-// fleet: see [throttle.Quota] and "Fleet-wide pacing" in the package
-// doc. A Feedback that says nothing (no pause, no window, no refusal)
-// costs nothing, but for the acceptance of a unit sent past a learned
-// budget's window's reset (see there); otherwise one script call,
-// bounded by Timeout, writes it. The pause it reports is the one the
-// script set: f.Pause or, for a learned budget's refused probe, the rest
-// of its window (schedule_budget.lua). A bare refusal is never taken for
-// timing (Observed.Timing is false): a shared key has no anchor.
-// f.Declared and f.Available are not used: a declared pace applies only
-// where no limit is configured, and the window and the cut pace the
-// fleet below the configured one; either, on a refusal, tells the
-// script the server states its limits (no hidden budget). Observe never
-// blocks beyond Timeout. If Redis cannot answer, the feedback is
-// dropped: Observe returns no error, except that a pause that could not
-// be written returns an error matching [ErrStoreUnavailable] (as Pause
-// does, whatever the FailMode), so that a Transport does not report a
-// pause that did not happen.
-func (w *keyWaiter) Observe(ctx context.Context, f throttle.Feedback) (throttle.Observed, error) {
-	refused := f.Verdict == throttle.Refused || f.Verdict == throttle.RefusedBare
-	bare := f.Verdict == throttle.RefusedBare
-	accepted := ""
-	if f.Verdict == throttle.Accepted {
-		// Told only for a unit sent past a learned budget's window's
-		// reset, which may start its next window (a probe's): the reset
-		// as this process heard it, less learnedSlack (the script
-		// decides by its own clock).
-		if l := w.q.memo.learnedReset(w.rkey); !l.IsZero() && !time.Now().Add(-f.Age).Before(l.Add(-learnedSlack)) {
-			accepted = "1"
-		}
-	} else if f.Window != nil || f.Declared != nil || f.Available != nil {
-		accepted = "2" // a refusal that states a limit: no hidden budget
-	}
-	if f.Pause <= 0 && f.Window == nil && !bare && accepted != "1" {
-		return throttle.Observed{}, nil
-	}
-	remaining, reset, size, length := "", "0", "0", "0"
-	if win := f.Window; win != nil && !math.IsNaN(win.Remaining) && !math.IsNaN(win.Size) {
-		remaining = strconv.FormatFloat(max(win.Remaining, 0), 'g', -1, 64)
-		reset, length = us(win.Reset), us(win.Length)
-		size = strconv.FormatFloat(max(win.Size, 0), 'g', -1, 64)
-	}
-	age := ""
-	if bare {
-		age = us(f.Age)
-	}
-	refusedArg := ""
-	if refused {
-		refusedArg = "1"
-	}
-	pause := min(max(f.Pause, 0), maxPause)
-	reply, err := w.run(context.WithoutCancel(ctx), "adapt", max(f.Spent, 1), us(f.Pause), remaining, reset, size, length, age, refusedArg, us(max(f.Age, 0)), accepted)
-	if err == nil && len(reply) == radaptPause+1 && pause > 0 {
-		// The script replies the pause it set, in µs.
-		pause = min(pause, usDuration(max(reply[radaptPause], 0)))
-	}
-	if pause > 0 {
-		// This process knows the pause even if Redis does not: FailLocal
-		// honours it, and a state Redis lost gets it back.
-		w.q.memo.pause(w.rkey, time.Now().Add(pause))
-	}
-	if err != nil {
-		if f.Pause <= 0 {
-			// What was lost is advice; the next response says it again.
-			return throttle.Observed{}, nil
-		}
-		return throttle.Observed{}, fmt.Errorf("pausing %q: %w", w.key, unavailable(err))
-	}
-	return throttle.Observed{Pause: pause}, nil
 }
 
 // anyUnits reports whether c names units of further limits (not zero).

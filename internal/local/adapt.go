@@ -32,6 +32,33 @@ type Response struct {
 	Available    float64
 }
 
+// Op returns the engine's op that applies r, its times in ns: the one
+// translation of a response, for the in-process Key and a store's script
+// alike. A bare refusal (Throttled) is Rejected, sent Age ago.
+func (r Response) Op() schedule.Adapt {
+	age := float64(max(r.Age, 0))
+	op := schedule.Adapt{Cost: float64(max(r.Cost, 1)), Pause: float64(max(r.Pause, 0)), Refused: r.Refused, Age: age}
+	switch {
+	case r.Accepted:
+		op.Accepted = schedule.AcceptedUnit
+	case r.Refused && (r.HasRemaining || r.HasDeclared || r.HasAvailable):
+		op.Accepted = schedule.AcceptedStated // a refusal that states a limit: no hidden budget
+	}
+	if r.Throttled {
+		op.Rejected, op.RejectAge = true, age
+	}
+	if r.HasDeclared && r.DeclaredRate > 0 && r.DeclaredRate != rate.Inf && !math.IsNaN(float64(r.DeclaredRate)) {
+		op.Declared, op.DeclaredInterval, op.DeclaredBurst = true, 1e9/float64(r.DeclaredRate), float64(max(r.DeclaredBurst, 1))
+	}
+	if r.HasRemaining && !math.IsNaN(r.Remaining) && !math.IsNaN(r.Size) {
+		op.Window, op.Left, op.Reset, op.Size, op.Length = true, max(r.Remaining, 0), float64(max(r.Reset, 0)), max(r.Size, 0), float64(max(r.Window, 0))
+	}
+	if r.HasAvailable && !math.IsNaN(r.Available) {
+		op.HasAvailable, op.Available = true, r.Available
+	}
+	return op
+}
+
 // Pause holds off every caller of the key until d from now, the queued
 // waits included. A pause never shortens a longer one. to is told of
 // what the key decided.
@@ -76,22 +103,10 @@ func (k *Key) Adapt(r Response, to Listener) (timing bool, pause time.Duration) 
 	}
 	units := float64(max(r.Cost, 1))
 	sent := now - float64(max(r.Age, 0))
-	op := schedule.Adapt{Cost: units, Pause: float64(max(r.Pause, 0)), Refused: r.Refused, Age: float64(max(r.Age, 0))}
-	switch {
-	case r.Accepted:
-		op.Accepted = schedule.AcceptedUnit
-	case r.Refused && (r.HasRemaining || r.HasDeclared || r.HasAvailable):
-		op.Accepted = schedule.AcceptedStated // a refusal that states a limit: no hidden budget
-	}
-	if r.HasDeclared && r.DeclaredRate > 0 && r.DeclaredRate != rate.Inf && !math.IsNaN(float64(r.DeclaredRate)) {
-		op.Declared, op.DeclaredInterval, op.DeclaredBurst = true, 1e9/float64(r.DeclaredRate), float64(max(r.DeclaredBurst, 1))
-	}
-	if r.HasRemaining && !math.IsNaN(r.Remaining) && !math.IsNaN(r.Size) {
-		op.Window, op.Left, op.Reset, op.Size, op.Length = true, max(r.Remaining, 0), float64(max(r.Reset, 0)), max(r.Size, 0), float64(max(r.Window, 0))
-	}
-	if r.HasAvailable && !math.IsNaN(r.Available) {
-		op.HasAvailable, op.Available = true, r.Available
-	}
+	op := r.Op()
+	// A bare refusal goes through the strict server's rules below: one
+	// of its timing leaves the pace as it was.
+	op.Rejected, op.RejectAge = false, 0
 	a := s.Apply(now, k.pacing, op)
 	moved := a.Moved
 	if r.Pause > 0 {

@@ -205,7 +205,16 @@ func Go(pkg string) []byte {
 	for i, a := range schedule.Header {
 		fmt.Fprintf(&b, "\targ%s = %d // %s\n", goName(a.Name), i, a.Doc)
 	}
-	b.WriteString(")\n\n")
+	fmt.Fprintf(&b, "\n\theaderLen = %d // the header's arguments\n", len(schedule.Header))
+	b.WriteString(")\n\n// headerArgs are the arguments every call sends first, in ARGV's order.\ntype headerArgs struct {\n")
+	for _, a := range schedule.Header {
+		fmt.Fprintf(&b, "\t%s any // %s\n", goName(a.Name), a.Doc)
+	}
+	b.WriteString("}\n\n// append appends h's arguments to args.\nfunc (h headerArgs) append(args []any) []any {\n\treturn append(args")
+	for _, a := range schedule.Header {
+		fmt.Fprintf(&b, ", h.%s", goName(a.Name))
+	}
+	b.WriteString(")\n}\n\n")
 	for _, l := range schedule.Layouts {
 		name := goName(l.Name)
 		fmt.Fprintf(&b, "// %sArgs are the arguments of %s after the header, in ARGV's order.\n", lower(name), strings.Join(l.Ops, ", "))
