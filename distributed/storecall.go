@@ -256,7 +256,7 @@ func (q *Limiter) runCall(ctx context.Context, key string, c *storeCall, s *redi
 // errs on the side of the API's limit: the fleet sends less, never more.
 func (q *Limiter) giveBack(ctx context.Context, s *redis.Script, keys []string, args []any, cmd *redis.Cmd) {
 	// args are those of keyWaiter.wait: op, interval, burst, channel, n,
-	// queue, …; its reply {status, wait, id, end, recheck, now}.
+	// queue, …; its reply {status, wait, id, end, recheck, now[, reset]}.
 	if s == scheduleScript && len(args) > argLeaseK && args[argOp] == "lease" {
 		giveBackLease(ctx, q, keys, args, cmd) // see lease_calls.go
 		return
@@ -265,7 +265,7 @@ func (q *Limiter) giveBack(ctx context.Context, s *redis.Script, keys []string, 
 		return
 	}
 	v, ok := scriptInts(cmd.Val())
-	if !ok || len(v) != rwaitNow+1 || v[rwaitStatus] != statusOK {
+	if !ok || len(v) < rwaitNow+1 || v[rwaitStatus] != statusOK { // a learned reset may follow
 		return // no ticket was kept
 	}
 	c := cancelArgs{ID: v[rwaitID], Queue: args[argWaitQueue], End: v[rwaitEnd], N: args[argWaitN]}
