@@ -30,7 +30,15 @@ func (k *Key) Wait(ctx context.Context, n int, cost []float64, qi int) error {
 		return err
 	}
 	now := k.ks.Now()
-	r := k.s.Apply(now, k.pacing, schedule.Wait{N: int64(n), Queue: qi, MaxWait: maxWait(ctx), Cost: k.cost(cost)})
+	kc := k.cost(cost)
+	if _, moved, ok := k.s.WaitNow(now, k.pacing, qi, int64(n), kc); ok {
+		if moved {
+			k.notifyLocked()
+		}
+		k.mu.Unlock()
+		return nil
+	}
+	r := k.s.Apply(now, k.pacing, schedule.Wait{N: int64(n), Queue: qi, MaxWait: maxWait(ctx), Cost: kc})
 	if r.Moved {
 		k.notifyLocked()
 	}

@@ -194,7 +194,7 @@ type Reply struct {
 	// NaN: Lost; now for a ticket given back, which no queued ticket ends
 	// at); Lease: the turn of each ticket given, or of the refused first.
 	Turns []float64
-	View  View        // StateView
+	View  *View       // StateView
 	Views []LimitView // StateView with Limits
 	// Dropped: Settle: the units of each charge dropped past its bound,
 	// the first limit's then the further limits' (with Diff).
@@ -295,7 +295,8 @@ func (s *State) Apply(now float64, c Config, op Op) Reply {
 		if o.Limits {
 			t.LimitsView(now, c, &r.Views)
 		} else {
-			r.View = t.View(now, c)
+			v := t.View(now, c)
+			r.View = &v
 		}
 		return r // read only
 	}
@@ -321,13 +322,29 @@ func (s *State) seed(now float64, c Config, k *Known) {
 	}
 }
 
+// WaitNow is Apply of Wait{N: n, Queue: qi, Cost: cost} (no seed) for a
+// wait that goes at once, without building its reply: the in-process
+// Limiter's common wait, a key nothing holds back. ok: the wait went, as
+// Apply's reply would say (OK, Turn now, End e, Moved moved); else
+// nothing but the advance to now changed, and the wait goes through
+// Apply.
+func (s *State) WaitNow(now float64, c Config, qi int, n int64, cost []float64) (e int64, moved, ok bool) {
+	s.Advance(now, c)
+	if e, ok = s.GoNow(now, c, qi, n, cost); !ok {
+		return 0, false, false
+	}
+	moved = s.Sped()
+	s.tidy(now, c)
+	return e, moved, true
+}
+
 func (s *State) applyWait(now float64, c Config, o Wait) Reply {
 	var r Reply
 	s.seed(now, c, o.Seed)
 	s.Advance(now, c)
 	if e, ok := s.GoNow(now, c, o.Queue, o.N, o.Cost); ok {
 		// The common wait of a key nothing holds back: enqueue, turn and
-		// advance in one step, to the same state.
+		// advance in one step, to the same state (WaitNow).
 		r.OK, r.Turn, r.End, r.Recheck = true, now, e, math.Inf(1)
 		return r
 	}
