@@ -264,13 +264,13 @@ if tag == CORE.BARE and (op == 'wait' or op == 'try') and ARGV[A.WAIT_N] == '1' 
 			if fastChanged(tat, rel, pd, lg, ss, sc, sp, bs, mc, tat0, rel0, pd0, lg0, ss0, sc0, sp0, bs0, mc0) then
 				fastStore(key, tail, CORE_FMT, CORE.BARE, now, NONE, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
 			end
-			return struct.pack('<dddddd', STATUS.NONE, wt, id, 0, REPLY.NONE, now) -- R.WAIT_*
+			return struct.pack('<dddddd', STATUS.NONE, wt, id, 0, REPLY.NONE, now) -- in the order of the RWAIT reply layout
 		end
 		if t <= now then
 			tat, rel, pd, lg, ss, sc, sp, bs = fastGo(now, PENDING_IDLE * SEC, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I, tau)
 		end
 		fastStore(key, tail, CORE_FMT, CORE.BARE, now, NONE, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
-		return struct.pack('<dddddd', STATUS.OK, wt, id, fin, REPLY.NONE, now) -- R.WAIT_*
+		return struct.pack('<dddddd', STATUS.OK, wt, id, fin, REPLY.NONE, now) -- in the order of the RWAIT reply layout
 	end
 end
 
@@ -397,7 +397,7 @@ if tag == CORE.XC and op == 'mwait' and ARGV[A.WAIT_QUEUE] == QUEUE_ARG.FIRST th
 			end
 			fastStore(key, tail, sf, CORE.XC, now, ex, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau,
 				unpack(v, 1, 3 + 6 * k))
-			return struct.pack('<dddddd', STATUS.OK, 0, id, fin, REPLY.NONE, now) -- R.WAIT_*
+			return struct.pack('<dddddd', STATUS.OK, 0, id, fin, REPLY.NONE, now) -- in the order of the RWAIT reply layout
 		end
 	end
 end
@@ -474,7 +474,7 @@ if tag == CORE.BARE and op == 'lease' then
 					if fastChanged(tat, rel, pd, lg, ss, sc, sp, bs, mc, tat0, rel0, pd0, lg0, ss0, sc0, sp0, bs0, mc0) then
 						fastStore(key, tail, CORE_FMT, CORE.BARE, now, NONE, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
 					end
-					return struct.pack('<dddddd', 0, id, 0, REPLY.NONE, now, wt) -- R.LEASE_*: nothing kept
+					return struct.pack('<dddddd', 0, id, 0, REPLY.NONE, now, wt) -- in the order of the RLEASE reply layout: nothing kept
 				end
 				break
 			end
@@ -488,13 +488,13 @@ if tag == CORE.BARE and op == 'lease' then
 			if fastChanged(tat, rel, pd, lg, ss, sc, sp, bs, mc, tat0, rel0, pd0, lg0, ss0, sc0, sp0, bs0, mc0) then
 				fastStore(key, tail, CORE_FMT, CORE.BARE, now, NONE, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
 			end
-			return struct.pack('<dddddd', 0, id, 0, REPLY.NONE, now, 0) -- R.LEASE_*
+			return struct.pack('<dddddd', 0, id, 0, REPLY.NONE, now, 0) -- in the order of the RLEASE reply layout
 		end
 		if due then
 			tat, rel, pd, lg, ss, sc, sp, bs = fastGo(now, PENDING_IDLE * SEC, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I, tau)
 		end
 		fastStore(key, tail, CORE_FMT, CORE.BARE, now, NONE, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
-		return struct.pack('<' .. string.rep('d', R.LEASE_WAITS - 1 + #waits), #waits, id, fin, REPLY.NONE, now, unpack(waits)) -- R.LEASE_*
+		return struct.pack('<' .. string.rep('d', R.LEASE_WAITS - 1 + #waits), #waits, id, fin, REPLY.NONE, now, unpack(waits)) -- in the order of the RLEASE reply layout
 	end
 end
 

@@ -53,7 +53,7 @@ func pinnedScript(tb testing.TB, fast bool) *redis.Script {
 		replace("if tag == CORE.BARE and op == 'lease' then", "if false then", 1)
 		replace("if op == 'mwait' and ARGV[A.WAIT_QUEUE] == QUEUE_ARG.FIRST and (ARGV[A.WAIT_KNOWN_ID] == ''", "if false and (ARGV[A.WAIT_KNOWN_ID] == ''", 1)
 	}
-	return redis.NewScript(src)
+	return redis.NewScript(mustExpand(src))
 }
 
 // lostID is a state id no state has (ids are µs of the clock): a ticket

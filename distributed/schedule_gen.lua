@@ -27,151 +27,224 @@ local TRIM_STEP = 0.01
 local TRIM_TARGET = 0.01
 local WINDOW_KEEP = 10
 
--- ARGV positions: every call's header, then each layout's.
-local A = {
-	OP = 1, -- the op's name
-	INTERVAL = 2, -- the configured µs per unit (0: no limit)
-	BURST = 3, -- the burst, with ":version" after it when the configuration has a version
-	CHANNEL = 4, -- the channel a move is published on
-	-- wait, try, mwait, mtry
-	WAIT_N = 5, -- units of the first limit
-	WAIT_QUEUE = 6, -- 0: retries, 1: first attempts
-	WAIT_MAXWAIT = 7, -- the most µs the turn may be from now ("": no bound; "0": a try)
-	WAIT_KNOWN_ID = 8, -- the id of the state the process knew ("": none)
-	WAIT_KNOWN_FLOOR = 9, -- its last turn, µs from now ("": none)
-	WAIT_KNOWN_HOLD = 10, -- its known pause, µs from now ("": none)
-	WAIT_XSPEC = 11, -- the further limits' configuration, "version|spec"
-	WAIT_XCOST = 12, -- the cost (or, settling, actual − spent) in each further limit (to the end)
-	-- turns
-	TURNS_ID = 5, -- the tickets' state's id
-	TURNS_TICKETS = 6, -- pairs of queue and end (to the end)
-	-- cancel
-	CANCEL_ID = 5, -- the ticket's state's id
-	CANCEL_QUEUE = 6, -- its queue
-	CANCEL_END = 7, -- its end
-	CANCEL_N = 8, -- its units
-	-- pause
-	PAUSE_D = 5, -- µs from now
-	-- adapt
-	ADAPT_COST = 5, -- the request's cost
-	ADAPT_PAUSE = 6, -- a pause, µs from now (0: none)
-	ADAPT_REMAINING = 7, -- the server's window: units left ("": no window)
-	ADAPT_RESET = 8, -- its reset, µs from now
-	ADAPT_SIZE = 9, -- its size (0: unknown)
-	ADAPT_LENGTH = 10, -- its length, µs (0: unknown)
-	ADAPT_REJECTED_AGE = 11, -- a bare rejection: the request's age, µs ("": none)
-	ADAPT_REFUSED = 12, -- "1": a refusal that said when to come back
-	ADAPT_AGE = 13, -- the request's age, µs ("": unknown)
-	ADAPT_ACCEPTED = 14, -- "1": a unit sent past a learned window's reset was taken; "2": a refusal that stated a limit
-	-- settle, msettle
-	SETTLE_SPENT = 5, -- units of the first limit spent
-	SETTLE_ACTUAL = 6, -- what they really cost
-	SETTLE_XSPEC = 11, -- the further limits' configuration, "version|spec"
-	SETTLE_XCOST = 12, -- the cost (or, settling, actual − spent) in each further limit (to the end)
-	-- lease
-	LEASE_K = 5, -- tickets to take, at most
-	LEASE_NEED = 6, -- of them for waits queued in the process
-	LEASE_MAXWAIT = 7, -- the most µs a needed turn may be from now ("": no bound)
-	LEASE_RATE = 8, -- the waits expected, units a second
-	LEASE_LATE = 9, -- how early before its expected arrival an unneeded turn may be, µs
-	LEASE_KNOWN_ID = 10, -- the id of the state the process knew ("": none)
-	LEASE_KNOWN_FLOOR = 11, -- its last turn, µs from now ("": none)
-	LEASE_KNOWN_HOLD = 12, -- its known pause, µs from now ("": none)
-	LEASE_BACK_ID = 13, -- the id of the tickets given back ("": none)
-	LEASE_BACK = 14, -- their ends (to the end)
-	-- state, mstate
-	STATE_XSPEC = 11, -- the further limits' configuration, "version|spec"
-}
-
--- Reply positions (after a lead list, where a reply has one: see
--- schedule.ReplyLayout).
-local R = {
-	-- wait, try, mwait, mtry
-	WAIT_STATUS = 1,
-	WAIT_WAIT = 2,
-	WAIT_ID = 3,
-	WAIT_END = 4,
-	WAIT_RECHECK = 5,
-	WAIT_NOW = 6,
-	WAIT_RESET = 7, -- sent only when the state has it
-	-- turns
-	TURNS_RECHECK = 1,
-	TURNS_NOW = 2,
-	TURNS_RESET = 3, -- sent only when the state has it
-	-- cancel
-	CANCEL_BACK = 1,
-	-- pause
-	PAUSE_UNTIL = 1,
-	-- adapt
-	ADAPT_PAUSE = 1,
-	-- settle, msettle
-	SETTLE_DROPPED = 1,
-	SETTLE_XDROPPED = 2, -- a list
-	-- lease
-	LEASE_COUNT = 1,
-	LEASE_ID = 2,
-	LEASE_LAST = 3,
-	LEASE_RECHECK = 4,
-	LEASE_NOW = 5,
-	LEASE_WAITS = 6, -- a list
-	-- state
-	STATE_TOKENS = 1,
-	STATE_REMAINING = 2,
-	STATE_NEXT = 3,
-	STATE_HOLD = 4,
-	STATE_QUEUED = 5,
-	STATE_RATE = 6,
-	STATE_BURST = 7,
-	STATE_CUT = 8,
-	STATE_WINDOW = 9,
-	STATE_WINDOW_LEFT = 10,
-	STATE_WINDOW_RESET = 11,
-	STATE_NOW = 12,
-	-- mstate
-	MSTATE_NOW = 1,
-	MSTATE_REMAINING = 2, -- a list
-}
-
--- the core's tag: what follows its doubles and tail
-local CORE = {BARE = 2, X = 3, XC = 4}
-
--- the queues
-local QUEUE = {RETRY = 0, FIRST = 1}
-local QUEUE_ARG = {RETRY = '0', FIRST = '1'}
-
--- a flag argument: "" is off
-local FLAG = {ON = 1}
-local FLAG_ARG = {ON = '1'}
-
--- adapt's ACCEPTED ("": none)
-local ACCEPTED = {UNIT = 1, STATED = 2}
-local ACCEPTED_ARG = {UNIT = '1', STATED = '2'}
-
--- a wait's or try's status
-local STATUS = {NONE = 0, OK = 1}
-
--- cancel's reply
-local BACK = {NO = 0, YES = 1}
-
--- a ticket's wait in turns' reply, when it has none
-local TURN = {GONE = -1, LOST = -2}
-
--- numbers of replies
-local REPLY = {NONE = -1, INF = 9007199254740992, FAR = 4611686018427387904}
-
--- times of the state
-local TIME = {NONE = -1e+300}
-
--- The further limits' kinds: their codes, and by a spec's letter.
-local KIND = {BUCKET = 0, FIXED = 1, SLIDING = 2, LOG = 3, FIRST = 4}
+-- The further limits' kinds by a spec's letter.
 local KIND_OF = {b = 0, f = 1, s = 2, l = 3, u = 4}
 local KIND_CLASS = '[bfslu]' -- a pattern's class of the letters
 
--- The core's numbers, 1-based after its tag.
-local C = {ID = 1, TAT = 2, HOLD = 3, Q0_REL = 4, Q0_END = 5, Q1_REL = 6, Q1_END = 7, PENDING = 8, LAST_GO = 9, SENT_SEC = 10, SENT_CUR = 11, SENT_PREV = 12, MAX_COST = 13, XE = 14, BUSY_SINCE = 15, CFG_INTERVAL = 16, CFG_TAU = 17, TAIL = 18}
+-- The names below are written in the script's text as SET.NAME and
+-- replaced by their values when the script is built (protogen.Expand).
 
--- x's slots, and the sub-slots of the learned window (LW) and the
--- hidden budget (HB).
-local X = {HOLES0 = 1, BIG0 = 2, HOLES1 = 3, BIG1 = 4, WIN_VALID = 5, WIN_LEFT = 6, WIN_RESET = 7, WIN_SIZE = 8, WIN_PROBED = 9, WIN_SPREAD_AT = 10, WIN_SPREAD_LEFT = 11, CUT_R0 = 12, CUT_W_MAX = 13, CUT_FLOOR = 14, CUT_AT = 15, CUT_OPEN = 16, CUT_LAST = 17, CUT_MOVED = 18, WIN_PROBE_AT = 19, CRED_INT = 20, CRED_TAU = 21, SP_AT = 22, SP_K = 23, SP_RHO = 24, TRIM = 25, TRIM_GONE = 26, LIMITS = 27, WIN_TOLD = 28, LW = 29, HB = 30}
-local LW = {ROLLS = 1, STARTED = 2, LENGTH = 3, LO = 4, HI = 5, PAST = 6, SENT0 = 7, FIRST = 8, TIGHT = 9, MISS = 10}
-local HB = {ON = 1, AT = 2, N = 3, FIRST = 4, END = 5, C0_Q = 6, C0_W = 7, C0_LO = 8, C1_Q = 9, C1_W = 10, C1_LO = 11, ENDED = 12}
+-- A: ARGV positions: every call's header, then each layout's
+--   A.OP = 1: the op's name
+--   A.INTERVAL = 2: the configured µs per unit (0: no limit)
+--   A.BURST = 3: the burst, with ":version" after it when the configuration has a version
+--   A.CHANNEL = 4: the channel a move is published on
+--   A.WAIT_N = 5: wait, try, mwait, mtry: units of the first limit
+--   A.WAIT_QUEUE = 6: wait, try, mwait, mtry: 0: retries, 1: first attempts
+--   A.WAIT_MAXWAIT = 7: wait, try, mwait, mtry: the most µs the turn may be from now ("": no bound; "0": a try)
+--   A.WAIT_KNOWN_ID = 8: wait, try, mwait, mtry: the id of the state the process knew ("": none)
+--   A.WAIT_KNOWN_FLOOR = 9: wait, try, mwait, mtry: its last turn, µs from now ("": none)
+--   A.WAIT_KNOWN_HOLD = 10: wait, try, mwait, mtry: its known pause, µs from now ("": none)
+--   A.WAIT_XSPEC = 11: wait, try, mwait, mtry: the further limits' configuration, "version|spec"
+--   A.WAIT_XCOST = 12: wait, try, mwait, mtry: the cost (or, settling, actual − spent) in each further limit (to the end)
+--   A.TURNS_ID = 5: turns: the tickets' state's id
+--   A.TURNS_TICKETS = 6: turns: pairs of queue and end (to the end)
+--   A.CANCEL_ID = 5: cancel: the ticket's state's id
+--   A.CANCEL_QUEUE = 6: cancel: its queue
+--   A.CANCEL_END = 7: cancel: its end
+--   A.CANCEL_N = 8: cancel: its units
+--   A.PAUSE_D = 5: pause: µs from now
+--   A.ADAPT_COST = 5: adapt: the request's cost
+--   A.ADAPT_PAUSE = 6: adapt: a pause, µs from now (0: none)
+--   A.ADAPT_REMAINING = 7: adapt: the server's window: units left ("": no window)
+--   A.ADAPT_RESET = 8: adapt: its reset, µs from now
+--   A.ADAPT_SIZE = 9: adapt: its size (0: unknown)
+--   A.ADAPT_LENGTH = 10: adapt: its length, µs (0: unknown)
+--   A.ADAPT_REJECTED_AGE = 11: adapt: a bare rejection: the request's age, µs ("": none)
+--   A.ADAPT_REFUSED = 12: adapt: "1": a refusal that said when to come back
+--   A.ADAPT_AGE = 13: adapt: the request's age, µs ("": unknown)
+--   A.ADAPT_ACCEPTED = 14: adapt: "1": a unit sent past a learned window's reset was taken; "2": a refusal that stated a limit
+--   A.SETTLE_SPENT = 5: settle, msettle: units of the first limit spent
+--   A.SETTLE_ACTUAL = 6: settle, msettle: what they really cost
+--   A.SETTLE_XSPEC = 11: settle, msettle: the further limits' configuration, "version|spec"
+--   A.SETTLE_XCOST = 12: settle, msettle: the cost (or, settling, actual − spent) in each further limit (to the end)
+--   A.LEASE_K = 5: lease: tickets to take, at most
+--   A.LEASE_NEED = 6: lease: of them for waits queued in the process
+--   A.LEASE_MAXWAIT = 7: lease: the most µs a needed turn may be from now ("": no bound)
+--   A.LEASE_RATE = 8: lease: the waits expected, units a second
+--   A.LEASE_LATE = 9: lease: how early before its expected arrival an unneeded turn may be, µs
+--   A.LEASE_KNOWN_ID = 10: lease: the id of the state the process knew ("": none)
+--   A.LEASE_KNOWN_FLOOR = 11: lease: its last turn, µs from now ("": none)
+--   A.LEASE_KNOWN_HOLD = 12: lease: its known pause, µs from now ("": none)
+--   A.LEASE_BACK_ID = 13: lease: the id of the tickets given back ("": none)
+--   A.LEASE_BACK = 14: lease: their ends (to the end)
+--   A.STATE_XSPEC = 11: state, mstate: the further limits' configuration, "version|spec"
+
+-- R: reply positions (after a lead list, where a reply has one: see schedule.ReplyLayout)
+--   R.WAIT_STATUS = 1: wait, try, mwait, mtry
+--   R.WAIT_WAIT = 2: wait, try, mwait, mtry
+--   R.WAIT_ID = 3: wait, try, mwait, mtry
+--   R.WAIT_END = 4: wait, try, mwait, mtry
+--   R.WAIT_RECHECK = 5: wait, try, mwait, mtry
+--   R.WAIT_NOW = 6: wait, try, mwait, mtry
+--   R.WAIT_RESET = 7: wait, try, mwait, mtry: sent only when the state has it
+--   R.TURNS_RECHECK = 1: turns
+--   R.TURNS_NOW = 2: turns
+--   R.TURNS_RESET = 3: turns: sent only when the state has it
+--   R.CANCEL_BACK = 1: cancel
+--   R.PAUSE_UNTIL = 1: pause
+--   R.ADAPT_PAUSE = 1: adapt
+--   R.SETTLE_DROPPED = 1: settle, msettle
+--   R.SETTLE_XDROPPED = 2: settle, msettle: a list
+--   R.LEASE_COUNT = 1: lease
+--   R.LEASE_ID = 2: lease
+--   R.LEASE_LAST = 3: lease
+--   R.LEASE_RECHECK = 4: lease
+--   R.LEASE_NOW = 5: lease
+--   R.LEASE_WAITS = 6: lease: a list
+--   R.STATE_TOKENS = 1: state
+--   R.STATE_REMAINING = 2: state
+--   R.STATE_NEXT = 3: state
+--   R.STATE_HOLD = 4: state
+--   R.STATE_QUEUED = 5: state
+--   R.STATE_RATE = 6: state
+--   R.STATE_BURST = 7: state
+--   R.STATE_CUT = 8: state
+--   R.STATE_WINDOW = 9: state
+--   R.STATE_WINDOW_LEFT = 10: state
+--   R.STATE_WINDOW_RESET = 11: state
+--   R.STATE_NOW = 12: state
+--   R.MSTATE_NOW = 1: mstate
+--   R.MSTATE_REMAINING = 2: mstate: a list
+
+-- CORE: the core's tag: what follows its doubles and tail
+--   CORE.BARE = 2: nothing: the state has no x
+--   CORE.X = 3: x is in the hash's field x (MessagePack)
+--   CORE.XC = 4: x's short form: the further limits alone, after the tail
+
+-- QUEUE: the queues
+--   QUEUE.RETRY = 0: retries
+--   QUEUE.FIRST = 1: first attempts
+
+-- QUEUE_ARG: the queues, as the argument's text
+--   QUEUE_ARG.RETRY = '0'
+--   QUEUE_ARG.FIRST = '1'
+
+-- FLAG: a flag argument: "" is off
+--   FLAG.ON = 1: on
+
+-- FLAG_ARG: a flag argument: "" is off, as the argument's text
+--   FLAG_ARG.ON = '1'
+
+-- ACCEPTED: adapt's ACCEPTED ("": none)
+--   ACCEPTED.UNIT = 1: the server took a unit sent past a learned window's reset
+--   ACCEPTED.STATED = 2: a refusal that stated a limit of the server's own (no hidden budget)
+
+-- ACCEPTED_ARG: adapt's ACCEPTED ("": none), as the argument's text
+--   ACCEPTED_ARG.UNIT = '1'
+--   ACCEPTED_ARG.STATED = '2'
+
+-- STATUS: a wait's or try's status
+--   STATUS.NONE = 0: its turn is past the max wait (a try's: not now): nothing kept
+--   STATUS.OK = 1: a ticket, whose turn is WAIT from now (a try's: its units went)
+
+-- BACK: cancel's reply
+--   BACK.NO = 0: the units were not given back: their turn had come, or the state is another
+--   BACK.YES = 1: the units came back
+
+-- TURN: a ticket's wait in turns' reply, when it has none
+--   TURN.GONE = -1: its turn has come: it went
+--   TURN.LOST = -2: the state it came from is lost
+
+-- REPLY: numbers of replies
+--   REPLY.NONE = -1: a recheck or reset that is none
+--   REPLY.INF = 9007199254740992: +Inf, of a state's numbers
+--   REPLY.FAR = 4611686018427387904: the most µs (and scaled number) a reply carries: past the largest time.Duration; Redis replies a Lua number as C's cast to an integer, undefined past 2^63
+
+-- TIME: times of the state
+--   TIME.NONE = -1e+300: a time not set
+
+-- KIND: the further limits' kinds
+--   KIND.BUCKET = 0
+--   KIND.FIXED = 1
+--   KIND.SLIDING = 2
+--   KIND.LOG = 3
+--   KIND.FIRST = 4
+
+-- C: the core's numbers, 1-based after its tag
+--   C.ID = 1
+--   C.TAT = 2
+--   C.HOLD = 3
+--   C.Q0_REL = 4
+--   C.Q0_END = 5
+--   C.Q1_REL = 6
+--   C.Q1_END = 7
+--   C.PENDING = 8
+--   C.LAST_GO = 9
+--   C.SENT_SEC = 10
+--   C.SENT_CUR = 11
+--   C.SENT_PREV = 12
+--   C.MAX_COST = 13
+--   C.XE = 14
+--   C.BUSY_SINCE = 15
+--   C.CFG_INTERVAL = 16
+--   C.CFG_TAU = 17
+--   C.TAIL = 18
+
+-- X: x's slots
+--   X.HOLES0 = 1
+--   X.BIG0 = 2
+--   X.HOLES1 = 3
+--   X.BIG1 = 4
+--   X.WIN_VALID = 5
+--   X.WIN_LEFT = 6
+--   X.WIN_RESET = 7
+--   X.WIN_SIZE = 8
+--   X.WIN_PROBED = 9
+--   X.WIN_SPREAD_AT = 10
+--   X.WIN_SPREAD_LEFT = 11
+--   X.CUT_R0 = 12
+--   X.CUT_W_MAX = 13
+--   X.CUT_FLOOR = 14
+--   X.CUT_AT = 15
+--   X.CUT_OPEN = 16
+--   X.CUT_LAST = 17
+--   X.CUT_MOVED = 18
+--   X.WIN_PROBE_AT = 19
+--   X.CRED_INT = 20
+--   X.CRED_TAU = 21
+--   X.SP_AT = 22
+--   X.SP_K = 23
+--   X.SP_RHO = 24
+--   X.TRIM = 25
+--   X.TRIM_GONE = 26
+--   X.LIMITS = 27
+--   X.WIN_TOLD = 28
+--   X.LW = 29
+--   X.HB = 30
+
+-- LW: the learned window's sub-slots
+--   LW.ROLLS = 1
+--   LW.STARTED = 2
+--   LW.LENGTH = 3
+--   LW.LO = 4
+--   LW.HI = 5
+--   LW.PAST = 6
+--   LW.SENT0 = 7
+--   LW.FIRST = 8
+--   LW.TIGHT = 9
+--   LW.MISS = 10
+
+-- HB: the hidden budget's sub-slots
+--   HB.ON = 1
+--   HB.AT = 2
+--   HB.N = 3
+--   HB.FIRST = 4
+--   HB.END = 5
+--   HB.C0_Q = 6
+--   HB.C0_W = 7
+--   HB.C0_LO = 8
+--   HB.C1_Q = 9
+--   HB.C1_W = 10
+--   HB.C1_LO = 11
+--   HB.ENDED = 12

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/throttle-go/throttle/internal/protolua"
 )
 
 // The schedule script's source: schedule.lua and its parts, joined in
@@ -42,4 +44,15 @@ var (
 // exists once. Scripts are immutable values (source and SHA1): sharing
 // one is safe. Run sends EVALSHA and, on NOSCRIPT (a new server, a
 // failover, SCRIPT FLUSH), EVAL once, which loads it again.
-var scheduleScript = redis.NewScript(schedulePrelude + scheduleSrc)
+var scheduleScript = redis.NewScript(mustExpand(schedulePrelude + scheduleSrc))
+
+// mustExpand writes the protocol's names in the script's text as their
+// values (protolua.Expand): literals, as fast as a hand-written number,
+// where tables of them would be built by every call.
+func mustExpand(src string) string {
+	out, err := protolua.Expand(src)
+	if err != nil {
+		panic(err) // a script the tables do not match: TestScriptConstants fails first
+	}
+	return out
+}

@@ -8,10 +8,11 @@ import (
 	"os"
 
 	"github.com/throttle-go/throttle/internal/protogen"
+	"github.com/throttle-go/throttle/internal/protolua"
 )
 
 func main() {
-	if err := os.WriteFile("schedule_gen.lua", protogen.Lua(), 0o644); err != nil {
+	if err := os.WriteFile("schedule_gen.lua", protolua.Lua(), 0o644); err != nil {
 		log.Fatal(err)
 	}
 	if err := os.WriteFile("protocol_gen.go", protogen.Go("distributed"), 0o644); err != nil {

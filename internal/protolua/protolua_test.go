@@ -1,4 +1,4 @@
-package protogen
+package protolua
 
 import (
 	"testing"
@@ -42,5 +42,20 @@ func TestLayoutsDistinct(t *testing.T) {
 			}
 			ops[op] = l.Name
 		}
+	}
+}
+
+// TestExpand: a name of a set is written as its value (an argument's
+// text code quoted), a longer set's name is not read as a shorter one's,
+// a name that is not a set's is left as it is, and an unknown name of a
+// known set is an error.
+func TestExpand(t *testing.T) {
+	got, err := Expand("x = ARGV[A.OP] .. QUEUE_ARG.FIRST; k = KIND.BUCKET; fastX.Y = 1")
+	want := "x = ARGV[1] .. '1'; k = 0; fastX.Y = 1"
+	if err != nil || got != want {
+		t.Errorf("Expand = %q, %v; want %q", got, err, want)
+	}
+	if _, err := Expand("ARGV[A.NO_SUCH_ARG]"); err == nil {
+		t.Error("Expand of an unknown name of A: no error")
 	}
 }
