@@ -25,19 +25,13 @@ func ExampleSettleResponse_limits() {
 	}))
 	defer api.Close()
 
-	lim := &throttle.Limiter{
-		Limits: []throttle.Limit{
-			{Rate: rate.Every(time.Hour / 500), Burst: 500},                     // requests
-			{Unit: "tokens", Rate: rate.Every(time.Hour / 30000), Burst: 30000}, // tokens
-		},
-		InFlight: 8, // requests at once
-	}
-	client := &http.Client{Transport: &throttle.Transport{
-		Waiter: lim,
-		CostOf: func(*http.Request) throttle.Cost {
-			return throttle.Cost{N: 1, Units: map[string]int{"tokens": 20 + 500}} // prompt + max_tokens
-		},
+	lim := &throttle.Limiter{InFlight: 8, Limits: []throttle.Limit{
+		{Rate: rate.Every(time.Hour / 500), Burst: 500},                     // requests
+		{Unit: "tokens", Rate: rate.Every(time.Hour / 30000), Burst: 30000}, // tokens
 	}}
+	client := &http.Client{Transport: &throttle.Transport{Waiter: lim, CostOf: func(*http.Request) throttle.Cost {
+		return throttle.Cost{N: 1, Units: map[string]int{"tokens": 20 + 500}} // prompt + max_tokens
+	}}}
 	show := func(what string, host string) {
 		st, _ := lim.For(host).State(context.Background())
 		fmt.Printf("%s: %.0f requests", what, st.Tokens)
