@@ -49,6 +49,8 @@ type Store struct {
 type Row struct {
 	Key   string `json:"key"`
 	Error string `json:"error,omitempty"`
+	// At is when the key's State was read: its durations count from it.
+	At time.Time `json:"at"`
 	// Rate is the pace in force, units a second (null: none), Burst the
 	// bucket's depth at that pace.
 	Rate  *float64 `json:"rate"`
@@ -95,6 +97,7 @@ func finite(x float64) *float64 {
 func rowOf(key string, st throttle.State) Row {
 	r := Row{
 		Key:        key,
+		At:         st.At,
 		Rate:       finite(float64(st.Rate)),
 		Burst:      st.Burst,
 		Tokens:     finite(st.Tokens),
