@@ -84,9 +84,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	if wantsJSON(r) {
 		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		enc.Encode(p) // a write error: the client left
+		json.NewEncoder(w).Encode(p) // a write error: the client left
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -130,41 +128,44 @@ func (h *Handler) group(ctx context.Context, name string, s Source) Group {
 		g.Store = storeOf(d.Health())
 	}
 	type entry struct {
-		key string
-		q   throttle.Quota
+		key, shown string
+		q          throttle.Quota
 	}
 	// A Source that counts its keys (a *throttle.Limiter's Len) is not
 	// walked past MaxKeys: Len counts the rest.
 	counter, counts := s.(interface{ Len() int })
-	var shown []entry
+	var es []entry
 	seen := 0
 	for k, q := range s.All() {
 		seen++
-		if len(shown) < maxKeys {
-			shown = append(shown, entry{k, q})
+		if len(es) < maxKeys {
+			es = append(es, entry{key: k, q: q})
 		} else if counts {
 			break
 		}
 	}
-	g.LeftOut = seen - len(shown)
+	g.LeftOut = seen - len(es)
 	if counts && g.LeftOut > 0 {
-		g.LeftOut = max(counter.Len()-len(shown), g.LeftOut)
+		g.LeftOut = max(counter.Len()-len(es), g.LeftOut)
 	}
-	for _, e := range shown {
-		shownKey := e.key
+	for i := range es {
+		es[i].shown = es[i].key
 		if h.Redact != nil {
-			shownKey = h.Redact(e.key)
+			es[i].shown = h.Redact(es[i].key)
 		}
+	}
+	slices.SortFunc(es, func(a, b entry) int { return cmp.Or(cmp.Compare(a.shown, b.shown), cmp.Compare(a.key, b.key)) })
+	g.Keys = make([]Row, 0, len(es))
+	for _, e := range es {
 		st, err := e.q.State(ctx)
-		row := rowOf(shownKey, st)
+		row := rowOf(e.shown, st)
 		if err != nil {
-			row = Row{Key: shownKey, Error: "state unavailable (text withheld: it may hold the key)"}
+			row = Row{Key: e.shown, Error: "state unavailable (text withheld: it may hold the key)"}
 			if h.Redact == nil {
 				row.Error = err.Error()
 			}
 		}
 		g.Keys = append(g.Keys, row)
 	}
-	slices.SortStableFunc(g.Keys, func(a, b Row) int { return cmp.Compare(a.Key, b.Key) })
 	return g
 }
