@@ -69,6 +69,10 @@ func TestViewOfAFleet(t *testing.T) {
 	if strings.Contains(body, "SECRET") {
 		t.Errorf("redacted view with Redis away shows the key:\n%s", body)
 	}
+	_, _, html := get(t, redacted, "/", "")
+	if strings.Contains(html, "SECRET") || !strings.Contains(html, "state unavailable") || !strings.Contains(html, "falling back since") {
+		t.Errorf("redacted HTML view with Redis away: want the rows' errors withheld and the fallback shown:\n%s", html)
+	}
 	_, _, body = get(t, plain, "/?format=json", "")
 	if !strings.Contains(body, secret) {
 		t.Errorf("view without Redact does not show the key's error as it is:\n%s", body)

@@ -88,7 +88,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	page.Execute(w, p) // a write error: the client left
+	writeHTML(w, p) // a write error: the client left
 }
 
 // wantsJSON reports whether r asks for JSON.
