@@ -3,6 +3,7 @@ package throttle
 import (
 	"context"
 	"fmt"
+	"iter"
 	"math"
 	"sync"
 	"time"
@@ -165,6 +166,19 @@ func (l *Limiter) For(key string) Quota { return l.key(key) }
 // WaitN waits for n units of the Limiter's own quota (the key ""), so
 // that a Limiter is a [Waiter] as a *rate.Limiter is.
 func (l *Limiter) WaitN(ctx context.Context, n int) error { return l.key("").WaitN(ctx, n) }
+
+// All yields the keys the Limiter remembers now, each with its quota
+// (For's), in no particular order: the Limiter's own quota (the key "")
+// is not among them. A key remembered or forgotten while the loop runs
+// may or may not be yielded; none is yielded twice. It allocates nothing
+// per key and holds no lock while the loop's body runs, which may call
+// the Limiter and the quota (State, to show a key).
+func (l *Limiter) All() iter.Seq2[string, Quota] {
+	return func(yield func(string, Quota) bool) {
+		l.once.Do(l.init)
+		l.keys.Range(func(k *local.Key) bool { return yield(k.Name(), (*limiterKey)(k)) })
+	}
+}
 
 // Len reports how many keys the Limiter remembers now.
 func (l *Limiter) Len() int {

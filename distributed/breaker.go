@@ -89,3 +89,10 @@ func (b *breaker) done(now time.Time, probe bool, o outcome) change {
 	}
 	return unchanged
 }
+
+// state reports the consecutive failures and whether the breaker is open.
+func (b *breaker) state() (failures int, open bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.failures, b.failures >= breakerThreshold
+}

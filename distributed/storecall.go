@@ -378,6 +378,14 @@ func (h *health) last() error {
 	return h.cause
 }
 
+// now reports whether a fallback happened since Redis last answered, and
+// the most recent real cause.
+func (h *health) now() (falling bool, cause error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.falling, h.cause
+}
+
 // set records a real cause (a timeout is not one: it says only that
 // Redis was slow, and the cause it carries is already known).
 func (h *health) set(err error) {

@@ -117,6 +117,14 @@ func (ks *Keys) Lookup(key string) (*Key, bool) {
 	return v.(*Key), true
 }
 
+// Range calls f for each key remembered, in no particular order, until
+// f returns false. A key remembered or forgotten while Range runs may or
+// may not be seen; each key is seen at most once. It takes no lock: f
+// may call any method of the set.
+func (ks *Keys) Range(f func(k *Key) bool) {
+	ks.m.Range(func(_, v any) bool { return f(v.(*Key)) })
+}
+
 // Own returns a key that is not in the set and never forgotten (a
 // Limiter's own quota).
 func (ks *Keys) Own(key string) *Key {
