@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -482,5 +483,27 @@ func TestCostWithoutFirstUnit(t *testing.T) {
 	st, _ := q.State(ctx)
 	if len(st.Limits) != 1 || st.Limits[0].Remaining != 100 {
 		t.Errorf("tokens left %+v; want 100 (nothing spent)", st.Limits)
+	}
+}
+
+// TestLimiterCheck: Check reports an invalid limit once, at setup, as
+// every operation of the key would, naming the override it is in; a
+// valid configuration is nil.
+func TestLimiterCheck(t *testing.T) {
+	ctx := context.Background()
+	ok := &Limiter{Limits: []Limit{{Rate: 10, Burst: 1}}, Overrides: map[string][]Limit{"b": {{Count: 5, Per: time.Second}}}}
+	if err := ok.Check(ctx); err != nil {
+		t.Errorf("Check of a valid configuration = %v", err)
+	}
+	bad := &Limiter{Limits: []Limit{{Rate: 10, Burst: 1}, {Unit: "tokens", Count: -1, Per: time.Second}}}
+	if err := bad.Check(ctx); !errors.Is(err, ErrInvalidLimit) {
+		t.Errorf("Check of a count of -1 = %v; want ErrInvalidLimit", err)
+	}
+	if err := bad.For("k").Wait(ctx); !errors.Is(err, ErrInvalidLimit) {
+		t.Errorf("Wait under a count of -1 = %v; want ErrInvalidLimit, as Check said", err)
+	}
+	over := &Limiter{Limits: []Limit{{Rate: 10, Burst: 1}}, Overrides: map[string][]Limit{"b": {{Count: 5, Per: -time.Second}}}}
+	if err := over.Check(ctx); !errors.Is(err, ErrInvalidLimit) || !strings.Contains(err.Error(), `Overrides["b"]`) {
+		t.Errorf("Check of an invalid override = %v; want ErrInvalidLimit naming Overrides[\"b\"]", err)
 	}
 }

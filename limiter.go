@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"maps"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -114,6 +116,24 @@ func (l *Limiter) init() {
 		l.confs[k] = limitsOf(ls, epoch)
 	}
 	l.def = l.keys.Own("")
+}
+
+// Check reports, once at setup, a configuration no wait can use: an
+// invalid Limit in Limits or in any key's Overrides (an error matching
+// [ErrInvalidLimit] that says which), where each operation of such a key
+// would fail with it. It returns nil for a valid configuration; ctx is
+// for the distributed Limiter's Check, which asks Redis, and is not used.
+func (l *Limiter) Check(ctx context.Context) error {
+	l.once.Do(l.init)
+	if l.conf.err != nil {
+		return l.conf.err
+	}
+	for _, k := range slices.Sorted(maps.Keys(l.confs)) {
+		if err := l.confs[k].err; err != nil {
+			return fmt.Errorf("throttle: Overrides[%q]: %w", k, err)
+		}
+	}
+	return nil
 }
 
 func (l *Limiter) maxKeys() int64 {

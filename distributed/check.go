@@ -15,7 +15,9 @@ import (
 // room.
 var ErrEvictable = errors.New("throttle/distributed: Redis may evict the limiter's state")
 
-// Check asks the Redis that the Limiter uses (every master of a Cluster,
+// Check reports first a configuration no wait can use (its limits, its
+// Version: an error matching [throttle.ErrInvalidLimit], as each call
+// would return), then asks the Redis that the Limiter uses (every master of a Cluster,
 // every shard of a Ring) whether it may evict the Limiter's state, and
 // returns an error matching [ErrEvictable] if it may: its
 // maxmemory-policy is allkeys-* (any key may go) or volatile-* (keys
@@ -32,6 +34,9 @@ var ErrEvictable = errors.New("throttle/distributed: Redis may evict the limiter
 // group instead. If Redis cannot be reached, the error matches
 // [ErrStoreUnavailable]. Check is bounded by ctx only.
 func (q *Limiter) Check(ctx context.Context) error {
+	if err := q.config().err; err != nil {
+		return err // limits no wait can use: every call would fail with it
+	}
 	var (
 		mu   sync.Mutex
 		errs []error
