@@ -31,10 +31,9 @@ var ErrInvalidLimit = errors.New("throttle: invalid limit")
 // spends nothing.
 var ErrQueueFull = errors.New("throttle: queue full")
 
-// QueueFull returns the error of a wait of n units on key refused with
+// queueFull returns the error of a wait of n units on key refused with
 // queued units queued and at most max allowed: it matches ErrQueueFull.
-// It is for waiters of other packages (the distributed package's).
-func QueueFull(key string, n, queued, max int64) error {
+func queueFull(key string, n, queued, max int64) error {
 	return fmt.Errorf("throttle: wait for %d units of %q would queue past MaxQueued %d (%d queued): %w", n, key, max, queued, ErrQueueFull)
 }
 
@@ -81,7 +80,7 @@ func keyErr(key string, err error) error {
 	case errors.As(err, &de):
 		return &DeadlineError{Key: key, Delay: de.Delay}
 	case errors.As(err, &qe):
-		return QueueFull(key, qe.N, qe.Queued, qe.Max)
+		return queueFull(key, qe.N, qe.Queued, qe.Max)
 	case errors.As(err, &le):
 		sentinel := ErrInvalidLimit
 		if le.Err == local.ErrCost {
