@@ -94,10 +94,11 @@ func TestQueueFull(t *testing.T) {
 
 // TestQueueSpikeBounded: a key of 10/s (burst 10) under a 10× spike, 100
 // waits a second each in its own goroutine, for 10 s: with MaxQueued 20
-// the goroutines asleep in a wait stay at 20 (their stacks with them) and
-// the heap flat from the first second to the last, the rest
-// refused at once; without a bound they pile up (900 after 10 s). Counted
-// before, during (after each second's arrivals) and after.
+// the goroutines asleep in a wait stay at 20 (their stacks with them),
+// the rest refused at once; without a bound they pile up (900 after
+// 10 s). Counted before, during (after each second's arrivals) and
+// after. The heap in use is logged, not checked: it is the process's,
+// which tests running in parallel share.
 func TestQueueSpikeBounded(t *testing.T) {
 	type spike struct {
 		peakG, refused, afterG int
@@ -147,11 +148,8 @@ func TestQueueSpikeBounded(t *testing.T) {
 	if b.refused < 1000-20-10-100 { // at most the burst, the queue and the 10 s' units go
 		t.Errorf("with MaxQueued 20, %d refused", b.refused)
 	}
-	if g := b.mem[9] - b.mem[0]; g > 128 {
-		t.Errorf("with MaxQueued 20, heap grew %d KiB from the 1st second to the 10th", g)
-	}
-	if u.peakG < 800 || u.mem[9]-u.mem[0] < 256 {
-		t.Errorf("without a bound, %d goroutines waiting, %d KiB more: the spike does not test the bound", u.peakG, u.mem[9]-u.mem[0])
+	if u.peakG < 800 {
+		t.Errorf("without a bound, %d goroutines waiting: the spike does not test the bound", u.peakG)
 	}
 	if b.afterG != 0 || u.afterG != 0 {
 		t.Errorf("goroutines left after: %d, %d", b.afterG, u.afterG)
