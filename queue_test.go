@@ -161,7 +161,7 @@ func TestQueueSpikeBounded(t *testing.T) {
 // rate.Limiter.Allow in the same run.
 func BenchmarkQueueFullRefusal(b *testing.B) {
 	b.Run("refused", func(b *testing.B) {
-		lim := &Limiter{Limits: []Limit{{Rate: 1, Burst: 1}}, MaxQueued: 1}
+		lim := &Limiter{Limits: []Limit{{Rate: 0.001, Burst: 1}}, MaxQueued: 1} // a turn 1000 s away: the queue stays full
 		q := lim.For("k")
 		ctx := context.Background()
 		q.Wait(ctx)
@@ -176,7 +176,7 @@ func BenchmarkQueueFullRefusal(b *testing.B) {
 		}
 	})
 	b.Run("rate.Allow", func(b *testing.B) {
-		rl := rate.NewLimiter(1, 1)
+		rl := rate.NewLimiter(0.001, 1)
 		rl.Allow()
 		b.ReportAllocs()
 		for b.Loop() {
