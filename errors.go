@@ -24,6 +24,19 @@ var ErrCostExceedsBurst = errors.New("throttle: cost exceeds burst")
 // a negative limit or burst, or a negative cost.
 var ErrInvalidLimit = errors.New("throttle: invalid limit")
 
+// ErrQueueFull is returned (wrapped, with the key, the wait's units, the
+// units queued and the bound) by a wait or reservation that would have
+// queued past its waiter's MaxQueued ([Limiter.MaxQueued]; for a shared
+// quota, the distributed package's). Such a wait returns at once and
+// spends nothing.
+var ErrQueueFull = errors.New("throttle: queue full")
+
+// queueFull returns the error of a wait of n units on key refused with
+// queued units queued and at most max allowed: it matches ErrQueueFull.
+func queueFull(key string, n, queued, max int64) error {
+	return fmt.Errorf("throttle: wait for %d units of %q would queue past MaxQueued %d (%d queued): %w", n, key, max, queued, ErrQueueFull)
+}
+
 // DeadlineError reports a wait that would end after its context's deadline.
 // It matches [ErrWouldExceedDeadline] and [context.DeadlineExceeded] under
 // [errors.Is].
@@ -62,9 +75,12 @@ func keyErr(key string, err error) error {
 	}
 	var de *local.DeadlineError
 	var le *local.Error
+	var qe *local.QueueFullError
 	switch {
 	case errors.As(err, &de):
 		return &DeadlineError{Key: key, Delay: de.Delay}
+	case errors.As(err, &qe):
+		return queueFull(key, qe.N, qe.Queued, qe.Max)
 	case errors.As(err, &le):
 		sentinel := ErrInvalidLimit
 		if le.Err == local.ErrCost {

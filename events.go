@@ -91,6 +91,10 @@ const (
 	// Key holds at once beyond what the wait spent: Units units of Unit
 	// ("" for the first limit's) were dropped, not charged.
 	EventClamp
+	// EventQueueFull: a wait (or reservation) of Units units on Key was
+	// refused because it would have queued past the waiter's MaxQueued;
+	// Err is its error, which matches [ErrQueueFull]. Nothing was spent.
+	EventQueueFull
 )
 
 // Kinds reported in a dry run ([Transport].DryRun) only. Their values
@@ -109,8 +113,7 @@ const (
 // "retry", "give-up", "would-wait", "would-retry", "slow-down",
 // "recovered", "shift", "window", "declared", "store-error",
 // "breaker-open", "breaker-close", "fallback", "config", "in-flight",
-// "clamp"; "unknown" for a value that
-// is no kind.
+// "clamp", "queue-full"; "unknown" for a value that is no kind.
 func (k EventKind) String() string {
 	switch k {
 	case EventWait:
@@ -149,6 +152,8 @@ func (k EventKind) String() string {
 		return "in-flight"
 	case EventClamp:
 		return "clamp"
+	case EventQueueFull:
+		return "queue-full"
 	}
 	return "unknown"
 }
@@ -173,7 +178,8 @@ type Event struct {
 	Burst     int
 	Remaining float64
 
-	// Units and Unit, for EventClamp: the units dropped, and their unit.
+	// Units and Unit, for EventClamp: the units dropped, and their unit;
+	// Units, for EventQueueFull: the units of the wait refused.
 	Units float64
 	Unit  string
 
@@ -229,6 +235,8 @@ func (e Event) LogValue() slog.Value {
 	}
 	if e.Kind == EventClamp {
 		attrs = append(attrs, slog.Float64("units", e.Units), slog.String("unit", e.Unit))
+	} else if e.Kind == EventQueueFull {
+		attrs = append(attrs, slog.Float64("units", e.Units))
 	}
 	if e.StatusCode != 0 {
 		attrs = append(attrs, slog.Int("status", e.StatusCode))

@@ -77,6 +77,17 @@ type Limiter struct {
 	// that key. Nil means none.
 	InFlightOverrides map[string]int
 
+	// MaxQueued bounds the units each key's waits may hold queued, the
+	// key's queue, e.g. 20: a wait (or reservation) that would queue (it
+	// cannot go at once) and take the units queued past it fails at once
+	// with an error matching [ErrQueueFull], spends nothing, and is
+	// reported as an [EventQueueFull]; the waits queued keep their
+	// turns. It bounds the goroutines and memory a spike piles up where a
+	// deadline alone would not. A wait of more units than MaxQueued never
+	// queues. Try and Allow never queue. Zero means no bound; negative is
+	// taken as zero.
+	MaxQueued int
+
 	// MaxKeys bounds how many keys are remembered at once. Zero means 1<<20.
 	MaxKeys int
 
@@ -86,8 +97,9 @@ type Limiter struct {
 	// later (EventShift), a window learned (EventWindow), a declared pace
 	// adopted (EventDeclared), an acquisition that blocked on a key's
 	// in-flight cap (EventInFlight), a settle's charge clamped
-	// (EventClamp). It is for programs that use the Limiter
-	// without a [Transport] (queue workers); a Transport's OnEvent gets
+	// (EventClamp), a wait refused by MaxQueued (EventQueueFull). It is
+	// for programs that use the Limiter without a [Transport] (queue
+	// workers); a Transport's OnEvent gets
 	// the decisions its responses caused without it (see [WithEvents]):
 	// set one or the other to a function, not both, or each event comes
 	// twice.
@@ -154,7 +166,7 @@ func (l *Limiter) limits(key string) *keyLimits {
 // keyConfig returns a new key's configuration.
 func (l *Limiter) keyConfig(key string) local.KeyConfig {
 	c := l.limits(key)
-	k := local.KeyConfig{Limit: c.rate, Burst: c.burst, Limits: c.lim, Err: c.err, InFlight: int64(max(l.InFlight, 0))}
+	k := local.KeyConfig{Limit: c.rate, Burst: c.burst, Limits: c.lim, Err: c.err, InFlight: int64(max(l.InFlight, 0)), MaxQueued: int64(max(l.MaxQueued, 0))}
 	if v, ok := l.InFlightOverrides[key]; ok {
 		k.InFlight = int64(max(v, 0))
 	}

@@ -28,7 +28,7 @@ func (q *limiterKey) WaitN(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
-	return keyErr(q.k().Name(), q.k().Wait(ctx, n, v, schedule.First))
+	return q.refused(ctx, q.k().Wait(ctx, n, v, schedule.First))
 }
 
 // Wait waits for cost: see [Quota].
@@ -38,7 +38,23 @@ func (q *limiterKey) Wait(ctx context.Context, cost ...Cost) error {
 	if err != nil {
 		return err
 	}
-	return keyErr(q.k().Name(), q.k().Wait(ctx, c.N, v, queueOf(c)))
+	return q.refused(ctx, q.k().Wait(ctx, c.N, v, queueOf(c)))
+}
+
+// refused converts a wait's error (keyErr) and reports one of a full
+// queue as an EventQueueFull to the Limiter's OnEvent and the call's
+// context ([WithEvents]).
+func (q *limiterKey) refused(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	e := keyErr(q.k().Name(), err)
+	if qe, ok := err.(*local.QueueFullError); ok {
+		if to := q.l().listener(ctx, q.k().Name()); to.Emit != nil {
+			to.Emit(local.Decided{Kind: local.QueueFull, Units: float64(qe.N), Err: e})
+		}
+	}
+	return e
 }
 
 // queueOf returns the queue a cost waits in.
@@ -104,7 +120,7 @@ func (q *limiterKey) ReserveN(ctx context.Context, n int) (Reservation, error) {
 func (q *limiterKey) reserve(ctx context.Context, n int, v []float64, qi int) (Reservation, error) {
 	r, err := q.k().Reserve(ctx, n, v, qi)
 	if err != nil {
-		return nil, keyErr(q.k().Name(), err)
+		return nil, q.refused(ctx, err)
 	}
 	return &reservation{r: r, key: q.k().Name()}, nil
 }
@@ -330,6 +346,8 @@ func eventOf(owner any, key string, d local.Decided) Event {
 		e.Kind = EventDeclared
 	case local.InFlight:
 		e.Kind = EventInFlight
+	case local.QueueFull:
+		e.Kind, e.Units = EventQueueFull, d.Units
 	case local.Clamp:
 		e.Kind, e.Units = EventClamp, d.Units
 		e.Unit = ""

@@ -168,6 +168,9 @@ type leaseStats struct {
 
 // maxLease returns the most turns one call leases; 1: no leases.
 func (q *Limiter) maxLease() int {
+	if q.MaxQueued > 0 {
+		return 1 // a leased turn is queued in the process, past the bound's count
+	}
 	if q.MaxLease == 0 {
 		return defaultMaxLease
 	}

@@ -115,10 +115,24 @@ type Limiter struct {
 	// forgotten with its state (when the key is idle).
 	Version int
 
+	// MaxQueued bounds the units each key's waits may hold queued across
+	// the fleet (the key's queue in Redis, which every process's waits
+	// join), as [throttle.Limiter].MaxQueued does in one process: a wait
+	// (or reservation) that would queue and take the units queued past it
+	// fails at once with an error matching [throttle.ErrQueueFull],
+	// spends nothing, and is reported as an [throttle.EventQueueFull] to
+	// OnEvent and the call's context ([throttle.WithEvents]). Every
+	// process sharing the Limiter should use the same. A Limiter with a
+	// bound leases no turns (see MaxLease): each wait's ticket is in the
+	// queue the bound counts. Under FailLocal a process bounds its own
+	// queue at its share, MaxQueued/Workers rounded up. Zero means no
+	// bound; negative is taken as zero.
+	MaxQueued int
+
 	// MaxLease is the most turns of a key one Redis call leases for this
 	// process's waits of one unit, and so the most a process holds unused
 	// (see "Leased turns" in the package doc). Zero means 256; 1 means no
-	// leases: one call per wait.
+	// leases: one call per wait; so does a MaxQueued.
 	MaxLease int
 
 	// Prefix starts every Redis key of this Limiter. Empty means
@@ -181,9 +195,11 @@ type Limiter struct {
 	// counting the waits answered so meanwhile), a configuration another
 	// process wrote followed (EventConfig), an acquisition that blocked
 	// 1ms or more on the in-flight cap (EventInFlight), and a settle's
-	// charge clamped (EventClamp). A store error is reported per failed
+	// charge clamped (EventClamp), a wait refused by MaxQueued
+	// (EventQueueFull). A store error is reported per failed
 	// call, not per wait: while the breaker is open, only its probes
-	// reach the store. EventInFlight and EventClamp also go to the
+	// reach the store. EventInFlight, EventClamp and EventQueueFull also
+	// go to the
 	// function of the call's context ([throttle.WithEvents]: a
 	// Transport's OnEvent), as a [throttle.Limiter] tells them. OnEvent
 	// is called synchronously, possibly from several goroutines at once;

@@ -388,6 +388,9 @@ func (l *localLimits) key(ctx context.Context, q *Limiter, w *keyWaiter) (thrott
 	c := q.config()
 	if l.lim == nil {
 		lim := &throttle.Limiter{MaxKeys: maxLocalBuckets}
+		if q.MaxQueued > 0 {
+			lim.MaxQueued = share(q.MaxQueued) // the process's share of the key's queue
+		}
 		if c.limit != rate.Inf {
 			lim.Limits = append(lim.Limits, throttle.Limit{Rate: c.limit / rate.Limit(workers), Burst: c.burst})
 		}

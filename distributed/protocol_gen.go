@@ -33,6 +33,7 @@ type waitArgs struct {
 	KnownID    any   // the id of the state the process knew ("": none)
 	KnownFloor any   // its last turn, µs from now ("": none)
 	KnownHold  any   // its known pause, µs from now ("": none)
+	Maxqueued  any   // the most units the key's queues may hold with the wait's, if it queues ("" or absent: no bound)
 	Xspec      any   // the further limits' configuration, "version|spec"
 	Xcost      []any // the cost (or, settling, actual − spent) in each further limit
 }
@@ -45,14 +46,15 @@ const (
 	argWaitKnownID    = 7
 	argWaitKnownFloor = 8
 	argWaitKnownHold  = 9
-	argWaitXspec      = 10
-	argWaitXcost      = 11
+	argWaitMaxqueued  = 10
+	argWaitXspec      = 11
+	argWaitXcost      = 12
 )
 
 // append appends a's arguments to args (the header) in ARGV's order;
 // trailing ones left nil are not sent, others nil are sent as "".
 func (a waitArgs) append(args []any) []any {
-	vals := []any{a.N, a.Queue, a.Maxwait, a.KnownID, a.KnownFloor, a.KnownHold, a.Xspec}
+	vals := []any{a.N, a.Queue, a.Maxwait, a.KnownID, a.KnownFloor, a.KnownHold, a.Maxqueued, a.Xspec}
 	return appendArgs(args, vals, a.Xcost)
 }
 
@@ -162,14 +164,14 @@ type settleArgs struct {
 const (
 	argSettleSpent  = 4
 	argSettleActual = 5
-	argSettleXspec  = 10
-	argSettleXcost  = 11
+	argSettleXspec  = 11
+	argSettleXcost  = 12
 )
 
 // append appends a's arguments to args (the header) in ARGV's order;
 // trailing ones left nil are not sent, others nil are sent as "".
 func (a settleArgs) append(args []any) []any {
-	vals := []any{a.Spent, a.Actual, nil, nil, nil, nil, a.Xspec}
+	vals := []any{a.Spent, a.Actual, nil, nil, nil, nil, nil, a.Xspec}
 	return appendArgs(args, vals, a.Xcost)
 }
 
@@ -215,13 +217,13 @@ type stateArgs struct {
 
 // The ARGV positions of stateArgs (0-based).
 const (
-	argStateXspec = 10
+	argStateXspec = 11
 )
 
 // append appends a's arguments to args (the header) in ARGV's order;
 // trailing ones left nil are not sent, others nil are sent as "".
 func (a stateArgs) append(args []any) []any {
-	vals := []any{nil, nil, nil, nil, nil, nil, a.Xspec}
+	vals := []any{nil, nil, nil, nil, nil, nil, nil, a.Xspec}
 	return appendArgs(args, vals, nil)
 }
 
@@ -312,6 +314,7 @@ const (
 const (
 	statusNone = 0 // its turn is past the max wait (a try's: not now): nothing kept
 	statusOK   = 1 // a ticket, whose turn is WAIT from now (a try's: its units went)
+	statusFull = 2 // it would queue, and its units would take the queued units past MAXQUEUED: nothing kept
 )
 
 // cancel's reply

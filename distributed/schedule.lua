@@ -266,6 +266,16 @@ if tag == CORE.BARE and (op == 'wait' or op == 'try') and ARGV[A.WAIT_N] == '1' 
 			end
 			return struct.pack('<dddddd', STATUS.NONE, wt, id, 0, REPLY.NONE, now) -- in the order of the RWAIT reply layout
 		end
+		local maxq = tonumber(ARGV[A.WAIT_MAXQUEUED])
+		if maxq ~= nil and maxq > 0 and t > now and fin - rel > maxq then
+			-- It would queue past the key's bound (the first queue's
+			-- units: the retries' is empty): nothing kept, as above.
+			fin = fin - 1
+			if fastChanged(tat, rel, pd, lg, ss, sc, sp, bs, mc, tat0, rel0, pd0, lg0, ss0, sc0, sp0, bs0, mc0) then
+				fastStore(key, tail, CORE_FMT, CORE.BARE, now, NONE, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau)
+			end
+			return struct.pack('<dddddd', STATUS.FULL, wt, id, 0, REPLY.NONE, now) -- in the order of the RWAIT reply layout
+		end
 		if t <= now then
 			tat, rel, pd, lg, ss, sc, sp, bs = fastGo(now, PENDING_IDLE * SEC, tat, hold, rel, fin, pd, lg, ss, sc, sp, bs, I, tau)
 		end
@@ -332,8 +342,8 @@ end
 -- (its further limits in the core) with nothing queued, whose bucket and
 -- every limit let its cost go now, goes as mwait's shortcut lets it go
 -- (schedule_limits.lua), the state read and written as one field; any
--- other takes the general path, nothing written. ARGV[11] is the
--- limits' "version|spec", ARGV[12…] the cost in each.
+-- other takes the general path, nothing written. ARGV[A.WAIT_XSPEC] is the
+-- limits' "version|spec", ARGV[A.WAIT_XCOST…] the cost in each.
 if tag == CORE.XC and op == 'mwait' and ARGV[A.WAIT_QUEUE] == QUEUE_ARG.FIRST then
 	local _, id, tat, hold, r0, e0, rel, fin, pd, lg, ss, sc, sp, mc, xe, bs, I, tau, tail, pos = struct.unpack(CORE_FMT, coreRaw)
 	local k, text = #ARGV - A.WAIT_XCOST + 1, ARGV[A.WAIT_XSPEC]

@@ -204,6 +204,15 @@ func (g *gen) maxWait() float64 {
 	return float64(1 + g.r.IntN(2e6))
 }
 
+// maxQueued draws a wait's bound on the units queued: none half the
+// time, else one a few waits deep (so that waits are refused for it).
+func (g *gen) maxQueued() int64 {
+	if g.r.IntN(2) == 0 {
+		return 0
+	}
+	return int64(1 + g.r.IntN(8))
+}
+
 // cost draws a wait's units: within the burst when there is a pace.
 func (g *gen) cost() int64 {
 	hi := g.c.burst
@@ -314,7 +323,7 @@ func (g *gen) next() dop {
 		if r.IntN(5) == 0 {
 			q = schedule.Retry
 		}
-		op = schedule.Wait{N: g.cost(), Queue: q, MaxWait: g.maxWait(), Cost: g.xcost(), Seed: g.seed()}
+		op = schedule.Wait{N: g.cost(), Queue: q, MaxWait: g.maxWait(), MaxQueued: g.maxQueued(), Cost: g.xcost(), Seed: g.seed()}
 	case k < 38:
 		q := schedule.First
 		if r.IntN(5) == 0 {

@@ -110,6 +110,9 @@ func scriptArgs(c dcfg, id string, known bool, o dop) []any {
 		name = opName("wait")
 		a := waitArgs{N: op.N, Queue: op.Queue, Maxwait: max(op.MaxWait)}
 		a.KnownID, a.KnownFloor, a.KnownHold = seed(op.Seed)
+		if op.MaxQueued > 0 {
+			a.Maxqueued = op.MaxQueued
+		}
 		if len(c.lims) == 0 {
 			// As takeX sends them: a last turn and a pause not known
 			// are left out.
@@ -199,8 +202,11 @@ func wantReply(op schedule.Op, r schedule.Reply, now float64, id int64) []int64 
 	}
 	switch op := op.(type) {
 	case schedule.Wait:
-		if r.OK {
+		switch {
+		case r.OK:
 			return learned([]int64{1, wo(r.Turn), id, r.End, rc(r.Recheck), n})
+		case r.Full:
+			return []int64{2, wo(r.Turn), id, 0, -1, n}
 		}
 		return []int64{0, wo(r.Turn), id, 0, -1, n}
 	case schedule.Try:

@@ -45,8 +45,9 @@ local KIND_CLASS = '[bfslu]' -- a pattern's class of the letters
 --   A.WAIT_KNOWN_ID = 8: wait, try, mwait, mtry: the id of the state the process knew ("": none)
 --   A.WAIT_KNOWN_FLOOR = 9: wait, try, mwait, mtry: its last turn, µs from now ("": none)
 --   A.WAIT_KNOWN_HOLD = 10: wait, try, mwait, mtry: its known pause, µs from now ("": none)
---   A.WAIT_XSPEC = 11: wait, try, mwait, mtry: the further limits' configuration, "version|spec"
---   A.WAIT_XCOST = 12: wait, try, mwait, mtry: the cost (or, settling, actual − spent) in each further limit (to the end)
+--   A.WAIT_MAXQUEUED = 11: wait, try, mwait, mtry: the most units the key's queues may hold with the wait's, if it queues ("" or absent: no bound)
+--   A.WAIT_XSPEC = 12: wait, try, mwait, mtry: the further limits' configuration, "version|spec"
+--   A.WAIT_XCOST = 13: wait, try, mwait, mtry: the cost (or, settling, actual − spent) in each further limit (to the end)
 --   A.TURNS_ID = 5: turns: the tickets' state's id
 --   A.TURNS_TICKETS = 6: turns: pairs of queue and end (to the end)
 --   A.CANCEL_ID = 5: cancel: the ticket's state's id
@@ -66,8 +67,8 @@ local KIND_CLASS = '[bfslu]' -- a pattern's class of the letters
 --   A.ADAPT_ACCEPTED = 14: adapt: "1": a unit sent past a learned window's reset was taken; "2": a refusal that stated a limit
 --   A.SETTLE_SPENT = 5: settle, msettle: units of the first limit spent
 --   A.SETTLE_ACTUAL = 6: settle, msettle: what they really cost
---   A.SETTLE_XSPEC = 11: settle, msettle: the further limits' configuration, "version|spec"
---   A.SETTLE_XCOST = 12: settle, msettle: the cost (or, settling, actual − spent) in each further limit (to the end)
+--   A.SETTLE_XSPEC = 12: settle, msettle: the further limits' configuration, "version|spec"
+--   A.SETTLE_XCOST = 13: settle, msettle: the cost (or, settling, actual − spent) in each further limit (to the end)
 --   A.LEASE_K = 5: lease: tickets to take, at most
 --   A.LEASE_NEED = 6: lease: of them for waits queued in the process
 --   A.LEASE_MAXWAIT = 7: lease: the most µs a needed turn may be from now ("": no bound)
@@ -78,7 +79,7 @@ local KIND_CLASS = '[bfslu]' -- a pattern's class of the letters
 --   A.LEASE_KNOWN_HOLD = 12: lease: its known pause, µs from now ("": none)
 --   A.LEASE_BACK_ID = 13: lease: the id of the tickets given back ("": none)
 --   A.LEASE_BACK = 14: lease: their ends (to the end)
---   A.STATE_XSPEC = 11: state, mstate: the further limits' configuration, "version|spec"
+--   A.STATE_XSPEC = 12: state, mstate: the further limits' configuration, "version|spec"
 
 -- R: reply positions (after a lead list, where a reply has one: see schedule.ReplyLayout)
 --   R.WAIT_STATUS = 1: wait, try, mwait, mtry
@@ -147,6 +148,7 @@ local KIND_CLASS = '[bfslu]' -- a pattern's class of the letters
 -- STATUS: a wait's or try's status
 --   STATUS.NONE = 0: its turn is past the max wait (a try's: not now): nothing kept
 --   STATUS.OK = 1: a ticket, whose turn is WAIT from now (a try's: its units went)
+--   STATUS.FULL = 2: it would queue, and its units would take the queued units past MAXQUEUED: nothing kept
 
 -- BACK: cancel's reply
 --   BACK.NO = 0: the units were not given back: their turn had come, or the state is another

@@ -22,7 +22,7 @@
 -- queue its count and tickets of 2 + k numbers; or, with nothing queued
 -- in them and nothing else in x, in the core, x's short form (see
 -- CORE_XC in schedule.lua, and extOf), which mwait's fast path reads.
--- The configuration comes with each wait (op mwait, ARGV[11]).
+-- The configuration comes with each wait (op mwait, ARGV[A.WAIT_XSPEC]).
 local M = nil
 local mcost = nil -- the cost in M's limits of the wait enqueue takes
 if type(a[27]) == 'table' then
@@ -389,11 +389,11 @@ local function xmost(l)
 	end
 	return l[3]
 end
--- mwait: a wait on a key with further limits. ARGV[11] their
+-- mwait: a wait on a key with further limits. ARGV[A.WAIT_XSPEC] their
 -- configuration, "version|spec": spec is a limit each, comma-separated,
 -- "b:interval µs/burst" a bucket, "f:length µs/count" a fixed window,
 -- "s:…" a sliding one, "l:…" a sliding log, "u:…" a fixed window
--- aligned to first use; ARGV[12…] the wait's cost in each. A state
+-- aligned to first use; ARGV[A.WAIT_XCOST…] the wait's cost in each. A state
 -- written with another spec is refused (THROTTLE_LIMITS and the state's
 -- "version|spec"), unless the version is higher: then it replaces it,
 -- each limit keeping its state if of the same kind (a change in their

@@ -64,16 +64,22 @@ if op == 'wait' or op == 'mwait' then
 	-- µs, id, end, recheck µs (-1: none), now}: status 1, a ticket (queue,
 	-- end) whose turn is wait from now (look again at recheck: a cut's
 	-- pace steps then), and, on a key with a learned budget's window, the
-	-- µs to its reset; 0, its turn is past the max wait: nothing kept.
+	-- µs to its reset; 0, its turn is past the max wait: nothing kept;
+	-- 2, it would queue past ARGV[A.WAIT_MAXQUEUED] units queued: nothing kept.
 	local n, qi, maxwait = tonumber(ARGV[A.WAIT_N]), tonumber(ARGV[A.WAIT_QUEUE]), tonumber(ARGV[A.WAIT_MAXWAIT])
 	seed(ARGV[A.WAIT_KNOWN_ID], ARGV[A.WAIT_KNOWN_FLOOR], ARGV[A.WAIT_KNOWN_HOLD])
 	advance()
 	local e = enqueue(qi, n)
 	local t = turn(qi, e)
 	local wt = waitOf(t)
+	local maxq = tonumber(ARGV[A.WAIT_MAXQUEUED])
 	if maxwait ~= nil and wt >= maxwait and wt > 0 then
 		cancelTicket(s.q[qi], e, n)
 		reply = {[R.WAIT_STATUS] = STATUS.NONE, [R.WAIT_WAIT] = wt, [R.WAIT_ID] = s.id, [R.WAIT_END] = 0, [R.WAIT_RECHECK] = REPLY.NONE, [R.WAIT_NOW] = now}
+	elseif maxq ~= nil and maxq > 0 and t > now and live(s.q[0]) + live(s.q[1]) > maxq then
+		-- It would queue past the key's bound: nothing kept.
+		cancelTicket(s.q[qi], e, n)
+		reply = {[R.WAIT_STATUS] = STATUS.FULL, [R.WAIT_WAIT] = wt, [R.WAIT_ID] = s.id, [R.WAIT_END] = 0, [R.WAIT_RECHECK] = REPLY.NONE, [R.WAIT_NOW] = now}
 	else
 		if t <= now then
 			advance()
@@ -207,7 +213,7 @@ elseif op == 'settle' then
 	reply = math.min(dropped, FAR)
 elseif op == 'msettle' then
 	-- settle's ARGV[5] spent and ARGV[6] actual on the first limit, then
-	-- mwait's ARGV[11] (the further limits' configuration) and ARGV[12…]
+	-- mwait's ARGV[A.WAIT_XSPEC] (the further limits' configuration) and ARGV[A.WAIT_XCOST…]
 	-- actual − spent in each of them (CostSettler's rule: xsettle), each
 	-- charge bounded by its limit's burst or count (see bound). Returns
 	-- the units of each charge dropped (at most FAR): the first limit's,
@@ -382,7 +388,7 @@ elseif op == 'lease' then
 		table.insert(reply, waitOf(w.reset)) -- as wait's reply
 	end
 elseif op == 'mstate' then
-	-- Read only: nothing is written, no expiry moves. ARGV[11] the
+	-- Read only: nothing is written, no expiry moves. ARGV[A.STATE_XSPEC] the
 	-- further limits' configuration (as mwait's). Returns each further
 	-- limit's units left once the queued waits have spent theirs, ·1e6
 	-- (floor; 2^53: no limit), in the configuration's order

@@ -270,7 +270,7 @@ type taken struct {
 	rnow          int64         // Redis's clock at the call, µs
 	gen           uint64        // pushes.mark before the call
 	sub           subState
-	refused       bool // err is a *throttle.DeadlineError: nothing kept
+	refused       bool // err is a *throttle.DeadlineError or ErrQueueFull's: nothing kept
 }
 
 // takeX asks the script for a ticket of n units in queue qi (op wait),
@@ -300,6 +300,9 @@ func (w *keyWaiter) takeX(ctx context.Context, n, qi int, x []any) (taken, error
 	// and before this wait listens, is seen through gen (see sleep).
 	gen, sub := q.pushes.mark()
 	a := waitArgs{N: n, Queue: qi, Maxwait: maxWait, KnownID: known}
+	if q.MaxQueued > 0 {
+		a.Maxqueued = q.MaxQueued
+	}
 	// A last turn and a pause this process does not know (the common
 	// case) need not travel: the script reads a missing argument as none,
 	// and each argument costs Redis about a microsecond (trailing ones
@@ -335,6 +338,12 @@ func (w *keyWaiter) takeX(ctx context.Context, n, qi int, x []any) (taken, error
 			learned = time.Now().Add(usDuration(reply[rwaitReset]))
 		}
 		q.memo.learn(w.rkey, learned)
+	}
+	if reply[rwaitStatus] == statusFull {
+		q.memo.state(w.rkey, r.t.id) // nothing kept: no turn of this process
+		err := fmt.Errorf("throttle/distributed: wait for %d units of %q would queue past MaxQueued %d: %w", n, w.key, q.MaxQueued, throttle.ErrQueueFull)
+		q.emitCall(ctx, throttle.Event{Kind: throttle.EventQueueFull, Key: w.key, Units: float64(n), Err: err})
+		return taken{refused: true}, err
 	}
 	if reply[rwaitStatus] != statusOK {
 		q.memo.state(w.rkey, r.t.id) // nothing kept: no turn of this process

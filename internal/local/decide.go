@@ -23,6 +23,7 @@ const (
 	Declared                          // a declared pace adopted: Rate, Burst
 	InFlight                          // an acquisition blocked Delay on the cap (Err: without the units)
 	Clamp                             // a settle's charge past what Limit holds at once: Units dropped
+	QueueFull                         // a wait of Units refused by the bound on the units queued (Err)
 )
 
 // Decided is one decision of a key.

@@ -42,6 +42,13 @@ type DeadlineError struct{ Delay time.Duration }
 
 func (e *DeadlineError) Error() string { return "turn past the deadline" }
 
+// QueueFullError is a wait of N units refused, with nothing kept, because
+// it would have queued with Queued units already queued on a key that
+// holds at most Max.
+type QueueFullError struct{ N, Queued, Max int64 }
+
+func (e *QueueFullError) Error() string { return "queue full" }
+
 // Key is one key: its engine state and the waits sleeping on it. It is
 // safe for concurrent use.
 type Key struct {
@@ -49,20 +56,21 @@ type Key struct {
 	key string
 	own bool // a Limiter's own quota: never in the map, never forgotten
 
-	mu       sync.Mutex // protects the fields below
-	limit    rate.Limit // rate.Inf: no limit
-	burst    int
-	pinned   bool // the rate was set (SetRate), not configured: not idle
-	pacing   schedule.Config
-	s        schedule.State
-	changed  chan struct{} // closed when turns may have moved; nil if no one sleeps
-	sleepers int           // waits sleeping on s
-	dead     bool          // forgotten: new calls re-resolve through ks
-	detached bool          // made by For, not yet remembered: a change attaches it
-	slots    slots         // the in-flight cap (inflight.go)
-	strict   strict.Key    // the strict-server rules' state
-	xzero    []float64     // a cost of nothing in the further limits (read-only)
-	xerr     error         // the further limits' configuration error
+	mu        sync.Mutex // protects the fields below
+	limit     rate.Limit // rate.Inf: no limit
+	burst     int
+	pinned    bool // the rate was set (SetRate), not configured: not idle
+	pacing    schedule.Config
+	s         schedule.State
+	changed   chan struct{} // closed when turns may have moved; nil if no one sleeps
+	sleepers  int           // waits sleeping on s
+	dead      bool          // forgotten: new calls re-resolve through ks
+	detached  bool          // made by For, not yet remembered: a change attaches it
+	slots     slots         // the in-flight cap (inflight.go)
+	strict    strict.Key    // the strict-server rules' state
+	xzero     []float64     // a cost of nothing in the further limits (read-only)
+	xerr      error         // the further limits' configuration error
+	maxQueued int64         // the bound on the units queued (0: none)
 
 	// The slow-down in force, for its end (decide.go).
 	recovery  *time.Timer   // reports the cut's end; nil if none armed

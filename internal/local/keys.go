@@ -33,6 +33,9 @@ type KeyConfig struct {
 	Err    error
 	// InFlight caps the units held at once (0: no cap).
 	InFlight int64
+	// MaxQueued bounds the units the key's waits may hold queued (0: no
+	// bound): see schedule.Wait.
+	MaxQueued int64
 }
 
 // Config is a set of keys' configuration.
@@ -138,6 +141,7 @@ func (ks *Keys) newKey(key string) *Key {
 	k := &Key{ks: ks, key: key, xerr: c.Err}
 	k.setRate(c.Limit, c.Burst)
 	k.slots.limit = c.InFlight
+	k.maxQueued = c.MaxQueued
 	var lim []schedule.Limit
 	if c.Limits != nil {
 		lim = append([]schedule.Limit(nil), c.Limits...)

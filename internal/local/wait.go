@@ -38,13 +38,14 @@ func (k *Key) Wait(ctx context.Context, n int, cost []float64, qi int) error {
 		k.mu.Unlock()
 		return nil
 	}
-	r := k.s.Apply(now, k.pacing, schedule.Wait{N: int64(n), Queue: qi, MaxWait: maxWait(ctx), Cost: kc})
+	r := k.s.Apply(now, k.pacing, schedule.Wait{N: int64(n), Queue: qi, MaxWait: maxWait(ctx), MaxQueued: k.maxQueued, Cost: kc})
 	if r.Moved {
 		k.notifyLocked()
 	}
 	if !r.OK {
+		err := k.refusedLocked(now, n, r)
 		k.mu.Unlock()
-		return &DeadlineError{Delay: Duration(r.Turn - now)}
+		return err
 	}
 	e := r.End
 	if k.s.Gone(qi, e) {
@@ -58,6 +59,15 @@ func (k *Key) Wait(ctx context.Context, n int, cost []float64, qi int) error {
 	// sleep takes k.mu as it is: a change between this turn and the sleep
 	// listening for changes would be missed otherwise.
 	return k.sleep(ctx, qi, e, int64(n), turn, nil)
+}
+
+// refusedLocked returns the error of a wait of n units the state refused
+// at now (r): a *QueueFullError, or a *DeadlineError. It requires k.mu.
+func (k *Key) refusedLocked(now float64, n int, r schedule.Reply) error {
+	if r.Full {
+		return &QueueFullError{N: int64(n), Queued: k.s.Queued(), Max: k.maxQueued}
+	}
+	return &DeadlineError{Delay: Duration(r.Turn - now)}
 }
 
 // maxWait returns the most a wait with ctx may wait, in schedule units:
@@ -213,14 +223,16 @@ func (k *Key) Reserve(ctx context.Context, n int, cost []float64, qi int) (*Rese
 		return r, nil // e = 0: gone
 	}
 	now := k.ks.Now()
-	a := k.s.Apply(now, k.pacing, schedule.Wait{N: int64(n), Queue: qi, MaxWait: maxWait(ctx), Cost: k.cost(cost)})
+	a := k.s.Apply(now, k.pacing, schedule.Wait{N: int64(n), Queue: qi, MaxWait: maxWait(ctx), MaxQueued: k.maxQueued, Cost: k.cost(cost)})
 	if a.Moved {
 		k.notifyLocked()
 	}
-	k.mu.Unlock()
 	if !a.OK {
-		return nil, &DeadlineError{Delay: Duration(a.Turn - now)}
+		err := k.refusedLocked(now, n, a)
+		k.mu.Unlock()
+		return nil, err
 	}
+	k.mu.Unlock()
 	r.e = a.End
 	return r, nil
 }

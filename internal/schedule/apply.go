@@ -48,16 +48,18 @@ type Known struct {
 }
 
 // Wait takes a ticket of N units in Queue (Retry or First), refused with
-// nothing kept if its turn is MaxWait or more from now (and not now).
-// Cost is its cost in the key's further limits (nil: none; the script's
-// mwait). Seed, if set, is what the process knew of a state the store
-// lost.
+// nothing kept if its turn is MaxWait or more from now (and not now), or
+// (Reply.Full) if it queues (its turn is not now) and the units queued,
+// its own with them, would be more than MaxQueued. Cost is its cost in
+// the key's further limits (nil: none; the script's mwait). Seed, if
+// set, is what the process knew of a state the store lost.
 type Wait struct {
-	N       int64
-	Queue   int
-	MaxWait float64 // +Inf: no bound
-	Cost    []float64
-	Seed    *Known
+	N         int64
+	Queue     int
+	MaxWait   float64 // +Inf: no bound
+	MaxQueued int64   // 0: no bound
+	Cost      []float64
+	Seed      *Known
 }
 
 // Turns asks for the turns of tickets of the current state; Lost: they
@@ -176,6 +178,9 @@ type Reply struct {
 	// OK: Wait, Try, Lease: a ticket was given (Try: the units went);
 	// Cancel: the units came back.
 	OK bool
+	// Full: Wait: refused (OK false) for its MaxQueued, its turn within
+	// MaxWait.
+	Full bool
 	// Turn: Wait, Try: the ticket's turn (Try refused: the turn a wait
 	// would have had).
 	Turn float64
@@ -355,6 +360,11 @@ func (s *State) applyWait(now float64, c Config, o Wait) Reply {
 	if refusedAt(now, t, o.MaxWait) {
 		s.Cancel(now, o.Queue, e, o.N)
 		r.Recheck = math.Inf(1)
+		return r
+	}
+	if o.MaxQueued > 0 && t > now && s.Queued() > o.MaxQueued {
+		s.Cancel(now, o.Queue, e, o.N)
+		r.Full, r.Recheck = true, math.Inf(1)
 		return r
 	}
 	if t <= now {

@@ -61,7 +61,9 @@ var Layouts = []ArgLayout{
 		{Name: "N", Doc: "units of the first limit"},
 		{Name: "QUEUE", Doc: "0: retries, 1: first attempts"},
 		{Name: "MAXWAIT", Doc: `the most µs the turn may be from now ("": no bound; "0": a try)`},
-	}, known, limits)},
+	}, known, []Arg{
+		{Name: "MAXQUEUED", Doc: `the most units the key's queues may hold with the wait's, if it queues ("" or absent: no bound)`},
+	}, limits)},
 	{Name: "TURNS", Ops: []string{"turns"}, Args: []Arg{
 		{Name: "ID", Doc: "the tickets' state's id"},
 		{Name: "TICKETS", Doc: "pairs of queue and end", List: true},
@@ -90,7 +92,7 @@ var Layouts = []ArgLayout{
 	{Name: "SETTLE", Ops: []string{"settle", "msettle"}, Args: cat([]Arg{
 		{Name: "SPENT", Doc: "units of the first limit spent"},
 		{Name: "ACTUAL", Doc: "what they really cost"},
-	}, pad(4), limits)},
+	}, pad(5), limits)},
 	{Name: "LEASE", Ops: []string{"lease"}, Args: cat([]Arg{
 		{Name: "K", Doc: "tickets to take, at most"},
 		{Name: "NEED", Doc: "of them for waits queued in the process"},
@@ -101,7 +103,7 @@ var Layouts = []ArgLayout{
 		{Name: "BACK_ID", Doc: `the id of the tickets given back ("": none)`},
 		{Name: "BACK", Doc: "their ends", List: true},
 	})},
-	{Name: "STATE", Ops: []string{"state", "mstate"}, Args: cat(pad(6), limits[:1])},
+	{Name: "STATE", Ops: []string{"state", "mstate"}, Args: cat(pad(7), limits[:1])},
 }
 
 // ReplyLayout is an op's reply: if Lead is set, a list of numbers first,
@@ -175,6 +177,7 @@ var Codes = []CodeSet{
 	{Name: "STATUS", Doc: "a wait's or try's status", Codes: []Code{
 		{"NONE", 0, "its turn is past the max wait (a try's: not now): nothing kept"},
 		{"OK", 1, "a ticket, whose turn is WAIT from now (a try's: its units went)"},
+		{"FULL", 2, "it would queue, and its units would take the queued units past MAXQUEUED: nothing kept"},
 	}},
 	{Name: "BACK", Doc: "cancel's reply", Codes: []Code{
 		{"NO", 0, "the units were not given back: their turn had come, or the state is another"},
