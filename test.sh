@@ -42,7 +42,11 @@ if [ ${#need[@]} -gt 0 ]; then
 	$SUDO apt-get update -qq
 	main=() backports=()
 	for p in "${need[@]}"; do
-		if apt-cache policy "$p" 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+		# The policy whole, then matched: grep -q in a pipe would stop
+		# reading at its match, and apt-cache's SIGPIPE fail the test
+		# under pipefail.
+		policy=$(apt-cache policy "$p" 2>/dev/null || true)
+		if [[ $policy == *"Candidate: "[0-9]* ]]; then
 			main+=("$p")
 		else
 			backports+=("$p")
