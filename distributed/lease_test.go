@@ -305,15 +305,18 @@ func TestLeaseDeadline(t *testing.T) {
 	t.Logf("refused in %v; the next wait took the ticket and slept %v", took, time.Since(start).Round(time.Millisecond))
 	// What the box counted: one lease, made ahead, of the n+1 tickets
 	// held at first; the first ticket (due at the lease) passed unused;
-	// three waits through the box, of which the first waited for a call
-	// it started: the held turns asked again (leased before the box
-	// listened for pushes), not a lease.
+	// three waits through the box. The first waited for a call it
+	// started (the held turns asked again, not a lease) if the tickets
+	// were leased before the box listened for pushes; where the
+	// subscription was up first (its answer and the lease race on the
+	// real clock; a loaded machine reorders them), it waited for none.
 	st := leaseStatsOf(q)
-	if st.stallTime <= 0 {
-		t.Errorf("lease stats: stall time %v; want the first wait's, > 0", st.stallTime)
+	stalled := st.stalled
+	if (stalled == 1) != (st.stallTime > 0) || stalled > 1 {
+		t.Errorf("lease stats: %d waits stalled for %v; want 1 with its time > 0, or none with 0", stalled, st.stallTime)
 	}
 	st.stallTime = 0
-	want := leaseStats{waits: 3, stalled: 1, cold: 1, leases: 1, ahead: 1, leased: n + 1, expired: 1}
+	want := leaseStats{waits: 3, stalled: stalled, cold: stalled, leases: 1, ahead: 1, leased: n + 1, expired: 1}
 	if st != want {
 		t.Errorf("lease stats %+v; want %+v", st, want)
 	}
