@@ -17,10 +17,9 @@
 // the requests that did not end in a success, and the run's wall time ÷
 // the least time the server's rule needs for its requests.
 //
-// The default run (go test, about 20 s) holds three rows to issue 24's
-// goals (≥ 0.95 of capacity, ≤ 1% 429s per success, every request done),
-// with parameters where the library meets them today, and checks what
-// each server sends. THROTTLE_LONG=1 runs the whole matrix (every server,
+// The default run (go test, about 20 s) holds a few rows to the goals
+// (≥ 0.95 of capacity, ≤ 1% 429s per success, every request done), and
+// checks what each server sends. THROTTLE_LONG=1 runs the whole matrix (every server,
 // told and told nothing, three seeds, the median row of the three; about
 // 15 minutes with -parallel 1) and logs it as a Markdown table;
 // THROTTLE_MATRIX_TABLE=1 prints the table alone on standard output, and
