@@ -18,8 +18,10 @@ import (
 // its state) and sends at once what the budget allows, then waits for the
 // window's end, instead of taking a refusal every 10 requests. A
 // [distributed.Limiter]'s key learns it the same way, for the whole fleet.
-// It takes about 8 s; without learning the budget, the key takes a refusal
-// a cycle, every 10 requests (8 of the 80).
+// It takes about 8 s, with 3 to 5 refusals (the cycles that learn it, a
+// probe) where a key that does not learn takes one every 10 requests;
+// TestTransportHiddenBudget counts them on a fake clock, where a loaded
+// machine's late wake-ups cannot move the count.
 func ExampleLimiter_hiddenBudget() {
 	srv := throttletest.NewSlidingLog(10, time.Second)
 	ts := httptest.NewServer(srv)
@@ -37,12 +39,10 @@ func ExampleLimiter_hiddenBudget() {
 	}
 	st := srv.Stats()
 	fmt.Println("admitted:", st.Admitted)
-	fmt.Println("refused fewer than 7 (3 to learn it, a probe):", st.Rejected < 7)
 	u, _ := url.Parse(ts.URL)
 	state, _ := limiter.For(u.Host).State(context.Background())
 	fmt.Println("the key keeps a window:", state.Window != nil)
 	// Output:
 	// admitted: 80
-	// refused fewer than 7 (3 to learn it, a probe): true
 	// the key keeps a window: true
 }

@@ -66,8 +66,8 @@ func StartSentinel(tb testing.TB) *Sentinel {
 		conf := filepath.Join(dir, "sentinel.conf")
 		text := fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d 2\n"+
 			"sentinel down-after-milliseconds %[1]s 1000\n"+
-			"sentinel failover-timeout %[1]s 5000\n"+
-			"sentinel parallel-syncs %[1]s 1\n", SentinelMaster, master.Port())
+			"sentinel failover-timeout %[1]s %d\n"+
+			"sentinel parallel-syncs %[1]s 1\n", SentinelMaster, master.Port(), failoverTimeout.Milliseconds())
 		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
 			tb.Fatalf("redistest: writing %s: %v", conf, err)
 		}
@@ -120,6 +120,61 @@ func (s *Sentinel) Master() *Server {
 		}
 	}
 	return nil
+}
+
+// failoverTimeout is the sentinels' failover-timeout: a failover whose
+// promotion the leader has not seen within it is aborted, and a forced
+// one is not tried again by the sentinels.
+const failoverTimeout = 5 * time.Second
+
+// Failover forces a failover (SENTINEL FAILOVER on the first sentinel)
+// and waits, as [Sentinel.WaitMaster] does, until every sentinel names
+// the other data node master. A forced failover that the sentinels
+// aborted (its promotion not seen within their failover-timeout, which a
+// starved process can miss) is forced again, up to three times, as an
+// operator would; it reports what went wrong, with what each sentinel
+// says, or "" once the replica is master. Unloaded, a failover is seen
+// by every sentinel within about 1.2s: the leader's INFO every second
+// during a failover, the others' hello every 2s.
+func (s *Sentinel) Failover() string {
+	old := s.Master()
+	if old == nil {
+		return "no sentinel names a master: " + s.describe()
+	}
+	want := s.Other(old)
+	for range 3 {
+		out, err := exec.Command("redis-cli", "-p", strconv.Itoa(s.Sentinels[0].Port()), "SENTINEL", "FAILOVER", SentinelMaster).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "OK") && !strings.Contains(string(out), "INPROG") {
+			return fmt.Sprintf("SENTINEL FAILOVER = %q, %v", out, err)
+		}
+		// Aborted at failoverTimeout; every sentinel hears of a completed
+		// one within a hello period (2s) and a poll.
+		if s.WaitMaster(want, failoverTimeout+3*time.Second) {
+			return ""
+		}
+	}
+	return fmt.Sprintf("%s was not master after three forced failovers of %v each: %s", want.Addr(), failoverTimeout+3*time.Second, s.describe())
+}
+
+// describe says what each sentinel sees of the master, and each data
+// node's role, for a failure message.
+func (s *Sentinel) describe() string {
+	var b strings.Builder
+	for _, n := range s.Sentinels {
+		m := sentinelMaster(n)
+		fmt.Fprintf(&b, "sentinel %s: master port %s, flags %s, failover-state %s, config-epoch %s; ", n.Addr(), m["port"], m["flags"], m["failover-state"], m["config-epoch"])
+	}
+	for _, n := range s.Nodes {
+		info, err := n.Do("INFO", "replication")
+		role := "unknown"
+		for _, l := range strings.Split(info, "\n") {
+			if strings.HasPrefix(l, "role:") {
+				role = strings.TrimSpace(strings.TrimPrefix(l, "role:"))
+			}
+		}
+		fmt.Fprintf(&b, "node %s: role %s (%v); ", n.Addr(), role, err)
+	}
+	return b.String()
 }
 
 // Other returns the data node that is not n.
