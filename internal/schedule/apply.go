@@ -256,7 +256,7 @@ func (s *State) Apply(now float64, c Config, op Op) Reply {
 			// none, unless it is a retry's with first attempts behind it,
 			// or further limits' walks take every ticket.
 			r.OK = true
-			r.Moved = s.x != nil || o.End < s.q[o.Queue].end || (o.Queue == Retry && s.q[First].live() > 0)
+			r.Moved = s.x != nil || o.End < s.q[o.Queue].end || s.behind(o.Queue)
 		}
 	case Pause:
 		s.Advance(now, c)
@@ -370,8 +370,9 @@ func (s *State) applyWait(now float64, c Config, o Wait) Reply {
 	if t <= now {
 		s.Advance(now, c)
 	}
-	if o.Queue == Retry && s.q[First].live() > 0 {
-		// A retry goes ahead of first attempts already waiting.
+	if s.behind(o.Queue) {
+		// A retry goes ahead of first attempts already waiting, and a
+		// class's ticket may go ahead of another class's (classes.go).
 		r.Moved = true
 	}
 	r.OK, r.End = true, e
@@ -454,7 +455,7 @@ func (s *State) applyLease(now float64, c Config, o Lease) Reply {
 	// are turnAt's closed form at consecutive positions. A key counting a
 	// hidden budget's cycles leases only for the waits queued: a turn
 	// leased ahead and left unused would count as sent.
-	simple := !s.win.valid && s.cut.r0 == 0 && !s.hb.on
+	simple := !s.win.valid && s.cut.r0 == 0 && !s.hb.on && s.q[Critical].live() == 0 && s.q[Background].live() == 0
 	iv, tau := s.Pace(now, c)
 	var p1, from float64
 	due := false
@@ -524,8 +525,11 @@ func (s *State) tidy(now float64, c Config) {
 	if !s.win.rolls {
 		s.win.past = 0
 	}
-	q0, q1 := &s.q[0], &s.q[1]
-	if len(q0.holes)+len(q0.big)+len(q1.holes)+len(q1.big) == 0 && !s.win.valid && !s.cut.moved &&
+	lists := 0
+	for qi := range s.q {
+		lists += len(s.q[qi].holes) + len(s.q[qi].big)
+	}
+	if lists == 0 && !s.win.valid && !s.cut.moved &&
 		s.trim == 0 && s.x == nil && !s.hb.on && s.dInt == 0 {
 		s.credInt, s.credTau, s.spAt, s.spK, s.spRho, s.trimGone = 0, 0, 0, 0, 0, 0
 	}

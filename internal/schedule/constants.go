@@ -73,6 +73,15 @@ const (
 	// cancel pattern.
 	maxHoles = 256
 
+	// The classes' strides (classes.go), the inverse of their weights
+	// 16 (critical), 4 (default) and 1 (background): waiting together,
+	// the classes' units go in those proportions, so background gets at
+	// least 1/21 of the key's pace, 1/17 beside critical alone, 1/5
+	// beside default alone. Powers of two, so that tags are exact.
+	StrideCritical   = 1.0
+	StrideDefault    = 4.0
+	StrideBackground = 16.0
+
 	// cutProbe: a key without a limit, its cut regrown, probes beyond the
 	// rate it was cut from, growing by this share each second,
 	// compounded.
@@ -83,31 +92,34 @@ const (
 // seconds.
 func Constants() map[string]float64 {
 	return map[string]float64{
-		"PROBE_WAIT":    probeWait,
-		"WINDOW_KEEP":   windowKeep,
-		"SAME_WINDOW":   sameWindow,
-		"CUT_BETA":      CutBeta,
-		"CUT_FLOOR":     cutFloor,
-		"CUT_MIN_REQ":   cutMinRequests,
-		"CUT_RECOVER":   CutRecover,
-		"CUT_STEP":      CutStep,
-		"CUT_PROBE":     cutProbe,
-		"CUT_GROW":      cutGrow,
-		"STRIKE_WINDOW": strikeWindow,
-		"SHIFT_SLOTS":   shiftSlots,
-		"TRIM_STEP":     TrimStep,
-		"TRIM_MAX":      TrimMax,
-		"TRIM_TARGET":   TrimTarget,
-		"TRIM_KEEP":     TrimKeep,
-		"PENDING_IDLE":  pendingIdle,
-		"MAX_STEPS":     maxSteps,
-		"LOW_SHARE":     lowShare,
-		"LOW_UNITS":     lowUnits,
-		"MAX_HOLES":     maxHoles,
-		"HIDDEN_AGREE":  hiddenAgree,
-		"HIDDEN_KEEP":   hiddenKeep,
-		"HIDDEN_TIGHT":  hiddenTight,
-		"HIDDEN_STEP":   hiddenStep,
+		"PROBE_WAIT":        probeWait,
+		"WINDOW_KEEP":       windowKeep,
+		"SAME_WINDOW":       sameWindow,
+		"CUT_BETA":          CutBeta,
+		"CUT_FLOOR":         cutFloor,
+		"CUT_MIN_REQ":       cutMinRequests,
+		"CUT_RECOVER":       CutRecover,
+		"CUT_STEP":          CutStep,
+		"CUT_PROBE":         cutProbe,
+		"CUT_GROW":          cutGrow,
+		"STRIKE_WINDOW":     strikeWindow,
+		"SHIFT_SLOTS":       shiftSlots,
+		"TRIM_STEP":         TrimStep,
+		"TRIM_MAX":          TrimMax,
+		"TRIM_TARGET":       TrimTarget,
+		"TRIM_KEEP":         TrimKeep,
+		"PENDING_IDLE":      pendingIdle,
+		"MAX_STEPS":         maxSteps,
+		"LOW_SHARE":         lowShare,
+		"LOW_UNITS":         lowUnits,
+		"MAX_HOLES":         maxHoles,
+		"HIDDEN_AGREE":      hiddenAgree,
+		"HIDDEN_KEEP":       hiddenKeep,
+		"HIDDEN_TIGHT":      hiddenTight,
+		"HIDDEN_STEP":       hiddenStep,
+		"STRIDE_CRITICAL":   StrideCritical,
+		"STRIDE_DEFAULT":    StrideDefault,
+		"STRIDE_BACKGROUND": StrideBackground,
 	}
 }
 

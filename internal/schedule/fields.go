@@ -38,8 +38,8 @@ func bit(b bool) float64 {
 // Not in it: the state's id and the TTL's end (the core's 1 and 14: the
 // store's), the configuration (core 16–18), the declared pace and the
 // queued-turns-sped flag (the script has neither), and the lists: the
-// queues' holes and tickets of several units (x 1–4, pairs of end and
-// units) and the further limits (x 27; see Fields).
+// queues' holes and tickets of several units (x 1–4 and 32–35, pairs of
+// end and units) and the further limits (x 27; see Fields).
 var layout = []Slot{
 	{"tat", 2, 0, 0, func(s *State) float64 { return s.tat }},
 	{"hold", 3, 0, 0, func(s *State) float64 { return s.hold }},
@@ -99,6 +99,13 @@ var layout = []Slot{
 	{"hb.c1.w", 0, 30, 10, func(s *State) float64 { return s.hb.cycles[1].w }},
 	{"hb.c1.lo", 0, 30, 11, func(s *State) float64 { return s.hb.cycles[1].lo }},
 	{"hb.ended", 0, 30, 12, func(s *State) float64 { return float64(s.hb.ended) }},
+	{"q2.rel", 0, SlotClasses, 1, func(s *State) float64 { return float64(s.q[2].rel) }},
+	{"q2.end", 0, SlotClasses, 2, func(s *State) float64 { return float64(s.q[2].end) }},
+	{"q3.rel", 0, SlotClasses, 3, func(s *State) float64 { return float64(s.q[3].rel) }},
+	{"q3.end", 0, SlotClasses, 4, func(s *State) float64 { return float64(s.q[3].end) }},
+	{"vb1", 0, SlotClasses, 5, func(s *State) float64 { return s.vb[1] }},
+	{"vb2", 0, SlotClasses, 6, func(s *State) float64 { return s.vb[2] }},
+	{"vb3", 0, SlotClasses, 7, func(s *State) float64 { return s.vb[3] }},
 }
 
 // Layout returns where the script keeps each field of fixed place (see
@@ -113,6 +120,15 @@ const (
 	SlotHoles1 = 3
 	SlotBig1   = 4
 	SlotLimits = 27
+	// The class queues (classes.go): slot SlotClasses holds the critical
+	// and background queues' rel and end and the three virtual starts
+	// (see Layout); their holes and tickets of several units are in the
+	// slots after it, as the first two queues' are.
+	SlotClasses = 31
+	SlotHoles2  = 32
+	SlotBig2    = 33
+	SlotHoles3  = 34
+	SlotBig3    = 35
 )
 
 // The further limits' slots in x's slot SlotLimits (flat: k, floor,

@@ -66,11 +66,11 @@ import "math"
 // them.
 type extras struct {
 	lim []Limit
-	q   [2]xqueue
+	q   [Queues]xqueue
 	// The state after the tickets due at the last walk (due), for commit.
 	dueLim   []Limit
 	dueChain float64
-	dueN     [2]int
+	dueN     [Queues]int
 	// floor: no queued ticket goes before it (see moved).
 	floor   float64
 	scratch []Limit // the walk's limits
@@ -195,9 +195,37 @@ func (x *extras) walk(s *State, now float64, c Config, f func(qi, i int, t float
 	// from before. Not now: a wait that wakes late (timer slack) went at
 	// its turn, and its lateness does not add up along the queue.
 	chain, prev, p := math.Inf(-1), x.floor, 0.0
+	var at [Queues]int   // each queue's next ticket
+	var r0 [Queues]int64 // the units of each class walked
 	for qi := range x.q {
+		at[qi] = x.q[qi].head
+	}
+	for {
+		// Retries first, then the classes in the merge's order
+		// (classes.go).
+		qi := -1
+		if at[Retry] < len(x.q[Retry].e) {
+			qi = Retry
+		} else {
+			best := 0.0
+			for o := First; o < Queues; o++ {
+				if at[o] >= len(x.q[o].e) {
+					continue
+				}
+				tag := s.tagOf(o, r0[o])
+				if qi < 0 || tag < best || tag == best && classRank[o] < classRank[qi] {
+					qi, best = o, tag
+				}
+			}
+		}
+		if qi < 0 {
+			break
+		}
 		q := &x.q[qi]
-		for i := q.head; i < len(q.e); i++ {
+		i := at[qi]
+		at[qi]++
+		r0[qi] += q.n[i]
+		{
 			n, cost := float64(q.n[i]), q.cost(i, k)
 			p += n
 			t := max(prev, s.TurnAt(now, c, p))
@@ -255,7 +283,7 @@ func (x *extras) turn(s *State, now float64, c Config, qi int, e int64) float64 
 func (x *extras) due(s *State, now float64, c Config) int64 {
 	at := now + 1e-12*c.Sec // as dueUnits
 	var units int64
-	x.dueN = [2]int{}
+	x.dueN = [Queues]int{}
 	x.dueChain = x.walk(s, now, c, func(qi, i int, t float64) bool {
 		if t > at {
 			return false
@@ -276,7 +304,7 @@ func (x *extras) commit(s *State) {
 		x.q[qi].pop(x.dueN[qi])
 	}
 	s.tat = max(s.tat, x.dueChain)
-	x.dueN = [2]int{}
+	x.dueN = [Queues]int{}
 }
 
 // cancel gives back the ticket (qi, e): it leaves the walk, so its units
@@ -326,7 +354,7 @@ func (s *State) Enqueue(now float64, c Config, qi int, n int64, cost []float64) 
 
 // xsaved is what try puts back: the queues' bounds and the buckets.
 type xsaved struct {
-	head, n [2]int
+	head, n [Queues]int
 	floor   float64
 }
 

@@ -5,10 +5,14 @@ import "slices"
 // The schedule's queues (see schedule.go): tickets as ranges of unit
 // numbers, cancelled ones as holes.
 
-// The two queues: retries go ahead of first attempts.
+// The queues: retries go ahead of first attempts, which wait in three
+// classes (classes.go): First is the default class's.
 const (
-	Retry = 0
-	First = 1
+	Retry      = 0
+	First      = 1
+	Critical   = 2
+	Background = 3
+	Queues     = 4
 )
 
 // span is a cancelled ticket: the unit numbers (end-n, end].
@@ -138,4 +142,36 @@ func (q *line) cancel(e, n int64) {
 		return // kept as queued units: lost, never over-spent
 	}
 	q.holes = slices.Insert(q.holes, i, span{end: e, n: n})
+}
+
+// sizeAt returns the units of the queued ticket ending at e.
+func (q *line) sizeAt(e int64) int64 {
+	for _, b := range q.big {
+		if b.end == e {
+			return b.n
+		}
+		if b.end > e {
+			break
+		}
+	}
+	return 1
+}
+
+// lastRank returns the rank (1-based, among the live units from the
+// head) of the last unit of the ticket that holds the x-th live unit; the
+// live units if x is past them.
+func (q *line) lastRank(x int64) int64 {
+	if live := q.live(); x >= live {
+		return live
+	}
+	for _, b := range q.big {
+		hi := q.ahead(b.end)
+		if hi-b.n >= x {
+			break
+		}
+		if hi >= x {
+			return hi
+		}
+	}
+	return x
 }

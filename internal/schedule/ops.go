@@ -24,6 +24,7 @@ func (s *State) enqueue(now float64, c Config, qi int, n int64) (e int64, moved 
 		s.maxCost = float64(n)
 		s.rescale(now, c)
 	}
+	s.enterClass(qi)
 	return s.q[qi].take(n), moved
 }
 
@@ -37,9 +38,10 @@ func (s *State) Cancel(now float64, qi int, e, n int64) bool {
 		live := s.q[qi].live()
 		s.q[qi].cancel(e, n)
 		s.x.cancel(now, qi, e, s.q[qi].live() == live)
-		return true
+	} else {
+		s.q[qi].cancel(e, n)
 	}
-	s.q[qi].cancel(e, n)
+	s.tidyClasses()
 	return true
 }
 

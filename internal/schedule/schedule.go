@@ -7,7 +7,8 @@ import "math"
 type State struct {
 	tat  float64 // the bucket is full again at tat, counting units gone
 	hold float64 // nothing goes before hold
-	q    [2]line // queueRetry, queueFirst
+	q    [Queues]line // Retry, then the classes' first attempts (classes.go)
+	vb   [Queues]float64 // each class's virtual start (classes.go)
 
 	win       window
 	cut       cut
@@ -142,7 +143,11 @@ func (s *State) Pace(now float64, c Config) (interval, tau float64) {
 
 // Queued returns the units Queued in both queues.
 func (s *State) Queued() int64 {
-	return s.q[Retry].live() + s.q[First].live()
+	n := int64(0)
+	for qi := range s.q {
+		n += s.q[qi].live()
+	}
+	return n
 }
 
 // probe returns the units a window probe may carry: the largest cost of a

@@ -31,10 +31,13 @@ func (s *State) Advance(now float64, c Config) {
 	if k > 0 {
 		// Release on copies first: tatAfter reads the tickets as they
 		// were (release does not write to the lines' slices).
-		qr, qf := s.q[Retry], s.q[First]
-		gone := qr.release(k)
-		if qr.live() == 0 { // retries first
-			gone += qf.release(k - gone)
+		qs := s.q
+		gone := qs[Retry].release(k)
+		var moved [Queues]int64
+		if qs[Retry].live() == 0 { // retries first
+			var g int64
+			g, moved = s.releaseClasses(&qs, k-gone)
+			gone += g
 		}
 		if gone > 0 {
 			n := float64(gone)
@@ -60,7 +63,11 @@ func (s *State) Advance(now float64, c Config) {
 				}
 				past = n - lo
 			}
-			s.q[Retry], s.q[First] = qr, qf
+			s.q = qs
+			for qi, m := range moved {
+				s.vb[qi] += float64(m)
+			}
+			s.tidyClasses()
 			s.tat = tat
 			if interval > 0 {
 				if s.cut.r0 != 0 {
@@ -182,16 +189,18 @@ func (s *State) FloorTat(now float64, c Config) {
 // ticketAt returns the positions past the head of the first and the last
 // unit of the ticket that holds the p-th unit.
 func (s *State) ticketAt(p float64) (first, last float64) {
-	base := 0.0 // units of the queues before q
+	retries := s.q[Retry].live()
 	for qi := range s.q {
 		q := &s.q[qi]
 		for _, b := range q.big {
-			hi := float64(q.ahead(b.end)) + base
-			if lo := hi - float64(b.n) + 1; lo <= p && p <= hi {
-				return lo, hi
+			hi := q.ahead(b.end)
+			if qi != Retry {
+				hi += retries + s.others(qi, hi-b.n)
+			}
+			if lo := float64(hi - b.n + 1); lo <= p && p <= float64(hi) {
+				return lo, float64(hi)
 			}
 		}
-		base += float64(q.live())
 	}
 	return p, p
 }
@@ -345,9 +354,14 @@ func (s *State) sent(now, sec float64) float64 {
 // position returns the units ahead of the ticket (qi, e), its own
 // included; 0 if it has gone.
 func (s *State) position(qi int, e int64) int64 {
-	p := s.q[qi].ahead(e)
-	if p > 0 && qi == First {
-		p += s.q[Retry].live()
+	q := &s.q[qi]
+	p := q.ahead(e)
+	if p <= 0 || qi == Retry {
+		return p
+	}
+	p += s.q[Retry].live()
+	if s.classes() > 1 {
+		p += s.others(qi, q.ahead(e)-q.sizeAt(e))
 	}
 	return p
 }

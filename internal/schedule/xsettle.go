@@ -100,7 +100,12 @@ func (x *extras) settle(now float64, d []float64) bool {
 		return false
 	}
 	x.moved(now)
-	return x.q[0].len()+x.q[1].len() > 0
+	for qi := range x.q {
+		if x.q[qi].len() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // SettleLimits amends the further limits at now by d, per limit (actual −
