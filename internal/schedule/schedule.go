@@ -5,9 +5,9 @@ import "math"
 // State is one key's state. Its methods take the time now, the
 // configured pace (interval per unit, 0 for none, and burst) and sec.
 type State struct {
-	tat  float64 // the bucket is full again at tat, counting units gone
-	hold float64 // nothing goes before hold
-	q    [Queues]line // Retry, then the classes' first attempts (classes.go)
+	tat  float64         // the bucket is full again at tat, counting units gone
+	hold float64         // nothing goes before hold
+	q    [Queues]line    // Retry, then the classes' first attempts (classes.go)
 	vb   [Queues]float64 // each class's virtual start (classes.go)
 
 	win       window
