@@ -120,7 +120,8 @@ func (t *Transport) feedback(resp *http.Response, q ratelimit.Reading, age time.
 				continue
 			}
 			if f.Declared == nil || l < f.Declared.Rate {
-				burst := int(min(p.Limit, math.MaxInt32))
+				// A bucket deeper than its limit (Depth) declares its depth.
+				burst := int(min(max(p.Limit, p.Depth), math.MaxInt32))
 				if p.Window < learn.MinTrackedWindow && !p.Refills {
 					// A window too short to track is a pace: its units
 					// spread evenly fill every window exactly, where a

@@ -54,6 +54,12 @@ type Policy struct {
 	// the Window, the dialect tells it from the numbers when they allow a
 	// standard length (a second, a minute, an hour, a day).
 	Refills bool
+	// Depth is the units a bucket deeper than its Limit holds, as this
+	// response says (its Remaining), when Remaining is more than Limit
+	// (tollbooth: Limit is x/time/rate's rate a Window, its burst
+	// deeper); 0 otherwise. Such a policy Refills: no window of Limit
+	// units holds more than Limit.
+	Depth int64
 }
 
 // Exhausted reports whether the response says no unit of p remains.
@@ -306,6 +312,9 @@ func (q *Reading) tidy() {
 	for _, p := range q.Policies {
 		if !(p.HasLimit || p.HasRemaining || p.HasWindow || p.HasReset) || contains(out, p) {
 			continue
+		}
+		if p.HasLimit && p.HasRemaining && p.Limit > 0 && p.Remaining > p.Limit {
+			p.Refills, p.Depth = true, p.Remaining
 		}
 		out = append(out, p)
 	}

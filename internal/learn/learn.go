@@ -6,7 +6,9 @@
 //     (otherunits.go: tokens beside requests);
 //   - the length of a window a server does not state (windowlen.go);
 //   - the earliest instant a reset stated as an instant has passed by
-//     (resetat.go).
+//     (resetat.go);
+//   - that a policy once said to hold more than its limit is a bucket of
+//     at least that depth (policySeen.depth).
 //
 // What it decides is per Transport and per process: a fleet's processes
 // each learn these from their own responses (the waiter they share is
@@ -38,6 +40,7 @@ type Keys struct {
 	keys      map[string][]policySeen
 	secondary map[string]secondaryRun // secondary limits in a row, by key (secondary.go)
 	anyDue    atomic.Bool             // secondary is not empty
+	deep      atomic.Bool             // a policy deeper than its limit was seen (depth)
 }
 
 const (
@@ -65,6 +68,13 @@ type policySeen struct {
 	// For a policy whose reset is an instant (resetat.go): the instant
 	// last stated, and when it has passed by as its responses bound it.
 	resetAt, resetBy time.Time
+
+	// depth: the most units a bucket deeper than its limit was said to
+	// hold ([ratelimit.Policy.Depth]); 0 if none was. A policy once seen
+	// deeper is a bucket from then on, of at least that depth, whatever
+	// its later responses say (a drained bucket's Remaining is below its
+	// Limit).
+	depth int64
 }
 
 // Read returns q as the key's waiter is to take it, after learning from
@@ -77,7 +87,8 @@ type policySeen struct {
 // changes q's own Policies.
 func (o *Keys) Read(key string, q ratelimit.Reading, unit string, n int, rejected bool, now time.Time) ratelimit.Reading {
 	if !slices.ContainsFunc(q.Policies, func(p ratelimit.Policy) bool {
-		return unwindowed(p) || !p.ResetAt.IsZero() || (!SameUnit(p.Unit, unit) && p.HasLimit && p.HasRemaining && p.Limit > 0)
+		return unwindowed(p) || !p.ResetAt.IsZero() || (!SameUnit(p.Unit, unit) && p.HasLimit && p.HasRemaining && p.Limit > 0) ||
+			p.Depth > 0 || (o.deep.Load() && p.HasLimit && p.HasRemaining)
 	}) {
 		return q
 	}
@@ -105,6 +116,21 @@ func (o *Keys) Read(key string, q ratelimit.Reading, unit string, n int, rejecte
 			j = len(seen) - 1
 		}
 		s := &seen[j]
+		if p.Depth > 0 && SameUnit(p.Unit, unit) {
+			// The bucket held the request's units too.
+			s.depth = max(s.depth, p.Depth+int64(max(n, 1)))
+			o.deep.Store(true)
+		} else if p.Depth > 0 {
+			s.depth = max(s.depth, p.Depth)
+			o.deep.Store(true)
+		}
+		if s.depth > 0 && (!p.Refills || p.Depth != s.depth) {
+			if !cloned {
+				policies, cloned = slices.Clone(policies), true
+			}
+			p.Refills, p.Depth = true, s.depth
+			policies[i] = p
+		}
 		if unwindowed(p) {
 			s.seeReset(p, now)
 			if w, ok := s.window(now, p.Exhausted()); ok {

@@ -37,9 +37,12 @@ import (
 // where a pace from a guessed length would hold it longer.
 
 // unwindowed reports whether p states a limit and a reset but no window:
-// one whose window its resets may tell.
+// one whose window its resets may tell. A refilling bucket's reset is the
+// time until it is full, which tells nothing of its window, unless it is
+// one deeper than its limit (Depth): then its limit is what it refills
+// in the time its resets show.
 func unwindowed(p ratelimit.Policy) bool {
-	return !p.HasWindow && !p.Refills && p.HasLimit && p.HasReset && p.Reset > 0
+	return !p.HasWindow && (!p.Refills || p.Depth > 0) && p.HasLimit && p.HasReset && p.Reset > 0
 }
 
 // seeReset takes p's reset, given by a response at now.
