@@ -28,7 +28,7 @@ func (q *limiterKey) WaitN(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
-	return q.refused(ctx, q.k().Wait(ctx, n, v, schedule.First))
+	return q.refused(ctx, q.k().Wait(ctx, n, v, classQueue(ctx)))
 }
 
 // Wait waits for cost: see [Quota].
@@ -38,7 +38,7 @@ func (q *limiterKey) Wait(ctx context.Context, cost ...Cost) error {
 	if err != nil {
 		return err
 	}
-	return q.refused(ctx, q.k().Wait(ctx, c.N, v, queueOf(c)))
+	return q.refused(ctx, q.k().Wait(ctx, c.N, v, queueOf(ctx, c)))
 }
 
 // refused converts a wait's error (keyErr) and reports one of a full
@@ -57,14 +57,6 @@ func (q *limiterKey) refused(ctx context.Context, err error) error {
 	return e
 }
 
-// queueOf returns the queue a cost waits in.
-func queueOf(c Cost) int {
-	if c.Retry {
-		return schedule.Retry
-	}
-	return schedule.First
-}
-
 // Try spends cost now, or nothing: see [Quota].
 func (q *limiterKey) Try(ctx context.Context, cost ...Cost) (bool, time.Duration, error) {
 	if err := ctx.Err(); err != nil {
@@ -75,7 +67,7 @@ func (q *limiterKey) Try(ctx context.Context, cost ...Cost) (bool, time.Duration
 	if err != nil {
 		return false, 0, err
 	}
-	ok, d, err := q.k().Try(ctx, c.N, v)
+	ok, d, err := q.k().Try(ctx, c.N, v, classQueue(ctx))
 	return ok, d, keyErr(q.k().Name(), err)
 }
 
@@ -91,7 +83,7 @@ func (q *limiterKey) AllowN(n int) bool {
 	if err != nil {
 		return false
 	}
-	ok, _, _ := q.k().Try(context.Background(), n, v)
+	ok, _, _ := q.k().Try(context.Background(), n, v, schedule.First)
 	return ok
 }
 
@@ -105,7 +97,7 @@ func (q *limiterKey) Reserve(ctx context.Context, cost ...Cost) (Reservation, er
 	if err != nil {
 		return nil, err
 	}
-	return q.reserve(ctx, c.N, v, queueOf(c))
+	return q.reserve(ctx, c.N, v, queueOf(ctx, c))
 }
 
 // ReserveN takes a turn for n units of the first limit: see [Quota].
@@ -114,7 +106,7 @@ func (q *limiterKey) ReserveN(ctx context.Context, n int) (Reservation, error) {
 	if err != nil {
 		return nil, err
 	}
-	return q.reserve(ctx, n, v, schedule.First)
+	return q.reserve(ctx, n, v, classQueue(ctx))
 }
 
 func (q *limiterKey) reserve(ctx context.Context, n int, v []float64, qi int) (Reservation, error) {
@@ -180,16 +172,18 @@ func (q *limiterKey) State(ctx context.Context) (State, error) {
 // stateOf converts a key's view, taken at at, to a State.
 func stateOf(v local.View, at time.Time) State {
 	st := State{
-		At:         at,
-		Tokens:     v.Tokens,
-		Remaining:  v.Remaining,
-		Next:       local.Duration(v.Next - v.Now),
-		Paused:     local.Duration(v.Hold - v.Now),
-		Queued:     int64(v.Queued),
-		Rate:       rate.Inf,
-		Burst:      v.Burst,
-		SlowedDown: v.Cut,
-		Declared:   v.Declared,
+		At:               at,
+		Tokens:           v.Tokens,
+		Remaining:        v.Remaining,
+		Next:             local.Duration(v.Next - v.Now),
+		Paused:           local.Duration(v.Hold - v.Now),
+		Queued:           int64(v.Queued),
+		QueuedCritical:   int64(v.Critical),
+		QueuedBackground: int64(v.Background),
+		Rate:             rate.Inf,
+		Burst:            v.Burst,
+		SlowedDown:       v.Cut,
+		Declared:         v.Declared,
 	}
 	switch {
 	case v.Interval >= local.NeverInterval:

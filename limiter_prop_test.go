@@ -51,6 +51,9 @@ var propSuites = []struct {
 	{"waits/3per_s/burst2", schedtest.Config{Limit: 3, Burst: 2}, schedtest.Options{Deadlines: true, Cancels: true, Ops: 30, Horizon: 4 * time.Second}},
 	{"waits/retries/10per_s/burst3", schedtest.Config{Limit: 10, Burst: 3}, schedtest.Options{Deadlines: true, Cancels: true, Retries: true}},
 	{"waits/tries/10per_s/burst3", schedtest.Config{Limit: 10, Burst: 3}, schedtest.Options{Deadlines: true, Cancels: true, Tries: true, Reserves: true}},
+	// Priority classes: FIFO within each, never over, no wedge.
+	{"classes/10per_s/burst2", schedtest.Config{Limit: 10, Burst: 2}, schedtest.Options{Deadlines: true, Cancels: true, Retries: true, Classes: true, Tries: true, Reserves: true}},
+	{"classes/limits/10per_s/burst2+tokens", propTokens(10, 2), schedtest.Options{Deadlines: true, Cancels: true, Retries: true, Classes: true}},
 	// One kind of feedback at a time, then everything.
 	{"pauses/10per_s/burst3", schedtest.Config{Limit: 10, Burst: 3}, schedtest.Options{Deadlines: true, Cancels: true, Retries: true, Pauses: true}},
 	{"windows/20per_s/burst5", schedtest.Config{Limit: 20, Burst: 5}, schedtest.Options{Deadlines: true, Cancels: true, Windows: true}},
@@ -156,7 +159,7 @@ func propTokensBytes(limit float64, burst int) schedtest.Config {
 
 var propAllSettles = func() schedtest.Options { o := propAll; o.Settles = true; return o }()
 
-var propAll = schedtest.Options{Retries: true, Tries: true, Reserves: true, Deadlines: true, Cancels: true, Pauses: true, Windows: true, Rejects: true, Declares: true}
+var propAll = schedtest.Options{Retries: true, Classes: true, Tries: true, Reserves: true, Deadlines: true, Cancels: true, Pauses: true, Windows: true, Rejects: true, Declares: true}
 
 func propEnv(t *testing.T, name string, def int64) int64 {
 	s := os.Getenv(name)

@@ -32,8 +32,12 @@ type State struct {
 	// Paused is how long the pause in force has left; 0 if none.
 	Paused time.Duration
 
-	// Queued is the units of the waits queued (reservations included).
-	Queued int64
+	// Queued is the units of the waits queued (reservations included);
+	// QueuedCritical and QueuedBackground are those of them in the
+	// critical and the background class ([Priority]), the rest the
+	// default class's and retries'.
+	Queued                           int64
+	QueuedCritical, QueuedBackground int64
 
 	// Rate is the pace in force in units per second: the configured
 	// rate, or the one a server declared (Declared), or the slow-down

@@ -1,6 +1,7 @@
 package distributed
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/throttle-go/throttle"
+	"github.com/throttle-go/throttle/internal/schedule"
 	"golang.org/x/time/rate"
 )
 
@@ -152,11 +154,22 @@ func sum(cs []throttle.Cost) throttle.Cost {
 	return t
 }
 
-// costQueue returns the queue a wait for c takes: retries' for a
-// retry, else first attempts'.
-func costQueue(c throttle.Cost) int {
+// costQueue returns the queue a wait for c with ctx's class takes:
+// retries' for a retry, else its class's (throttle.WithPriority).
+func costQueue(ctx context.Context, c throttle.Cost) int {
 	if c.Retry {
 		return queueRetry
+	}
+	return classQueue(ctx)
+}
+
+// classQueue returns the queue of ctx's class's first attempts.
+func classQueue(ctx context.Context) int {
+	switch throttle.PriorityFrom(ctx) {
+	case throttle.PriorityCritical:
+		return schedule.Critical
+	case throttle.PriorityBackground:
+		return schedule.Background
 	}
 	return queueFirst
 }

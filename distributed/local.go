@@ -225,7 +225,10 @@ func (ms *memos) ticket(rkey string, id int64, qi int, end int64, at time.Time) 
 			if at.After(m.last) {
 				m.last = at
 			}
-		case qi > m.lastQ || qi == m.lastQ && end >= m.lastEnd:
+		case m.lastQ == queueRetry && qi != queueRetry || qi == m.lastQ && end >= m.lastEnd:
+			// Behind the last ticket: first attempts behind retries, and
+			// a ticket behind it in its queue (between classes, the
+			// merge decides: only a later turn is then the last).
 			if at.Before(m.last) && m.moved != nil {
 				close(m.moved)
 				m.moved = nil

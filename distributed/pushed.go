@@ -133,8 +133,9 @@ func (m pushMsg) concerns(t ticket) bool {
 	if !m.part || m.id != t.id {
 		return true
 	}
-	// The queue of retries goes first; within a queue, by end.
-	return t.qi > m.qi || t.qi == m.qi && t.end > m.e
+	// The queue of retries goes first; within a queue, by end; a class's
+	// move may move any other class's ticket (schedule's classes.go).
+	return t.qi > m.qi || t.qi == m.qi && t.end > m.e || t.qi != m.qi && t.qi != queueRetry
 }
 
 // pushLinger is how long the subscription stays up after the last

@@ -39,7 +39,7 @@ func (w *keyWaiter) ReserveN(ctx context.Context, n int) (throttle.Reservation, 
 // reserve is Reserve of c.
 func (w *keyWaiter) reserve(ctx context.Context, c throttle.Cost) (throttle.Reservation, error) {
 	q := w.q
-	n, qi := c.N, costQueue(c)
+	n, qi := c.N, costQueue(ctx, c)
 	if err := q.check(n); err != nil {
 		return nil, err
 	}

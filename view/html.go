@@ -67,7 +67,11 @@ func cells(c []string, r Row) []string {
 	if r.PausedUntil != nil {
 		c[len(c)-1] = r.PausedUntil.UTC().Format(time.RFC3339Nano)
 	}
-	c = append(c, strconv.FormatInt(r.Queued, 10))
+	q := strconv.FormatInt(r.Queued, 10)
+	if r.QueuedCritical > 0 || r.QueuedBackground > 0 {
+		q += " (" + strconv.FormatInt(r.QueuedCritical, 10) + " critical, " + strconv.FormatInt(r.QueuedBackground, 10) + " background)"
+	}
+	c = append(c, q)
 	if w := r.Window; w != nil {
 		c = append(c, fnum(w.Remaining), dur(w.ResetNS))
 	} else {

@@ -64,10 +64,13 @@ type Row struct {
 	PausedNS    int64      `json:"paused_ns"`
 	PausedUntil *time.Time `json:"paused_until,omitempty"`
 	Queued      int64      `json:"queued"`
-	SlowedDown  bool       `json:"slowed_down"`
-	Declared    bool       `json:"declared"`
-	Window      *Window    `json:"window,omitempty"`
-	Limits      []Limit    `json:"limits,omitempty"`
+	// Of Queued, the critical and background classes' (throttle.Priority).
+	QueuedCritical   int64   `json:"queued_critical,omitempty"`
+	QueuedBackground int64   `json:"queued_background,omitempty"`
+	SlowedDown       bool    `json:"slowed_down"`
+	Declared         bool    `json:"declared"`
+	Window           *Window `json:"window,omitempty"`
+	Limits           []Limit `json:"limits,omitempty"`
 }
 
 // Window is a server's window in force: [throttle.ServerWindow].
@@ -96,17 +99,19 @@ func finite(x float64) *float64 {
 // rowOf returns key's row for st.
 func rowOf(key string, st throttle.State) Row {
 	r := Row{
-		Key:        key,
-		At:         st.At,
-		Rate:       finite(float64(st.Rate)),
-		Burst:      st.Burst,
-		Tokens:     finite(st.Tokens),
-		Remaining:  finite(st.Remaining),
-		NextNS:     int64(st.Next),
-		PausedNS:   int64(st.Paused),
-		Queued:     st.Queued,
-		SlowedDown: st.SlowedDown,
-		Declared:   st.Declared,
+		Key:              key,
+		At:               st.At,
+		Rate:             finite(float64(st.Rate)),
+		Burst:            st.Burst,
+		Tokens:           finite(st.Tokens),
+		Remaining:        finite(st.Remaining),
+		NextNS:           int64(st.Next),
+		PausedNS:         int64(st.Paused),
+		Queued:           st.Queued,
+		QueuedCritical:   st.QueuedCritical,
+		QueuedBackground: st.QueuedBackground,
+		SlowedDown:       st.SlowedDown,
+		Declared:         st.Declared,
 	}
 	if st.Paused > 0 {
 		until := st.At.Add(st.Paused)

@@ -15,8 +15,8 @@ import (
 // gives the ticket back if its context ends first.
 
 // Wait waits for n units of the first limit and cost in the further ones
-// (nil: none) in queue qi (schedule.First, or schedule.Retry ahead of
-// first attempts). A turn past ctx's deadline fails at once with a
+// (nil: none) in queue qi (schedule.Retry, ahead of first attempts, or a
+// class's: schedule.First, Critical, Background). A turn past ctx's deadline fails at once with a
 // *DeadlineError, reserving nothing; a wait whose ctx ends gives its
 // units back and returns ctx's error.
 func (k *Key) Wait(ctx context.Context, n int, cost []float64, qi int) error {
@@ -300,10 +300,10 @@ func (r *Reservation) Wait(ctx context.Context) error {
 }
 
 // Try spends n units of the first limit and cost in the further ones
-// (nil: none) now, in the queue of first attempts, if a wait of them would
-// go at once; otherwise it changes nothing and returns how long from now
-// a wait of them would go.
-func (k *Key) Try(ctx context.Context, n int, cost []float64) (bool, time.Duration, error) {
+// (nil: none) now, in queue qi (a class's first attempts), if a wait of
+// them would go at once; otherwise it changes nothing and returns how
+// long from now a wait of them would go.
+func (k *Key) Try(ctx context.Context, n int, cost []float64, qi int) (bool, time.Duration, error) {
 	if err := ctx.Err(); err != nil {
 		return false, 0, err
 	}
@@ -313,7 +313,7 @@ func (k *Key) Try(ctx context.Context, n int, cost []float64) (bool, time.Durati
 		return err == nil, 0, err
 	}
 	now := k.ks.Now()
-	r := k.s.Apply(now, k.pacing, schedule.Try{N: int64(n), Queue: schedule.First, Cost: k.cost(cost)})
+	r := k.s.Apply(now, k.pacing, schedule.Try{N: int64(n), Queue: qi, Cost: k.cost(cost)})
 	if r.Moved {
 		k.notifyLocked()
 	}

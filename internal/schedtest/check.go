@@ -134,7 +134,9 @@ func Violations(seq Sequence, lg Log, tol time.Duration) []string {
 	c.fifo()
 	c.contexts()
 	c.neverOverExtra()
-	retries := slices.ContainsFunc(seq.Ops, func(o Op) bool { return o.Retry })
+	// Retries and classes change the order from the calls': the ideal
+	// FIFO schedule is not theirs.
+	retries := slices.ContainsFunc(seq.Ops, func(o Op) bool { return o.Retry || o.Class != throttle.PriorityDefault })
 	switch {
 	case seq.feedback() || retries:
 	case len(seq.Config.Extra) > 0 && seq.settlesUnits():
@@ -267,16 +269,16 @@ func (c *checker) windows() {
 }
 
 // fifo: waits that succeeded are admitted in the order of their calls
-// within each queue, and a retry queued before a first attempt goes no
-// later than it.
+// within each queue (the retries', each class's), and a retry queued
+// before a first attempt goes no later than it.
 func (c *checker) fifo() {
 	for _, a := range c.waits {
 		for _, b := range c.waits {
 			if !c.ok(a) || !c.ok(b) || !c.before(a, b) {
 				continue
 			}
-			ra, rb := c.seq.Ops[a].Retry, c.seq.Ops[b].Retry
-			if (ra == rb || ra) && c.ret(a) > c.ret(b)+c.tol {
+			oa, ob := c.seq.Ops[a], c.seq.Ops[b]
+			if (oa.Retry || !ob.Retry && oa.Class == ob.Class) && c.ret(a) > c.ret(b)+c.tol {
 				c.errorf("FIFO: wait %d (called %v) admitted at %v, after wait %d (called %v) at %v",
 					a, time.Duration(c.call(a)), time.Duration(c.ret(a)), b, time.Duration(c.call(b)), time.Duration(c.ret(b)))
 			}
@@ -292,7 +294,8 @@ func (c *checker) contexts() {
 	// Without feedback or retries (which go ahead of first attempts), a
 	// turn never moves later: a wait is refused at once or not at all.
 	// A charge settled moves turns later too.
-	fb := c.seq.feedback() || c.seq.charges() || slices.ContainsFunc(c.seq.Ops, func(o Op) bool { return o.Retry })
+	// A class's wait may go ahead of another class's queued before it.
+	fb := c.seq.feedback() || c.seq.charges() || slices.ContainsFunc(c.seq.Ops, func(o Op) bool { return o.Retry || o.Class != throttle.PriorityDefault })
 	for _, i := range c.waits {
 		r := c.lg.Results[i]
 		call, ret, dl, cn := c.call(i), c.ret(i), ns(r.Deadline), ns(r.Cancel)

@@ -115,6 +115,7 @@ type Op struct {
 	// Reservation's Wait, its Cancel at Cancel.
 	N        int
 	Retry    bool
+	Class    throttle.Priority // a first attempt's class (WithPriority)
 	Try      bool
 	Reserve  bool
 	Deadline time.Duration
@@ -174,6 +175,9 @@ func (o Op) String() string {
 			fmt.Fprintf(&b, "%s(%d, %v)", q, o.N, o.Units)
 		} else {
 			fmt.Fprintf(&b, "%s(%d)", q, o.N)
+		}
+		if o.Class != throttle.PriorityDefault {
+			fmt.Fprintf(&b, " %v", o.Class)
 		}
 		if o.Deadline > 0 {
 			fmt.Fprintf(&b, " deadline %v", o.Deadline)
@@ -259,6 +263,7 @@ type Options struct {
 	GiveUp time.Duration
 
 	Retries   bool // some waits are retries (Cost.Retry)
+	Classes   bool // first attempts in the three classes (throttle.WithPriority)
 	Tries     bool // some waits are Try
 	Reserves  bool // some waits are ReserveN and the Reservation's Wait
 	Deadlines bool // some waits have a deadline
@@ -414,6 +419,9 @@ func Generate(seed int64, cfg Config, opt Options) Sequence {
 		}
 		if opt.Reserves && !o.Try && r.IntN(3) == 0 {
 			o.Reserve, o.Retry = true, false
+		}
+		if opt.Classes && !o.Retry {
+			o.Class = []throttle.Priority{throttle.PriorityDefault, throttle.PriorityCritical, throttle.PriorityBackground}[r.IntN(3)]
 		}
 		if len(cfg.Extra) > 0 && !o.Reserve && (!o.Retry || r.IntN(2) == 0) {
 			o.Units = extraCosts(r, cfg.Extra)

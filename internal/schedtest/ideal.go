@@ -178,6 +178,11 @@ func (c *checker) noWedge() {
 			rj, ri := c.seq.Ops[j].Retry, c.seq.Ops[i].Retry
 			ahead := c.before(j, i) && (rj || !ri) && c.ret(j) > call
 			passing := rj && !ri && !c.before(j, i) && c.call(j) < ret
+			// Another class's first attempts share the key with i's
+			// (classes): any of them that went while i waited.
+			if !rj && !ri && c.seq.Ops[j].Class != c.seq.Ops[i].Class && c.call(j) < ret && c.ret(j) > call {
+				passing = true
+			}
 			if ahead || passing {
 				units += float64(c.seq.Ops[j].N)
 				tickets++

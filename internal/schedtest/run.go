@@ -86,6 +86,9 @@ func Run(t testing.TB, w throttle.Waiter, seq Sequence, idle func()) Log {
 			go func() {
 				defer wg.Done()
 				ctx, cancel := context.WithCancel(base)
+				if o.Class != throttle.PriorityDefault {
+					ctx = throttle.WithPriority(ctx, o.Class)
+				}
 				defer cancel()
 				res.Call = since()
 				if o.Deadline > 0 {

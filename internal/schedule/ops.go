@@ -228,11 +228,14 @@ type View struct {
 	Remaining float64 // units waits of one unit each could take at once
 	Next      float64 // the turn of a wait of one unit
 	Queued    float64
-	Interval  float64 // the pace in force; 0 for none
-	Burst     float64 // the bucket's depth in units at that pace
-	Cut       bool
-	Declared  bool
-	Hold      float64 // nothing goes before it (a pause)
+	// Critical, Background: of Queued, the units of the critical and
+	// background classes' first attempts (classes.go).
+	Critical, Background float64
+	Interval             float64 // the pace in force; 0 for none
+	Burst                float64 // the bucket's depth in units at that pace
+	Cut                  bool
+	Declared             bool
+	Hold                 float64 // nothing goes before it (a pause)
 	// The server's window, if one is known: what it has left, and its reset.
 	Window      bool
 	WindowLeft  float64
@@ -243,12 +246,14 @@ type View struct {
 func (s *State) View(now float64, c Config) View {
 	interval, tau := s.Pace(now, c)
 	v := View{
-		Queued:   float64(s.Queued()),
-		Interval: interval,
-		Cut:      (s.cut.rate(now, c.Sec) > 0 || s.trim > 0) && interval > 0,
-		Declared: c.Interval == 0 && s.dInt > 0,
-		Tokens:   math.Inf(1),
-		Hold:     s.hold,
+		Queued:     float64(s.Queued()),
+		Critical:   float64(s.q[Critical].live()),
+		Background: float64(s.q[Background].live()),
+		Interval:   interval,
+		Cut:        (s.cut.rate(now, c.Sec) > 0 || s.trim > 0) && interval > 0,
+		Declared:   c.Interval == 0 && s.dInt > 0,
+		Tokens:     math.Inf(1),
+		Hold:       s.hold,
 	}
 	if s.win.valid {
 		v.Window, v.WindowLeft, v.WindowReset = true, s.win.left, s.win.reset
