@@ -91,19 +91,14 @@ func TestPropRedisLimits(t *testing.T) {
 				propSlots <- struct{}{}
 				defer func() { <-propSlots }()
 				seq := schedtest.Generate(seed, s.cfg, s.opt)
-				q := New(c, fmt.Sprintf("prop-%s-%d", s.name, seed), s.cfg.Limits()...)
-				q.Timeout = time.Second // a loaded machine is no outage
-				q.FailMode = FailClosed // a store error must show
-				defer q.Close()
-				if err := scheduleScript.Load(t.Context(), c).Err(); err != nil {
-					t.Fatal(err)
-				}
-				// Start at the phase of the windows the seed picks, so that
-				// a replay of the seed meets the windows as the run did.
-				const per = 400 * time.Millisecond
-				phase := time.Duration(seed%40) * 10 * time.Millisecond
-				time.Sleep((phase - time.Duration(time.Now().UnixNano())%per + per) % per)
-				lg := schedtest.Run(t, q.For("k"), seq, nil)
+				lg := propRun(t, c, fmt.Sprintf("prop-%s-%d", s.name, seed), s.cfg, seq, func() {
+					// Start at the phase of the windows the seed picks, so
+					// that a replay of the seed meets the windows as the
+					// run did.
+					const per = 400 * time.Millisecond
+					phase := time.Duration(seed%40) * 10 * time.Millisecond
+					time.Sleep((phase - time.Duration(time.Now().UnixNano())%per + per) % per)
+				})
 				if !schedtest.Check(t, seq, lg, propRedisTol) {
 					t.Logf("replay: THROTTLE_PROP_BASE=%d THROTTLE_PROP_REDIS_N=1 go test -run 'TestPropRedisLimits/%s/' ./distributed\n%s",
 						seed, s.name, schedtest.Describe(seq, lg))

@@ -36,6 +36,12 @@ type Log struct {
 	// Start: when the run started (offsets count from it): windows
 	// aligned to the Unix epoch are counted from it.
 	Start time.Time
+	// Stall: on the real clock (Run without an idle func), the longest a
+	// timer of the run's process fired late while it ran (a 2 ms ticker):
+	// a process stalled that long may have seen its calls and returns
+	// that much after they happened, which the checker's tolerance does
+	// not cover: such a run shows nothing, either way.
+	Stall time.Duration
 }
 
 var errGaveUp = errors.New("schedtest: gave up")
@@ -75,6 +81,13 @@ func Run(t testing.TB, w throttle.Waiter, seq Sequence, idle func()) Log {
 	defer stop.Stop()
 
 	var wg sync.WaitGroup
+	stopMon := func() {}
+	if idle == nil {
+		done := make(chan struct{})
+		var mon sync.WaitGroup
+		mon.Go(func() { lg.Stall = stalls(done) })
+		stopMon = func() { close(done); mon.Wait() }
+	}
 	for i, o := range seq.Ops {
 		if d := o.At - since(); d > 0 {
 			time.Sleep(d)
@@ -158,5 +171,24 @@ func Run(t testing.TB, w throttle.Waiter, seq Sequence, idle func()) Log {
 		}
 	}
 	wg.Wait()
+	stopMon()
 	return lg
+}
+
+// stalls returns the longest a 2 ms ticker fired late until done closes.
+func stalls(done <-chan struct{}) time.Duration {
+	const tick = 2 * time.Millisecond
+	tk := time.NewTicker(tick)
+	defer tk.Stop()
+	var worst time.Duration
+	last := time.Now()
+	for {
+		select {
+		case <-done:
+			return worst
+		case now := <-tk.C:
+			worst = max(worst, now.Sub(last)-tick)
+			last = now
+		}
+	}
 }
