@@ -138,6 +138,8 @@ func Violations(seq Sequence, lg Log, tol time.Duration) []string {
 	// FIFO schedule is not theirs.
 	retries := slices.ContainsFunc(seq.Ops, func(o Op) bool { return o.Retry || o.Class != throttle.PriorityDefault })
 	switch {
+	case retries && !seq.feedback() && !seq.charges() && len(seq.Config.Extra) == 0 && seq.Config.Limit > 0:
+		c.noIdle()
 	case seq.feedback() || retries:
 	case len(seq.Config.Extra) > 0 && seq.settlesUnits():
 		// Settled units move the turns of every limit: never over per
@@ -265,6 +267,34 @@ func (c *checker) windows() {
 			c.errorf("window: %d units admitted (waits %v) in (%v, %v), where op %d said %v remain",
 				units, who, time.Duration(lo), time.Duration(hi), k, o.F.Window.Remaining)
 		}
+	}
+}
+
+// noIdle: the exact refunds where the order is not the calls' (retries,
+// classes): each admission, in time order, comes as soon as the bucket
+// allows its units after the admissions before it, or at its call, or at
+// the last departure before it (an admission, or a queued wait that
+// failed: it may have waited behind a larger ticket, until that went or
+// was cancelled), whichever is latest. A refund lost (a cancelled wait's
+// units kept) or a key idle with waits queued makes an admission later.
+func (c *checker) noIdle() {
+	interval := 1e9 / c.seq.Config.Limit
+	tau := float64(c.seq.Config.burst()) * interval
+	tat := math.Inf(-1)
+	for _, i := range c.admitted() {
+		n, ret := float64(c.seq.Ops[i].N), c.ret(i)
+		prev := math.Inf(-1) // the last departure from the queue by then
+		for _, j := range c.waits {
+			if t := c.ret(j); j != i && !c.refused(j) && t <= ret {
+				prev = max(prev, t)
+			}
+		}
+		bound := max(tat+n*interval-tau, c.call(i), prev)
+		if ret > bound+c.tol {
+			c.errorf("refund: wait %d admitted at %v; its units were free at %v (the bucket after the admissions before it, its call, the last wait to leave the queue before it)",
+				i, time.Duration(ret), time.Duration(bound))
+		}
+		tat = max(tat, ret) + n*interval
 	}
 }
 
