@@ -28,7 +28,7 @@ func (h headerArgs) append(args []any) []any {
 // waitArgs are the arguments of wait, try, mwait, mtry after the header, in ARGV's order.
 type waitArgs struct {
 	N          any   // units of the first limit
-	Queue      any   // 0: retries, 1: first attempts
+	Queue      any   // 0: retries, 1: first attempts (the default class), 2: critical, 3: background
 	Maxwait    any   // the most µs the turn may be from now ("": no bound; "0": a try)
 	KnownID    any   // the id of the state the process knew ("": none)
 	KnownFloor any   // its last turn, µs from now ("": none)
@@ -295,8 +295,10 @@ const (
 
 // the queues
 const (
-	queueRetry = 0 // retries
-	queueFirst = 1 // first attempts
+	queueRetry      = 0 // retries
+	queueFirst      = 1 // first attempts (the default class)
+	queueCritical   = 2 // first attempts of the critical class (classes.go)
+	queueBackground = 3 // first attempts of the background class
 )
 
 // a flag argument: "" is off

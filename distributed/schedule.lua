@@ -21,7 +21,8 @@
 --
 -- The state is one hash: c, the core, read by every call (below), and x,
 -- the rest (holes, tickets of several units, the window, the cut,
--- further limits: a MessagePack array, cmsgpack being in every Redis
+-- further limits, the critical and background queues and the classes'
+-- virtual starts: a MessagePack array, cmsgpack being in every Redis
 -- since 2.6 and in Valkey), present only while one of them is, and
 -- carried by the core instead while it holds nothing but further
 -- limits mwait's fast path can spend (CORE_XC, below). The
@@ -30,7 +31,9 @@
 -- one.
 --
 -- A wait of one unit on a key with nothing but its bucket (no x, no
--- retry queued, the configuration the state's) takes the fast path below:
+-- retry queued, the configuration the state's; a key that ever queued a
+-- critical or background wait keeps x, so that only the default class
+-- takes it) takes the fast path below:
 -- the same rules with the window, the cut, the holes and the retry queue
 -- absent, one HGET and one HSET, no table, no function that closes over
 -- a local, no number parsed but the clock's, so that the common wait

@@ -4,9 +4,10 @@
 -- locals every part shares (see schedule.lua).
 
 -- mwalk: the turns of M's tickets in queue order (schedule_limits.go's
--- walk): the latest among the limits, FIFO, each limit's tat moved as
--- GCRA moves it when the ticket goes at its turn, no earlier than
--- M.floor. f(qi, i, t) returns false to stop; returns the
+-- walk): the retries first, then the classes in the merge's order
+-- (tags, ties by RANK); the latest among the limits, FIFO, each limit's
+-- tat moved as GCRA moves it when the ticket goes at its turn, no
+-- earlier than M.floor. f(qi, i, t) returns false to stop; returns the
 -- first limit's chain and the tats after the tickets f accepted.
 local function mwalk(f)
 	local iv, tau = pace(now)
@@ -15,8 +16,30 @@ local function mwalk(f)
 		lims[L] = {l[1], l[2], l[3], l[4], l[5], l[6]}
 	end
 	local chain, prev, p = -INF, M.floor, 0
-	for qi = 0, 1 do
-		for i, tk in ipairs(M.q[qi]) do
+	local at, r0 = {[0] = 1, [1] = 1, [2] = 1, [3] = 1}, {[0] = 0, [1] = 0, [2] = 0, [3] = 0}
+	while true do
+		local qi = -1
+		if at[0] <= #M.q[0] then
+			qi = 0
+		else
+			local best = 0
+			for o = 1, 3 do
+				if at[o] <= #M.q[o] then
+					local tag = tagOf(o, r0[o])
+					if qi < 0 or tag < best or (tag == best and RANK[o] < RANK[qi]) then
+						qi, best = o, tag
+					end
+				end
+			end
+		end
+		if qi < 0 then
+			break
+		end
+		local i = at[qi]
+		at[qi] = i + 1
+		local tk = M.q[qi][i]
+		r0[qi] = r0[qi] + tk[2]
+		do
 			local n = tk[2]
 			p = p + n
 			local t = math.max(prev, turnAt(p))
@@ -60,7 +83,7 @@ end
 -- whole tickets from the head; what they leave is kept for mcommit.
 local mDue = nil
 local function mdue()
-	local at, units, cnt = now + 1e-9 * SEC, 0, {[0] = 0, [1] = 0}
+	local at, units, cnt = now + 1e-9 * SEC, 0, {[0] = 0, [1] = 0, [2] = 0, [3] = 0}
 	local chain, lims = mwalk(function(qi, i, t)
 		if t > at then
 			return false
@@ -74,7 +97,7 @@ local function mdue()
 end
 local function mcommit()
 	M.lim = mDue.lims
-	for qi = 0, 1 do
+	for qi = 0, 3 do
 		for _ = 1, mDue.cnt[qi] do
 			table.remove(M.q[qi], 1)
 		end
@@ -117,11 +140,17 @@ local function advance()
 	if k > 0 then
 		-- Release on copies first: tatAfter reads the tickets as they were
 		-- (release replaces the lists, it does not write to them).
-		local q0 = {rel = s.q[0].rel, ['end'] = s.q[0]['end'], holes = s.q[0].holes, big = s.q[0].big}
-		local q1 = {rel = s.q[1].rel, ['end'] = s.q[1]['end'], holes = s.q[1].holes, big = s.q[1].big}
-		local gone = release(q0, k)
-		if live(q0) == 0 then
-			gone = gone + release(q1, k - gone)
+		local qs = {}
+		for qi = 0, 3 do
+			local q = s.q[qi]
+			qs[qi] = {rel = q.rel, ['end'] = q['end'], holes = q.holes, big = q.big}
+		end
+		local gone = release(qs[0], k)
+		local mv = {[1] = 0, [2] = 0, [3] = 0}
+		if live(qs[0]) == 0 then -- retries first
+			local g
+			g, mv = releaseClasses(qs, k - gone)
+			gone = gone + g
 		end
 		if gone > 0 then
 			local tat = s.tat
@@ -146,7 +175,13 @@ local function advance()
 				end
 				past = gone - lo
 			end
-			s.q[0], s.q[1] = q0, q1
+			for qi = 0, 3 do
+				s.q[qi] = qs[qi]
+			end
+			for qi = 1, 3 do
+				s.vb[qi] = s.vb[qi] + mv[qi]
+			end
+			tidyClasses()
 			s.tat = tat
 			if interval > 0 then
 				if c.r0 ~= 0 then
@@ -188,10 +223,18 @@ local function advance()
 	end
 	floorTat()
 end
+-- position: the units ahead of the ticket (qi, e), its own included (a
+-- class's: the retries and the other classes' units ahead of it in the
+-- merge too); 0 if it has gone.
 local function position(qi, e)
-	local p = ahead(s.q[qi], e)
-	if p > 0 and qi == 1 then
-		p = p + live(s.q[0])
+	local q = s.q[qi]
+	local p = ahead(q, e)
+	if p <= 0 or qi == 0 then
+		return p
+	end
+	p = p + live(s.q[0])
+	if classes() > 1 then
+		p = p + others(qi, ahead(q, e) - sizeAt(q, e))
 	end
 	return p
 end
@@ -221,6 +264,7 @@ local function enqueue(qi, n)
 		s.maxCost = n
 		rescale()
 	end
+	enterClass(qi)
 	local e = take(s.q[qi], n)
 	if M ~= nil then
 		local tk = {e, n}

@@ -213,6 +213,21 @@ func (g *gen) maxQueued() int64 {
 	return int64(1 + g.r.IntN(8))
 }
 
+// queue draws a wait's queue: retries one time in five, else a class,
+// the default (First) most often, critical and background as often as
+// each other (classes.go).
+func (g *gen) queue() int {
+	switch k := g.r.IntN(10); {
+	case k < 2:
+		return schedule.Retry
+	case k < 6:
+		return schedule.First
+	case k < 8:
+		return schedule.Critical
+	}
+	return schedule.Background
+}
+
 // cost draws a wait's units: within the burst when there is a pace.
 func (g *gen) cost() int64 {
 	hi := g.c.burst
@@ -319,17 +334,9 @@ func (g *gen) next() dop {
 	}
 	switch {
 	case k < 30:
-		q := schedule.First
-		if r.IntN(5) == 0 {
-			q = schedule.Retry
-		}
-		op = schedule.Wait{N: g.cost(), Queue: q, MaxWait: g.maxWait(), MaxQueued: g.maxQueued(), Cost: g.xcost(), Seed: g.seed()}
+		op = schedule.Wait{N: g.cost(), Queue: g.queue(), MaxWait: g.maxWait(), MaxQueued: g.maxQueued(), Cost: g.xcost(), Seed: g.seed()}
 	case k < 38:
-		q := schedule.First
-		if r.IntN(5) == 0 {
-			q = schedule.Retry
-		}
-		op = schedule.Try{N: g.cost(), Queue: q, Cost: g.xcost(), Seed: g.seed()}
+		op = schedule.Try{N: g.cost(), Queue: g.queue(), Cost: g.xcost(), Seed: g.seed()}
 	case k < 48:
 		t, ok := g.ticket()
 		op = schedule.Cancel{Ticket: t.Ticket, N: t.n, Lost: !ok || r.IntN(10) == 0}

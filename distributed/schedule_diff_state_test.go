@@ -102,7 +102,10 @@ func luaFields(h map[string]string) ([]schedule.Field, error) {
 		}
 		out = append(out, schedule.Field{Name: f.Name, Value: schedule.FromNone(v)})
 	}
-	for qi, slots := range [2][2]int{{schedule.SlotHoles0, schedule.SlotBig0}, {schedule.SlotHoles1, schedule.SlotBig1}} {
+	for qi, slots := range [schedule.Queues][2]int{
+		{schedule.SlotHoles0, schedule.SlotBig0}, {schedule.SlotHoles1, schedule.SlotBig1},
+		{schedule.SlotHoles2, schedule.SlotBig2}, {schedule.SlotHoles3, schedule.SlotBig3},
+	} {
 		for j, name := range []string{".holes", ".big"} {
 			t, _ := slot(slots[j]).([]any)
 			for i := 0; i+1 < len(t); i += 2 {
@@ -172,8 +175,11 @@ func limitFields(out []schedule.Field, m []any) ([]schedule.Field, error) {
 		}
 		i += schedule.LimitSlots
 	}
-	for qi := range 2 {
-		cnt := int(at(i))
+	for qi := range schedule.Queues {
+		cnt := 0 // a count not there (a state written before classes): none
+		if v := at(i); !math.IsNaN(v) {
+			cnt = int(v)
+		}
 		i++
 		for t := range cnt {
 			name := "x.q" + strconv.Itoa(qi) + "[" + strconv.Itoa(t) + "]"
@@ -208,7 +214,9 @@ func shortX(b string, core []float64) ([]any, error) {
 	for j := 2; j < 2+6*k; j++ {
 		f = append(f, d(j))
 	}
-	f = append(f, 0.0, 0.0)
+	for range schedule.Queues {
+		f = append(f, 0.0) // each queue's count of tickets
+	}
 	a[26] = f
 	return a, nil
 }

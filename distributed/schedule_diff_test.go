@@ -480,12 +480,25 @@ func (q *dseq) prepare(o dop) dop {
 type coverage map[string]int
 
 func (cv coverage) count(fs []schedule.Field) {
+	waiting := 0 // the class queues with units queued (holes aside)
+	for _, f := range fs {
+		if q, ok := strings.CutSuffix(f.Name, ".end"); ok && (q == "q1" || q == "q2" || q == "q3") {
+			for _, g := range fs {
+				if g.Name == q+".rel" && g.Value < f.Value {
+					waiting++
+				}
+			}
+		}
+	}
+	if waiting > 1 {
+		cv["classes>1"]++
+	}
 	for _, f := range fs {
 		switch {
 		case f.Value == 0:
 		case f.Name == "win.valid", f.Name == "win.rolls", f.Name == "win.started", f.Name == "win.tight",
 			f.Name == "cut.r0", f.Name == "trim", f.Name == "hb.on", f.Name == "win.probed", f.Name == "win.spreadLeft",
-			f.Name == "hold":
+			f.Name == "hold", f.Name == "vb1", f.Name == "vb2", f.Name == "vb3":
 			cv[f.Name]++
 		case f.Name == "hb.ended" && f.Value >= 2:
 			cv["hb.ended>=2"]++

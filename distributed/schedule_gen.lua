@@ -43,7 +43,7 @@ local KIND_CLASS = '[bfslu]' -- a pattern's class of the letters
 --   A.BURST = 3: the burst, with ":version" after it when the configuration has a version
 --   A.CHANNEL = 4: the channel a move is published on
 --   A.WAIT_N = 5: wait, try, mwait, mtry: units of the first limit
---   A.WAIT_QUEUE = 6: wait, try, mwait, mtry: 0: retries, 1: first attempts
+--   A.WAIT_QUEUE = 6: wait, try, mwait, mtry: 0: retries, 1: first attempts (the default class), 2: critical, 3: background
 --   A.WAIT_MAXWAIT = 7: wait, try, mwait, mtry: the most µs the turn may be from now ("": no bound; "0": a try)
 --   A.WAIT_KNOWN_ID = 8: wait, try, mwait, mtry: the id of the state the process knew ("": none)
 --   A.WAIT_KNOWN_FLOOR = 9: wait, try, mwait, mtry: its last turn, µs from now ("": none)
@@ -128,11 +128,15 @@ local KIND_CLASS = '[bfslu]' -- a pattern's class of the letters
 
 -- QUEUE: the queues
 --   QUEUE.RETRY = 0: retries
---   QUEUE.FIRST = 1: first attempts
+--   QUEUE.FIRST = 1: first attempts (the default class)
+--   QUEUE.CRITICAL = 2: first attempts of the critical class (classes.go)
+--   QUEUE.BACKGROUND = 3: first attempts of the background class
 
 -- QUEUE_ARG: the queues, as the argument's text
 --   QUEUE_ARG.RETRY = '0'
 --   QUEUE_ARG.FIRST = '1'
+--   QUEUE_ARG.CRITICAL = '2'
+--   QUEUE_ARG.BACKGROUND = '3'
 
 -- FLAG: a flag argument: "" is off
 --   FLAG.ON = 1: on

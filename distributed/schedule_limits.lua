@@ -19,7 +19,9 @@
 -- M.floor, no queued ticket goes before it (see mmoved); M.ver and
 -- M.spec, the configuration that wrote them (see mwait). Kept in x
 -- (a[27]), flat: k, floor, ver, spec, the limits' 6k numbers, then per
--- queue its count and tickets of 2 + k numbers; or, with nothing queued
+-- queue (0 to 3: retries, then the classes) its count and tickets of 2 +
+-- k numbers (a count not there, as a state written before classes
+-- leaves the last two, is 0); or, with nothing queued
 -- in them and nothing else in x, in the core, x's short form (see
 -- CORE_XC in schedule.lua, and extOf), which mwait's fast path reads.
 -- The configuration comes with each wait (op mwait, ARGV[A.WAIT_XSPEC]).
@@ -28,14 +30,14 @@ local mcost = nil -- the cost in M's limits of the wait enqueue takes
 if type(a[27]) == 'table' then
 	local f = a[27]
 	local k = f[1]
-	M = {k = k, floor = f[2], ver = f[3], spec = f[4], lim = {}, q = {[0] = {}, [1] = {}}}
+	M = {k = k, floor = f[2], ver = f[3], spec = f[4], lim = {}, q = {[0] = {}, [1] = {}, [2] = {}, [3] = {}}}
 	local i = 5
 	for L = 1, k do
 		M.lim[L] = {f[i], f[i + 1], f[i + 2], f[i + 3], f[i + 4], f[i + 5]}
 		i = i + 6
 	end
-	for qi = 0, 1 do
-		local m = f[i]
+	for qi = 0, 3 do
+		local m = f[i] or 0
 		i = i + 1
 		for _ = 1, m do
 			local tk = {}
@@ -57,7 +59,7 @@ local function mflat()
 			table.insert(f, l[j])
 		end
 	end
-	for qi = 0, 1 do
+	for qi = 0, 3 do
 		table.insert(f, #M.q[qi])
 		for _, tk in ipairs(M.q[qi]) do
 			for j = 1, 2 + M.k do
@@ -74,7 +76,11 @@ end
 -- queues' holes and tickets of several units (a[1…4], each flat or 0),
 -- the window (a[5…11], a[19]), the cut (a[12…18]), the pace last in
 -- force and its spread (a[20…24]), the trim (a[25], a[26]), the further
--- limits (a[27], mflat; 0 for none), the window's fewest told (a[28]).
+-- limits (a[27], mflat; 0 for none), the window's fewest told (a[28]),
+-- the learned window (a[29]), the hidden budget (a[30]), and, once a
+-- class queue was used, the classes (a[31]: the critical and background
+-- queues' rel and end, the virtual starts; their holes and tickets of
+-- several units in a[32…35]).
 local function bit(b)
 	if b then
 		return 1
@@ -93,15 +99,33 @@ local function flat(list)
 	return out
 end
 local function extOf()
-	local q0, q1, w, c = s.q[0], s.q[1], s.win, s.cut
-	local lines = #q0.holes + #q0.big + #q1.holes + #q1.big
-	if lines == 0 and not w.valid and not c.moved and s.trim == 0 and M == nil and not s.hb.on then
-		return nil, false
+	local q0, q1, q2, q3, w, c = s.q[0], s.q[1], s.q[2], s.q[3], s.win, s.cut
+	local lines = #q0.holes + #q0.big + #q1.holes + #q1.big + #q2.holes + #q2.big + #q3.holes + #q3.big
+	-- The classes' line (a[31]): 0 for a key that never queued in a
+	-- class but the default's.
+	local cls = 0
+	if q2.rel ~= 0 or q2['end'] ~= 0 or q3.rel ~= 0 or q3['end'] ~= 0 or s.vb[1] ~= 0 or s.vb[2] ~= 0 or s.vb[3] ~= 0 then
+		cls = {q2.rel, q2['end'], q3.rel, q3['end'], s.vb[1], s.vb[2], s.vb[3]}
+	end
+	-- plain: nothing beyond the core but the classes' line (the engine's
+	-- tidy: no pace last in force, no map of earlier arrivals, no trim
+	-- count are kept then; x is what a state without x reads as).
+	local plain = lines == 0 and not w.valid and not c.moved and s.trim == 0 and M == nil and not s.hb.on
+	if plain then
+		if cls == 0 then
+			return nil, false
+		end
+		local f = {}
+		for j = 1, 30 do
+			f[j] = 0
+		end
+		f[31] = cls
+		return cmsgpack.pack(f), false
 	end
 	local mid = {bit(w.valid), w.left, w.reset, w.size, w.probed, w.spreadAt, w.spreadLeft,
 		c.r0, c.wMax, c.floor, c.at, bit(c.open), c.last, bit(c.moved), w.probeAt,
 		s.credInt, s.credTau, s.spAt, s.spK, s.spRho, s.trim, s.trimGone}
-	local short = M ~= nil and lines == 0 and #M.q[0] + #M.q[1] == 0 and not s.hb.on
+	local short = M ~= nil and lines == 0 and #M.q[0] + #M.q[1] + #M.q[2] + #M.q[3] == 0 and not s.hb.on and cls == 0
 	for i, v in ipairs(mid) do
 		if i == 16 then -- the pace last in force
 			short = short and v == cfgI
@@ -140,6 +164,9 @@ local function extOf()
 		local b = s.hb
 		f[30] = {1, b.at, b.n, b.first, b['end'], b.c[1].q, b.c[1].w, b.c[1].lo, b.c[2].q, b.c[2].w, b.c[2].lo, b.ended}
 	end
+	if cls ~= 0 then
+		f[31], f[32], f[33], f[34], f[35] = cls, flat(q2.holes), flat(q2.big), flat(q3.holes), flat(q3.big)
+	end
 	return cmsgpack.pack(f), false
 end
 -- mexpire returns expire, or later while M's limits count: a bucket
@@ -176,16 +203,18 @@ cancelTicket = function(q, e, n)
 	if M == nil then
 		return cancelLine(q, e, n)
 	end
-	local before = live(q)
+	local lv = live(q)
 	cancelLine(q, e, n)
 	local qi = 1
-	if q == s.q[0] then
-		qi = 0
+	for j = 0, 3 do
+		if q == s.q[j] then
+			qi = j
+		end
 	end
 	for i, tk in ipairs(M.q[qi]) do
 		if tk[1] == e then
 			mmoved()
-			if live(q) == before then
+			if live(q) == lv then
 				for j = 3, 2 + M.k do
 					tk[j] = 0
 				end
@@ -434,9 +463,9 @@ if op == 'mwait' or op == 'mtry' or op == 'msettle' or op == 'mstate' then
 		end
 		M.lim, M.ver, M.spec = lim, ver, spec
 	else
-		M = {k = #lim, floor = NONE, ver = ver, spec = spec, lim = lim, q = {[0] = {}, [1] = {}}}
+		M = {k = #lim, floor = NONE, ver = ver, spec = spec, lim = lim, q = {[0] = {}, [1] = {}, [2] = {}, [3] = {}}}
 		-- Tickets queued before (by plain waits): of no cost in these.
-		for qi = 0, 1 do
+		for qi = 0, 3 do
 			local q = s.q[qi]
 			if live(q) > 0 then
 				return redis.error_reply('THROTTLE_MULTI a key queued without its further limits')
@@ -455,9 +484,10 @@ end
 -- (enqueue, its turn now, advance), without defining the general path's
 -- functions; state written as its write-back writes it.
 if op == 'mwait' and ARGV[A.WAIT_QUEUE] == QUEUE_ARG.FIRST and (ARGV[A.WAIT_KNOWN_ID] == '' or tonumber(ARGV[A.WAIT_KNOWN_ID]) == s.id) then
-	local n, q0, q1 = tonumber(ARGV[A.WAIT_N]), s.q[0], s.q[1]
+	local n, q0, q1, q2, q3 = tonumber(ARGV[A.WAIT_N]), s.q[0], s.q[1], s.q[2], s.q[3]
 	local I, tau = cfgI, cfgB * cfgI
-	local ok = q0.rel == q0['end'] and q1.rel == q1['end'] and #q0.holes + #q0.big + #q1.holes + #q1.big == 0
+	local ok = q0.rel == q0['end'] and q1.rel == q1['end'] and q2.rel == q2['end'] and q3.rel == q3['end']
+		and #q0.holes + #q0.big + #q1.holes + #q1.big + #q2.holes + #q2.big + #q3.holes + #q3.big == 0
 		and not s.win.valid and s.cut.r0 == 0 and not s.cut.moved and s.trim == 0 and now >= s.hold
 		and (s.credInt == 0 or (s.credInt == I and s.credTau == tau))
 	local tat = math.max(s.tat, now)

@@ -75,18 +75,21 @@ if op == 'wait' or op == 'mwait' then
 	local maxq = tonumber(ARGV[A.WAIT_MAXQUEUED])
 	if maxwait ~= nil and wt >= maxwait and wt > 0 then
 		cancelTicket(s.q[qi], e, n)
+		tidyClasses()
 		reply = {[R.WAIT_STATUS] = STATUS.NONE, [R.WAIT_WAIT] = wt, [R.WAIT_ID] = s.id, [R.WAIT_END] = 0, [R.WAIT_RECHECK] = REPLY.NONE, [R.WAIT_NOW] = now}
-	elseif maxq ~= nil and maxq > 0 and t > now and live(s.q[0]) + live(s.q[1]) > maxq then
+	elseif maxq ~= nil and maxq > 0 and t > now and queued() > maxq then
 		-- It would queue past the key's bound: nothing kept.
 		cancelTicket(s.q[qi], e, n)
+		tidyClasses()
 		reply = {[R.WAIT_STATUS] = STATUS.FULL, [R.WAIT_WAIT] = wt, [R.WAIT_ID] = s.id, [R.WAIT_END] = 0, [R.WAIT_RECHECK] = REPLY.NONE, [R.WAIT_NOW] = now}
 	else
 		if t <= now then
 			advance()
 		end
-		if qi == 0 and live(s.q[1]) > 0 then
-			-- A retry goes ahead of first attempts already waiting: their
-			-- turns move later, and their sleepers must learn it.
+		if behind(qi) then
+			-- A retry goes ahead of first attempts already waiting, and a
+			-- class's ticket may go ahead of another class's: their turns
+			-- move later, and their sleepers must learn it.
 			moved = true
 		end
 		reply = {[R.WAIT_STATUS] = STATUS.OK, [R.WAIT_WAIT] = wt, [R.WAIT_ID] = s.id, [R.WAIT_END] = e, [R.WAIT_RECHECK] = recheck(), [R.WAIT_NOW] = now}
@@ -129,10 +132,16 @@ elseif op == 'cancel' then
 		local qi, e, n = tonumber(ARGV[A.CANCEL_QUEUE]), tonumber(ARGV[A.CANCEL_END]), tonumber(ARGV[A.CANCEL_N])
 		if e > s.q[qi].rel then
 			cancelTicket(s.q[qi], e, n)
+			tidyClasses()
 			reply = BACK.YES
 			if M ~= nil then
 				moved = true -- every limit's walk
-			elseif e < s.q[qi]['end'] or (qi == 0 and live(s.q[1]) > 0) then
+			elseif qi >= 2 and behind(qi) then
+				-- A critical or background ticket given back beside another
+				-- class's: the merge may move tickets of a class a refund's
+				-- message (queue, end) does not order (see pushMsg).
+				moved = true
+			elseif e < s.q[qi]['end'] or behind(qi) then
 				refunded(qi, e) -- the tickets behind move up; the tail's moves none
 			end
 		end
@@ -235,7 +244,7 @@ elseif op == 'msettle' then
 	if any then
 		mmoved()
 	end
-	if settle(spent, actual) or (any and #M.q[0] + #M.q[1] > 0) then
+	if settle(spent, actual) or (any and #M.q[0] + #M.q[1] + #M.q[2] + #M.q[3] > 0) then
 		moved = true
 	end
 elseif op == 'try' or op == 'mtry' then
@@ -250,6 +259,7 @@ elseif op == 'try' or op == 'mtry' then
 	advance()
 	-- What enqueue may change besides the ticket, to put back.
 	local maxCost, tat, wasMoved, win = s.maxCost, s.tat, moved, {}
+	local vb = {[1] = s.vb[1], [2] = s.vb[2], [3] = s.vb[3]}
 	local floor = M and M.floor
 	local cred = {s.credInt, s.credTau, s.spAt, s.spK, s.spRho}
 	for k, v in pairs(w) do
@@ -266,6 +276,7 @@ elseif op == 'try' or op == 'mtry' then
 		-- The tail's ticket is taken back outright: the queue is as it was.
 		cancelTicket(s.q[qi], e, n)
 		s.maxCost, s.tat, moved = maxCost, tat, wasMoved
+		s.vb = vb
 		if M ~= nil then
 			M.floor = floor
 		end
@@ -307,10 +318,14 @@ elseif op == 'lease' then
 		for i = #ARGV, A.LEASE_BACK, -1 do -- descending: the tail's first
 			local e = tonumber(ARGV[i])
 			if e > s.q[1].rel and e <= s.q[1]['end'] then
-				if e ~= s.q[1]['end'] then
-					refunded(1, e) -- the tickets behind move up
+				if e ~= s.q[1]['end'] or behind(1) then
+					-- The tickets behind move up: the queue's, and the other
+					-- classes' that the merge put behind it (a refund's
+					-- message of queue 1 concerns theirs: see pushMsg).
+					refunded(1, e)
 				end
 				cancelTicket(s.q[1], e, 1)
+				tidyClasses()
 			elseif e <= s.q[1].rel then
 				spent = spent + 1
 			end
@@ -333,8 +348,9 @@ elseif op == 'lease' then
 	-- positions (enqueue changes no more than the queue's end then).
 	-- A key counting a hidden budget's cycles leases only for the waits
 	-- queued, as under a window: a turn leased ahead and left unused
-	-- would count as sent.
-	local simple = not w.valid and c.r0 == 0 and not s.hb.on
+	-- would count as sent. Nor with a critical or background wait
+	-- queued: the merge places each ticket (position, turn).
+	local simple = not w.valid and c.r0 == 0 and not s.hb.on and live(s.q[2]) == 0 and live(s.q[3]) == 0
 	local iv, tau = pace(now)
 	local p1, from = 0, 0
 	for j = 1, k do
@@ -362,6 +378,7 @@ elseif op == 'lease' then
 		end
 		if not keep then
 			cancelTicket(s.q[1], e, 1) -- the tail's: taken back outright
+			tidyClasses()
 			if j == 1 then
 				waits = {wt}
 			end
@@ -369,6 +386,11 @@ elseif op == 'lease' then
 		end
 		table.insert(waits, wt)
 		last = e
+		if behind(1) then
+			-- The merge may put the ticket ahead of another class's
+			-- tickets: their turns move later, as a wait's moves them.
+			moved = true
+		end
 		if wt == 0 then
 			due = true
 		end

@@ -23,7 +23,9 @@ elseif xc then
 	for j = 3, 2 + 6 * k do
 		f[#f + 1] = v[j]
 	end
-	f[#f + 1], f[#f + 2] = 0, 0
+	for _ = 0, 3 do
+		f[#f + 1] = 0 -- each queue's count of tickets
+	end
 	a[27] = f
 end
 local function pairsOf(flat)
@@ -56,6 +58,21 @@ local s = {
 	spAt = a[22] or 0, spK = a[23] or 0, spRho = a[24] or 0,
 	trim = a[25] or 0, trimGone = a[26] or 0,
 }
+-- The class queues (the engine's classes.go): critical (2) and background
+-- (3) beside the default's (1, the core's), and each class's virtual
+-- start (vb), kept in x: a[31] {q2.rel, q2.end, q3.rel, q3.end, vb1,
+-- vb2, vb3} (0 while no class but the default was ever queued), their
+-- holes and tickets of several units in a[32…35], as the first two
+-- queues' in a[1…4].
+do
+	local cl = a[31]
+	if type(cl) ~= 'table' then
+		cl = {}
+	end
+	s.q[2] = {rel = cl[1] or 0, ['end'] = cl[2] or 0, holes = pairsOf(a[32]), big = pairsOf(a[33])}
+	s.q[3] = {rel = cl[3] or 0, ['end'] = cl[4] or 0, holes = pairsOf(a[34]), big = pairsOf(a[35])}
+	s.vb = {[1] = cl[5] or 0, [2] = cl[6] or 0, [3] = cl[7] or 0}
+end
 -- hb: what the key's refusals told of a hidden budget (schedule_budget.go's
 -- budget), kept in x (a[30]) while on; the learned window's own slots are
 -- in a[29] (see extOf).
@@ -159,6 +176,49 @@ local function release(q, k)
 	q.holes, q.big = holes, big
 	return gone
 end
+-- sizeAt: the units of the queued ticket ending at e.
+local function sizeAt(q, e)
+	for _, b in ipairs(q.big) do
+		if b[1] == e then
+			return b[2]
+		end
+		if b[1] > e then
+			break
+		end
+	end
+	return 1
+end
+-- lastRank: the rank (1-based, among the live units from the head) of
+-- the last unit of the ticket that holds the x-th live unit; the live
+-- units if x is past them.
+local function lastRank(q, x)
+	local lv = live(q)
+	if x >= lv then
+		return lv
+	end
+	for _, b in ipairs(q.big) do
+		local hi = ahead(q, b[1])
+		if hi - b[2] >= x then
+			break
+		end
+		if hi >= x then
+			return hi
+		end
+	end
+	return x
+end
+-- unitAt: the unit number of the live unit of rank r (1-based from the
+-- head).
+local function unitAt(q, r)
+	local u = q.rel + r
+	for _, h in ipairs(q.holes) do
+		if h[1] - h[2] >= u then
+			break
+		end
+		u = u + h[2]
+	end
+	return u
+end
 local function take(q, n)
 	q['end'] = q['end'] + n
 	if n > 1 then
@@ -199,6 +259,144 @@ local function cancelTicket(q, e, n)
 		return -- kept as queued units: lost, never over-spent
 	end
 	table.insert(q.holes, at, {e, n})
+end
+
+-- Priority classes (the engine's classes.go): first attempts wait in
+-- three queues, 1 the default class, 2 critical, 3 background, behind
+-- the retries (0), merged by start-time fair queueing: a ticket's tag is
+-- (vb[c] + r0)·stride[c], r0 the live units of its class ahead of it,
+-- ties by RANK (critical, default, background). STRIDE and RANK are
+-- classes.go's strides and classRank.
+local STRIDE = {[1] = STRIDE_DEFAULT, [2] = STRIDE_CRITICAL, [3] = STRIDE_BACKGROUND}
+local RANK = {[1] = 1, [2] = 0, [3] = 2}
+-- classes: how many class queues hold live units.
+local function classes()
+	local n = 0
+	for qi = 1, 3 do
+		if live(s.q[qi]) > 0 then
+			n = n + 1
+		end
+	end
+	return n
+end
+-- tagOf: the tag of a ticket of class qi with r0 of its class's live
+-- units ahead of it.
+local function tagOf(qi, r0)
+	return (s.vb[qi] + r0) * STRIDE[qi]
+end
+-- before: the live units of class o in tickets whose keys are less than
+-- a ticket of class qi with tag: those whose tags are less, or equal for
+-- a class that goes first on a tie; whole tickets.
+local function before(qi, tag, o)
+	local q = s.q[o]
+	local r0 -- the largest r0 of a ticket of o ahead
+	if RANK[o] < RANK[qi] then
+		r0 = math.floor(tag / STRIDE[o]) - s.vb[o]
+	else
+		r0 = math.ceil(tag / STRIDE[o]) - 1 - s.vb[o]
+	end
+	if r0 < 0 then
+		return 0
+	end
+	local lv = live(q)
+	if r0 >= lv then
+		return lv
+	end
+	return lastRank(q, r0 + 1)
+end
+-- others: the units of the other classes ahead of a ticket of class qi
+-- with r0 of its class's units ahead of it.
+local function others(qi, r0)
+	local tag = tagOf(qi, r0)
+	local p = 0
+	for o = 1, 3 do
+		if o ~= qi and live(s.q[o]) > 0 then
+			p = p + before(qi, tag, o)
+		end
+	end
+	return p
+end
+-- enterClass: class qi's virtual start before a take, if it has nothing
+-- queued: the least head tag of the classes waiting, so that its first
+-- ticket goes no later than their heads'.
+local function enterClass(qi)
+	if qi == 0 or live(s.q[qi]) > 0 then
+		return
+	end
+	local least = INF
+	for o = 1, 3 do
+		if o ~= qi and live(s.q[o]) > 0 then
+			least = math.min(least, s.vb[o] * STRIDE[o])
+		end
+	end
+	s.vb[qi] = 0
+	if least ~= INF then
+		s.vb[qi] = math.ceil(least / STRIDE[qi])
+	end
+end
+-- tidyClasses: the virtual starts no merge needs are forgotten (0): a
+-- class with nothing queued, and the only class queued.
+local function tidyClasses()
+	local n = 0
+	for qi = 1, 3 do
+		if live(s.q[qi]) == 0 then
+			s.vb[qi] = 0
+		else
+			n = n + 1
+		end
+	end
+	if n <= 1 then
+		s.vb[1], s.vb[2], s.vb[3] = 0, 0, 0
+	end
+end
+-- releaseClasses: at most k live units of the class queues go, in the
+-- merge's order and whole tickets only, from qs (copies of s.q, which s
+-- still describes); returns how many went and, by class, the units by
+-- which its virtual start moves (s.vb is left as it is: the turns are
+-- still read from s). Each class lets go its tickets whose positions
+-- among the classes are at most k: the merge's prefix.
+local function releaseClasses(qs, k)
+	local gone, m = 0, {[1] = 0, [2] = 0, [3] = 0}
+	if classes() <= 1 then
+		for qi = 1, 3 do
+			gone = gone + release(qs[qi], k - gone) -- skips the holes at its head
+		end
+		return gone, m
+	end
+	for qi = 1, 3 do
+		local q = s.q[qi]
+		-- The largest rank whose ticket's position is at most k: the
+		-- positions grow with the rank.
+		local lo, hi = 0, live(q)
+		while lo < hi do
+			local mid = math.floor((lo + hi + 1) / 2)
+			local last = lastRank(q, mid)
+			local first = last - sizeAt(q, unitAt(q, last)) + 1
+			if last + others(qi, first - 1) <= k then
+				lo = mid
+			else
+				hi = mid - 1
+			end
+		end
+		if lo > 0 then
+			m[qi] = lastRank(q, lo)
+		end
+	end
+	for qi = 1, 3 do
+		gone = gone + release(qs[qi], m[qi]) -- skips the holes at its head
+	end
+	return gone, m
+end
+-- behind: whether a ticket of queue qi, taken or given back, moves the
+-- turns of another queue's tickets: a retry's, those of the classes
+-- waiting; a class's, those of the other classes waiting.
+local function behind(qi)
+	for o = 1, 3 do
+		if o ~= qi and live(s.q[o]) > 0 then
+			return true
+		end
+	end
+	return false
 end
 
 -- store: the write-back, for the general path and mwait's shortcut: x

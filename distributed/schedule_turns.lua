@@ -140,7 +140,7 @@ local function pace(at)
 	return interval, tau
 end
 local function queued()
-	return live(s.q[0]) + live(s.q[1])
+	return live(s.q[0]) + live(s.q[1]) + live(s.q[2]) + live(s.q[3])
 end
 local function paced(t, p)
 	for _ = 1, MAX_STEPS do
@@ -178,19 +178,22 @@ local function sent()
 	return s.sentCur + s.sentPrev * (1 - frac)
 end
 -- ticketAt: the positions past the head of the first and the last unit
--- of the ticket that holds the p-th unit.
+-- of the ticket that holds the p-th unit (a class's behind the retries
+-- and the other classes' units ahead of it in the merge).
 local function ticketAt(p)
-	local base = 0
-	for qi = 0, 1 do
+	local retries = live(s.q[0])
+	for qi = 0, 3 do
 		local q = s.q[qi]
 		for _, b in ipairs(q.big) do
-			local hi = ahead(q, b[1]) + base
+			local hi = ahead(q, b[1])
+			if qi ~= 0 then
+				hi = hi + retries + others(qi, hi - b[2])
+			end
 			local lo = hi - b[2] + 1
 			if lo <= p and p <= hi then
 				return lo, hi
 			end
 		end
-		base = base + live(q)
 	end
 	return p, p
 end

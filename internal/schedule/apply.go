@@ -433,8 +433,11 @@ func (s *State) applyLease(now float64, c Config, o Lease) Reply {
 			e := o.Back[i]
 			switch {
 			case e > q.rel && e <= q.end:
-				if e != q.end {
-					r.Moved = true // the tickets behind move up
+				if e != q.end || s.behind(First) {
+					// The tickets behind move up: the queue's, and the
+					// other classes' that the merge put behind it
+					// (classes.go), as a cancel's.
+					r.Moved = true
 				}
 				s.Cancel(now, First, e, 1)
 			case e <= q.rel:
@@ -492,6 +495,12 @@ func (s *State) applyLease(now float64, c Config, o Lease) Reply {
 		}
 		r.Turns = append(r.Turns, t)
 		last = e
+		if s.behind(First) {
+			// The merge may put the ticket ahead of another class's
+			// tickets (classes.go): their turns move later, as a wait's
+			// ticket moves them.
+			r.Moved = true
+		}
 		if wt == 0 {
 			due = true
 		}

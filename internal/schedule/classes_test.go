@@ -167,3 +167,51 @@ func TestClassesPositionsMatchRelease(t *testing.T) {
 		}
 	}
 }
+
+// TestClassesLeaseMoves: leased turns are first attempts of the default
+// class, which the merge may put ahead of another class's tickets
+// queued before them: their turns move later, and the lease must say so
+// (Moved: the script publishes it, and a sleeping wait, which goes at
+// the turn it was told, asks again), as a wait's ticket does.
+func TestClassesLeaseMoves(t *testing.T) {
+	c := Config{Interval: 1000, Burst: 1, Sec: 1e6}
+	var s State
+	s.Init(nil)
+	now := 1e12
+	s.Apply(now, c, Wait{N: 1, Queue: First, MaxWait: math.Inf(1)}) // the bucket spent
+	var tickets []Ticket
+	for range 3 {
+		r := s.Apply(now, c, Wait{N: 1, Queue: Background, MaxWait: math.Inf(1)})
+		tickets = append(tickets, Ticket{Queue: Background, End: r.End})
+	}
+	before := s.Apply(now, c, Turns{Tickets: tickets}).Turns
+	r := s.Apply(now, c, Lease{K: 2, Need: 2, MaxWait: math.Inf(1)})
+	if !r.OK || len(r.Turns) != 2 {
+		t.Fatalf("lease: %+v", r)
+	}
+	after := s.Apply(now, c, Turns{Tickets: tickets}).Turns
+	later := false
+	for i := range tickets {
+		later = later || after[i] > before[i]
+	}
+	if !later {
+		t.Fatalf("no background turn moved (before %v, after %v): the test's premise", before, after)
+	}
+	if !r.Moved {
+		t.Errorf("the lease moved background turns later (before %v, after %v) and did not say so", before, after)
+	}
+	// The last leased turn given back, the queue's tail: the background
+	// tickets behind it move up, as a cancel's would (which says so).
+	r = s.Apply(now, c, Lease{Back: []int64{r.End}})
+	back := s.Apply(now, c, Turns{Tickets: tickets}).Turns
+	earlier := false
+	for i := range tickets {
+		earlier = earlier || back[i] < after[i]
+	}
+	if !earlier {
+		t.Fatalf("no background turn moved (before %v, after %v): the test's premise", after, back)
+	}
+	if !r.Moved {
+		t.Errorf("giving back the tail moved background turns earlier (before %v, after %v) and did not say so", after, back)
+	}
+}

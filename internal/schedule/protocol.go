@@ -59,7 +59,7 @@ func cat(parts ...[]Arg) []Arg {
 var Layouts = []ArgLayout{
 	{Name: "WAIT", Ops: []string{"wait", "try", "mwait", "mtry"}, Args: cat([]Arg{
 		{Name: "N", Doc: "units of the first limit"},
-		{Name: "QUEUE", Doc: "0: retries, 1: first attempts"},
+		{Name: "QUEUE", Doc: "0: retries, 1: first attempts (the default class), 2: critical, 3: background"},
 		{Name: "MAXWAIT", Doc: `the most µs the turn may be from now ("": no bound; "0": a try)`},
 	}, known, []Arg{
 		{Name: "MAXQUEUED", Doc: `the most units the key's queues may hold with the wait's, if it queues ("" or absent: no bound)`},
@@ -165,7 +165,9 @@ var Codes = []CodeSet{
 	}},
 	{Name: "QUEUE", Doc: "the queues", Arg: true, Codes: []Code{
 		{"RETRY", Retry, "retries"},
-		{"FIRST", First, "first attempts"},
+		{"FIRST", First, "first attempts (the default class)"},
+		{"CRITICAL", Critical, "first attempts of the critical class (classes.go)"},
+		{"BACKGROUND", Background, "first attempts of the background class"},
 	}},
 	{Name: "FLAG", Doc: `a flag argument: "" is off`, Arg: true, Codes: []Code{
 		{"ON", 1, "on"},
