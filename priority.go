@@ -18,7 +18,8 @@ import (
 // (the fleet's processes share one queue a key, in Redis).
 //
 // A wait's class comes from its context ([WithPriority]): a
-// [Transport]'s first attempts take their request's.
+// [Transport]'s first attempts take their request's. A fleet that uses
+// classes runs without leased turns (distributed.Limiter.MaxLease 1).
 type Priority int
 
 // The classes, the zero value the default.

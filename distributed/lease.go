@@ -390,7 +390,7 @@ func (b *leaseBox) use(ctx context.Context, w *keyWaiter, g leaseGrant) (int64, 
 	}
 	b.mu.Unlock()
 	wait := time.Until(t.wake)
-	return w.sleep(ctx, ticket{id: t.id, qi: queueFirst, n: 1, end: t.end}, wait, recheck, t.rturn-wait.Microseconds(), gen, sub)
+	return w.sleep(ctx, ticket{id: t.id, qi: queueFirst, n: 1, end: t.end}, wait, recheck, t.rturn-wait.Microseconds(), gen, sub, false)
 }
 
 func isDeadline(err error) bool {

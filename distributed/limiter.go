@@ -132,7 +132,12 @@ type Limiter struct {
 	// MaxLease is the most turns of a key one Redis call leases for this
 	// process's waits of one unit, and so the most a process holds unused
 	// (see "Leased turns" in the package doc). Zero means 256; 1 means no
-	// leases: one call per wait; so does a MaxQueued.
+	// leases: one call per wait; so does a MaxQueued. A leased turn goes
+	// without asking Redis again: a retry or a wait of a higher class
+	// ([throttle.WithPriority]) that another process queues within a
+	// push's latency (about a round trip) of it may go beside it, a unit
+	// over the limit. A fleet whose processes use priority classes, or
+	// whose retries must never meet a leased turn, sets 1.
 	MaxLease int
 
 	// Prefix starts every Redis key of this Limiter. Empty means

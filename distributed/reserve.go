@@ -150,7 +150,7 @@ func (r *reservation) Wait(ctx context.Context) error {
 	wake := r.wake
 	r.mu.Unlock()
 	t := r.taken
-	_, err := r.w.sleep(wctx, t.t, time.Until(wake), t.recheck, t.rnow, t.gen, t.sub)
+	_, err := r.w.sleep(wctx, t.t, time.Until(wake), t.recheck, t.rnow, t.gen, t.sub, t.t.qi != queueRetry)
 	r.mu.Lock()
 	r.state = resDone
 	if err == nil {

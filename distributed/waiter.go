@@ -260,7 +260,11 @@ func (w *keyWaiter) waitDirectX(ctx context.Context, c throttle.Cost, x []any) (
 	if r.wait <= 0 {
 		return r.rnow, nil
 	}
-	return w.sleep(ctx, r.t, r.wait, r.recheck, r.rnow, r.gen, r.sub)
+	// A first attempt's ticket may be passed by a retry or another
+	// class's ticket taken just before its turn, whose push could reach
+	// this process after the turn: it asks before going (confirm). Nothing
+	// passes a retry.
+	return w.sleep(ctx, r.t, r.wait, r.recheck, r.rnow, r.gen, r.sub, r.t.qi != queueRetry)
 }
 
 // taken is a ticket the script gave, and what a sleep on it needs.
@@ -371,7 +375,7 @@ func (w *keyWaiter) takeX(ctx context.Context, n, qi int, x []any) (taken, error
 // the reserving call). If ctx ends, or a moved turn falls past its
 // deadline, the units are given back. If Redis cannot answer a question,
 // the wait keeps the turn it has.
-func (w *keyWaiter) sleep(ctx context.Context, t ticket, wait, recheck time.Duration, rnow int64, gen uint64, sub subState) (int64, error) {
+func (w *keyWaiter) sleep(ctx context.Context, t ticket, wait, recheck time.Duration, rnow int64, gen uint64, sub subState, confirm bool) (int64, error) {
 	p := &w.q.pushes
 	s := p.addTicket(w, t, gen, sub)
 	defer p.remove(s)
@@ -406,7 +410,7 @@ func (w *keyWaiter) sleep(ctx context.Context, t ticket, wait, recheck time.Dura
 			if now.Before(wake) || going {
 				continue
 			}
-			if p.settled(s) {
+			if !confirm && p.settled(s) {
 				return turn, nil
 			}
 			// A push may concern the turn, or could have been missed:

@@ -1,0 +1,140 @@
+package distributed
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/throttle-go/throttle"
+)
+
+// TestPriorityFleet: four workers (own clients, as four processes would
+// have) share a key of 50/s, burst 1, without leases, each saturating it
+// with four background waits and four default ones; each also makes 25 critical
+// waits, 97 ms apart. Every critical wait's turn, as Redis gave it, is
+// within one interval (20 ms) of Redis's clock read right after the call
+// (the call's now is before that): the class goes next, fleet-wide. The
+// admissions' turns never exceed the bucket (1 + t/20 ms in any t), and
+// the background waits get their share beside the default ones (1/5 of
+// what those two classes got, within 2 units a worker). The wall time a
+// critical wait took is logged (it adds the round trips and the wake-up
+// to the turn's wait).
+func TestPriorityFleet(t *testing.T) {
+	s, _ := startRedis(t)
+	const workers, interval = 4, 20 * time.Millisecond
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		turns    []int64 // every admission's turn, µs of Redis's clock
+		late     []time.Duration
+		walls    []time.Duration
+		def, bkg atomic.Int64
+	)
+	record := func(turn int64) {
+		mu.Lock()
+		turns = append(turns, turn)
+		mu.Unlock()
+	}
+	var crit sync.WaitGroup
+	for range workers {
+		c := newClient(t, s.Addr())
+		q := New(c, "priority-fleet", throttle.Limit{Rate: 50, Burst: 1})
+		q.Timeout = time.Second // a loaded machine must not turn this into an outage test
+		// Leased turns are not asked for before they go: a wait that
+		// passes them within a push's latency of their turn would go
+		// beside one (see MaxLease).
+		q.MaxLease = 1
+		w := q.For("api").(*keyWaiter)
+		for _, cl := range []struct {
+			p throttle.Priority
+			n *atomic.Int64
+		}{{throttle.PriorityBackground, &bkg}, {throttle.PriorityDefault, &def}} {
+			for range 4 {
+				wg.Go(func() {
+					ctx := throttle.WithPriority(ctx, cl.p)
+					for {
+						turn, err := w.waitN(ctx, 1)
+						if ctx.Err() != nil {
+							return
+						}
+						if err != nil {
+							t.Errorf("%v wait: %v", cl.p, err)
+							return
+						}
+						cl.n.Add(1)
+						record(turn)
+					}
+				})
+			}
+		}
+		crit.Go(func() {
+			time.Sleep(time.Second) // the queues full
+			cctx := throttle.WithPriority(ctx, throttle.PriorityCritical)
+			for range 25 {
+				start := time.Now()
+				turn, err := w.waitN(cctx, 1)
+				if err != nil {
+					t.Errorf("critical wait: %v", err)
+					return
+				}
+				wall := time.Since(start)
+				now, err := c.Time(ctx).Result()
+				if err != nil {
+					t.Errorf("TIME: %v", err)
+					return
+				}
+				record(turn)
+				mu.Lock()
+				late = append(late, time.UnixMicro(turn).Sub(now))
+				walls = append(walls, wall)
+				mu.Unlock()
+				time.Sleep(97 * time.Millisecond)
+			}
+		})
+	}
+	crit.Wait()
+	before := def.Load() + bkg.Load()
+	d0, b0 := def.Load(), bkg.Load()
+	time.Sleep(2 * time.Second) // default and background alone
+	d1, b1 := def.Load()-d0, bkg.Load()-b0
+	stop()
+	wg.Wait()
+
+	mu.Lock()
+	defer mu.Unlock()
+	for i, d := range late {
+		if d > interval {
+			t.Errorf("critical wait %d: its turn %v after Redis's clock read after the call; want ≤ %v", i, d, interval)
+		}
+	}
+	slices.Sort(turns)
+	for i := range turns {
+		// Never over: units i..j within (turns[j] − turns[i]) hold at
+		// most 1 + that/interval.
+		for j := i + 1; j < len(turns); j++ {
+			span := time.Duration(turns[j]-turns[i]) * time.Microsecond
+			if float64(j-i+1) > 1+float64(span)/float64(interval)+1e-9 {
+				t.Fatalf("never over: %d units within %v; the bucket allows %v", j-i+1, span, 1+float64(span)/float64(interval))
+			}
+			if span > 2*time.Second {
+				break
+			}
+		}
+	}
+	total := float64(d1 + b1)
+	if want := total / 5; float64(b1) < want-2*workers || float64(b1) > want+2*workers {
+		t.Errorf("beside the default class for 2 s, background got %d of %v units; want %.1f ± %d (1/5)", b1, total, want, 2*workers)
+	}
+	if len(walls) == 0 {
+		t.Fatal("no critical wait went")
+	}
+	slices.Sort(walls)
+	t.Logf("critical: the longest walls %v", walls[len(walls)-6:])
+	t.Logf("critical: %d waits, wall p50 %v, p99 %v, max %v; turn after the call's clock ≤ %v; default %d, background %d units in all (%d before the last 2 s)",
+		len(walls), walls[len(walls)/2], walls[len(walls)*99/100], walls[len(walls)-1], slices.Max(late), def.Load(), bkg.Load(), before)
+}
