@@ -66,6 +66,7 @@ func TestPropRedisLimits(t *testing.T) {
 	}{
 		{"limits-waits", buckets, spaced},
 		{"limits-pauses", buckets, with(func(o *schedtest.Options) { o.Retries, o.Pauses = true, true })},
+		{"limits-classes", buckets, with(func(o *schedtest.Options) { o.Retries, o.Classes = true, true })},
 		{"limits-all", buckets, all},
 		{"limits-fixed", windows(false), spaced},
 		{"limits-sliding", windows(true), spaced},

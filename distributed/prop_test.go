@@ -101,6 +101,7 @@ func TestPropRedis(t *testing.T) {
 	}{
 		{"waits", spaced},
 		{"retries", with(func(o *schedtest.Options) { o.Retries = true })},
+		{"classes", with(func(o *schedtest.Options) { o.Retries, o.Classes, o.Reserves = true, true, true })},
 		{"pauses", with(func(o *schedtest.Options) { o.Retries, o.Pauses = true, true })},
 		{"windows", with(func(o *schedtest.Options) { o.Windows = true })},
 		{"rejects", with(func(o *schedtest.Options) { o.Rejects = true })},
@@ -111,7 +112,7 @@ func TestPropRedis(t *testing.T) {
 		{"tries", with(func(o *schedtest.Options) { o.Tries, o.Pauses = true, true })},
 		{"reserves", with(func(o *schedtest.Options) { o.Reserves = true })},
 		{"all", with(func(o *schedtest.Options) {
-			o.Retries, o.Pauses, o.Windows, o.Rejects, o.Tries, o.Reserves = true, true, true, true, true, true
+			o.Retries, o.Pauses, o.Windows, o.Rejects, o.Tries, o.Reserves, o.Classes = true, true, true, true, true, true, true
 		})},
 		// Settled costs: never over counting them, and without feedback
 		// exact settle against the ideal schedule.
