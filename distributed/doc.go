@@ -126,7 +126,12 @@
 // subscribers that are up: a wait that could have missed a message (the
 // subscription was not up when it reserved, went down since, or a message
 // came before the wait listened) asks for its turn once more before
-// going. If Redis is down, waits keep the turns they have. On a Ring, a
+// going. So does every sleeping first attempt, reservation or not, as its
+// turn comes: a retry or a wait of a higher class that another process
+// queued ahead of it within a push's latency of its turn took that turn,
+// and the push saying so may come after it; nothing passes a retry, whose
+// wait goes at its turn as told. If Redis is down, waits keep the turns
+// they have. On a Ring, a
 // channel lives on one shard: only moves of keys on that shard are pushed.
 //
 // # Leased turns
@@ -143,7 +148,9 @@
 //     Retries, larger costs, reservations and tries call as before. A wait that finds no other wait of its key in progress in
 //     the process, none overlapping lately (100 ms) and no leased turn
 //     calls op wait as before: a process whose waits come one at a time
-//     makes one call per wait, exactly.
+//     makes one call per wait that goes at once, two for one that sleeps.
+//     A leased turn goes as told, without an ask: a wait passing it
+//     within a push's latency may go beside it (MaxLease).
 //   - How many: k is the waits queued in the process plus, when at least 8
 //     came within the last 100 ms, those expected within 50 ms at that
 //     rate, at most [Limiter.MaxLease] (256; 1 turns leases off). The script

@@ -42,22 +42,18 @@ func subscribed(q *Limiter) bool {
 }
 
 // TestOneCommandPerWait counts what Redis executes: in steady state a wait
-// is one EVALSHA from the client and nothing else, including waits that
-// sleep. (Redis 7 also counts the commands a script runs; those are listed
-// and checked separately: the reserve script's four per wait.)
+// that goes at once is one EVALSHA from the client and nothing else (one
+// that sleeps asks once more before it goes: TestTwoCommandsPerSleepingWait).
+// (Redis 7 also counts the commands a script runs; those are listed and
+// checked separately: the reserve script's four per wait.)
 func TestOneCommandPerWait(t *testing.T) {
 	s, c := startRedis(t)
 	ctx := context.Background()
 
-	q := New(c, "roundtrip", throttle.Limit{Rate: 1000, Burst: 1}) // 1ms per unit: most waits sleep
+	q := New(c, "roundtrip", throttle.Limit{Rate: 1e6, Burst: 1000}) // no wait sleeps
 	w := q.For("k")
-	// Warm up: connection, script load (NOSCRIPT, then EVAL), and the
-	// subscription to pushed moves up (a wait that sleeps before it is
-	// asks once more: see pushes); waits of 1ms until it is, 2 s at most.
-	for i := 0; i < 3 || !subscribed(q); i++ {
-		if i == 2000 {
-			t.Fatal("the subscription to pushed moves did not come up in 2000 waits")
-		}
+	// Warm up: connection, script load (NOSCRIPT, then EVAL).
+	for range 3 {
 		if err := w.WaitN(ctx, 1); err != nil {
 			t.Fatalf("warm-up WaitN = %v", err)
 		}
@@ -92,13 +88,17 @@ func TestOneCommandPerWait(t *testing.T) {
 	}
 }
 
-// TestOneCommandPerSleepingWait: waits that sleep long enough to listen
-// for pushed pauses (see pauses) still cost one EVALSHA each in steady
-// state: goroutines that keep sleeping keep one subscription up, so the
+// TestTwoCommandsPerSleepingWait: waits that sleep long enough to listen
+// for pushed pauses (see pauses) cost two EVALSHA each in steady state:
+// the ticket, and one ask as the turn comes, unless an ask a push
+// caused found it gone (a wait that passed this one
+// within a push's latency of its turn may not have been pushed yet: see
+// keyWaiter.sleep's confirm); however many pushes came meanwhile, no
+// more. Goroutines that keep sleeping keep one subscription up, so the
 // only other commands are that subscription's HELLO (a new connection)
 // and SUBSCRIBE: here once, as the measured waits start sleeping, at most
 // once more should every sleeper wake at the same instant.
-func TestOneCommandPerSleepingWait(t *testing.T) {
+func TestTwoCommandsPerSleepingWait(t *testing.T) {
 	t.Parallel()
 	s, c := startRedis(t)
 	ctx := context.Background()
@@ -144,8 +144,8 @@ func TestOneCommandPerSleepingWait(t *testing.T) {
 	calls := commandStats(t, s)
 	total := goroutines * waits
 	t.Logf("%d waits: %d EVALSHA; all commands: %v", total, calls["evalsha"], calls)
-	if calls["evalsha"] != int64(total) {
-		t.Errorf("EVALSHA = %d in %d waits; want one per wait", calls["evalsha"], total)
+	if calls["evalsha"] < int64(total) || calls["evalsha"] > 2*int64(total) {
+		t.Errorf("EVALSHA = %d in %d waits; want two per wait at most (its ticket, and the ask before it goes, unless a push's ask found it gone)", calls["evalsha"], total)
 	}
 	inScript := map[string]bool{"time": true, "hget": true, "hmget": true, "hgetall": true, "hset": true, "pexpire": true, "hdel": true}
 	for cmd, n := range calls {

@@ -19,8 +19,9 @@
 //
 // A key's state is a token bucket kept as GCRA (tat: the time the bucket is
 // full again, counting the units that have gone), a hold (nothing goes
-// before it: pauses), two queues of tickets (retries ahead of first
-// attempts), the server's window, a declared pace and an adaptive cut.
+// before it: pauses), queues of tickets (retries ahead of first
+// attempts, which wait in three priority classes: classes.go), the
+// server's window, a declared pace and an adaptive cut.
 //
 // A wait takes a ticket: a range of n unit numbers at the end of its queue.
 // Its turn is never stored: it is a function of the ticket's position (the
