@@ -2,6 +2,8 @@ package distributed
 
 import (
 	"context"
+
+	"github.com/throttle-go/throttle/internal/schedule"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -13,10 +15,10 @@ import (
 
 // TestPriorityFleet: four workers (own clients, as four processes would
 // have) share a key of 50/s, burst 1, without leases, each saturating it
-// with four background waits and four default ones; each also makes 25 critical
-// waits, 97 ms apart. Every critical wait's turn, as Redis gave it, is
-// within one interval (20 ms) of Redis's clock read right after the call
-// (the call's now is before that): the class goes next, fleet-wide. The
+// with four background waits and four default ones; the workers take
+// turns making 100 critical waits, one at a time, 37 ms apart. Every
+// critical wait's turn, as Redis gave it, is within one interval (20 ms)
+// of Redis's clock at the call: the class goes next, fleet-wide. The
 // admissions' turns never exceed the bucket (1 + t/20 ms in any t), and
 // the background waits get their share beside the default ones (1/5 of
 // what those two classes got, within 2 units a worker). The wall time a
@@ -40,7 +42,7 @@ func TestPriorityFleet(t *testing.T) {
 		turns = append(turns, turn)
 		mu.Unlock()
 	}
-	var crit sync.WaitGroup
+	var ws []*keyWaiter
 	for range workers {
 		c := newClient(t, s.Addr())
 		q := New(c, "priority-fleet", throttle.Limit{Rate: 50, Burst: 1})
@@ -72,36 +74,41 @@ func TestPriorityFleet(t *testing.T) {
 				})
 			}
 		}
-		crit.Go(func() {
-			time.Sleep(time.Second) // the queues full
-			cctx := throttle.WithPriority(ctx, throttle.PriorityCritical)
-			for range 25 {
-				start := time.Now()
-				turn, err := w.waitN(cctx, 1)
-				if err != nil {
-					t.Errorf("critical wait: %v", err)
-					return
-				}
-				wall := time.Since(start)
-				now, err := c.Time(ctx).Result()
-				if err != nil {
-					t.Errorf("TIME: %v", err)
-					return
-				}
-				record(turn)
-				mu.Lock()
-				late = append(late, time.UnixMicro(turn).Sub(now))
-				walls = append(walls, wall)
-				mu.Unlock()
-				time.Sleep(97 * time.Millisecond)
-			}
-		})
+		ws = append(ws, w)
 	}
-	crit.Wait()
+	// The critical waits, one at a time, each from the next worker in
+	// turn: none waits behind another.
+	time.Sleep(time.Second) // the queues full
+	for i := range 100 {
+		w := ws[i%workers]
+		cctx := throttle.WithPriority(ctx, throttle.PriorityCritical)
+		start := time.Now()
+		// The ticket, and its wait from Redis's clock at the call, as
+		// waitDirectX takes it; then the sleep to its turn.
+		r, err := w.takeX(cctx, 1, schedule.Critical, nil)
+		if err != nil {
+			t.Fatalf("critical wait: %v", err)
+		}
+		turn := r.rnow
+		if r.wait > 0 {
+			if turn, err = w.sleep(cctx, r.t, r.wait, r.recheck, r.rnow, r.gen, r.sub, true); err != nil {
+				t.Fatalf("critical wait: %v", err)
+			}
+		}
+		walls = append(walls, time.Since(start))
+		record(turn)
+		late = append(late, r.wait)
+		time.Sleep(37 * time.Millisecond)
+	}
 	before := def.Load() + bkg.Load()
 	d0, b0 := def.Load(), bkg.Load()
 	time.Sleep(2 * time.Second) // default and background alone
 	d1, b1 := def.Load()-d0, bkg.Load()-b0
+	// The state every process reads: the classes' queued units.
+	st, err := New(newClient(t, s.Addr()), "priority-fleet", throttle.Limit{Rate: 50, Burst: 1}).For("api").State(context.Background())
+	if err != nil || st.QueuedBackground == 0 || st.Queued < st.QueuedBackground+st.QueuedCritical {
+		t.Errorf("State while 16 background waits sleep: %+v, %v; want background units queued, within Queued", st, err)
+	}
 	stop()
 	wg.Wait()
 
@@ -109,7 +116,7 @@ func TestPriorityFleet(t *testing.T) {
 	defer mu.Unlock()
 	for i, d := range late {
 		if d > interval {
-			t.Errorf("critical wait %d: its turn %v after Redis's clock read after the call; want ≤ %v", i, d, interval)
+			t.Errorf("critical wait %d: its turn %v after Redis's clock at its call; want ≤ %v", i, d, interval)
 		}
 	}
 	slices.Sort(turns)

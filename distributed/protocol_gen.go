@@ -281,7 +281,9 @@ const (
 	rstateWindow      = 8
 	rstateWindowLeft  = 9
 	rstateWindowReset = 10
-	rstateNow         = 11
+	rstateCritical    = 11
+	rstateBackground  = 12
+	rstateNow         = 13
 	rmstateNow        = 0
 	rmstateRemaining  = 1 // the first of a list
 )

@@ -285,7 +285,7 @@ func wantReply(op schedule.Op, r schedule.Reply, now float64, id int64) []int64 
 			left, reset = fixed(v.WindowLeft, 1e6), wo(v.WindowReset)
 		}
 		return []int64{fixed(v.Tokens, 1e6), fixed(v.Remaining, 1), wo(v.Next), wo(v.Hold), int64(v.Queued), rate,
-			fixed(v.Burst, 1e6), flag(v.Cut), flag(v.Window), left, reset, n}
+			fixed(v.Burst, 1e6), flag(v.Cut), flag(v.Window), left, reset, int64(v.Critical), int64(v.Background), n}
 	}
 	panic(fmt.Sprintf("op %T", op))
 }

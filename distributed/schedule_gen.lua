@@ -117,7 +117,9 @@ local KIND_CLASS = '[bfslu]' -- a pattern's class of the letters
 --   R.STATE_WINDOW = 9: state
 --   R.STATE_WINDOW_LEFT = 10: state
 --   R.STATE_WINDOW_RESET = 11: state
---   R.STATE_NOW = 12: state
+--   R.STATE_CRITICAL = 12: state
+--   R.STATE_BACKGROUND = 13: state
+--   R.STATE_NOW = 14: state
 --   R.MSTATE_NOW = 1: mstate
 --   R.MSTATE_REMAINING = 2: mstate: a list
 

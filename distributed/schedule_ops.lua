@@ -460,7 +460,8 @@ elseif op == 'state' then
 	-- (floor; 2^53: no pace), remaining (2^53: no limit), next turn µs,
 	-- pause left µs, queued, pace in force in units a second·1e6 (0:
 	-- none), burst·1e6, cut (0/1), window (0/1), window left·1e6, window
-	-- reset µs, now}, each within ±FAR.
+	-- reset µs, the critical and background classes' queued units, now},
+	-- each within ±FAR.
 	advance()
 	local tokens, remaining, nxt, q, interval, burst, cutting = view()
 	local BIG = 2 ^ 53 -- +Inf
@@ -485,7 +486,8 @@ elseif op == 'state' then
 		winLeft, winReset = fixed(w.left, 1e6), waitOf(w.reset)
 	end
 	return {fixed(tokens, 1e6), fixed(remaining, 1), waitOf(nxt), waitOf(s.hold), q, rate,
-		fixed(burst, 1e6), flag(cutting), flag(w.valid), winLeft, winReset, now}
+		fixed(burst, 1e6), flag(cutting), flag(w.valid), winLeft, winReset,
+		live(s.q[QUEUE.CRITICAL]), live(s.q[QUEUE.BACKGROUND]), now}
 end
 
 -- Write the state back; publish a move.

@@ -31,15 +31,17 @@ func (w *keyWaiter) State(ctx context.Context) (throttle.State, error) {
 		return throttle.State{}, fmt.Errorf("reading the state of %q: %w", w.key, unavailable(err))
 	}
 	st := throttle.State{
-		At:         at,
-		Tokens:     fixed(reply[rstateTokens], 1e6),
-		Remaining:  fixed(reply[rstateRemaining], 1),
-		Next:       usDuration(reply[rstateNext]),
-		Paused:     usDuration(reply[rstateHold]),
-		Queued:     reply[rstateQueued],
-		Rate:       rate.Inf,
-		Burst:      fixed(reply[rstateBurst], 1e6),
-		SlowedDown: reply[rstateCut] == 1,
+		At:               at,
+		Tokens:           fixed(reply[rstateTokens], 1e6),
+		Remaining:        fixed(reply[rstateRemaining], 1),
+		Next:             usDuration(reply[rstateNext]),
+		Paused:           usDuration(reply[rstateHold]),
+		Queued:           reply[rstateQueued],
+		QueuedCritical:   reply[rstateCritical],
+		QueuedBackground: reply[rstateBackground],
+		Rate:             rate.Inf,
+		Burst:            fixed(reply[rstateBurst], 1e6),
+		SlowedDown:       reply[rstateCut] == 1,
 	}
 	switch {
 	case reply[rstateRate] > 0:

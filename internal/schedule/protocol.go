@@ -134,7 +134,7 @@ var Replies = []ReplyLayout{
 	{Name: "RLEASE", Ops: []string{"lease"},
 		Fields: []string{"COUNT", "ID", "LAST", "RECHECK", "NOW"}, List: "WAITS", Last: "RESET"},
 	{Name: "RSTATE", Ops: []string{"state"},
-		Fields: []string{"TOKENS", "REMAINING", "NEXT", "HOLD", "QUEUED", "RATE", "BURST", "CUT", "WINDOW", "WINDOW_LEFT", "WINDOW_RESET", "NOW"}},
+		Fields: []string{"TOKENS", "REMAINING", "NEXT", "HOLD", "QUEUED", "RATE", "BURST", "CUT", "WINDOW", "WINDOW_LEFT", "WINDOW_RESET", "CRITICAL", "BACKGROUND", "NOW"}},
 	{Name: "RMSTATE", Ops: []string{"mstate"}, Fields: []string{"NOW"}, List: "REMAINING"},
 }
 
