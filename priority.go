@@ -19,7 +19,9 @@ import (
 //
 // A wait's class comes from its context ([WithPriority]): a
 // [Transport]'s first attempts take their request's. A fleet that uses
-// classes runs without leased turns (distributed.Limiter.MaxLease 1).
+// classes runs without leased turns: a distributed.Limiter stops leasing
+// once it waits in a class, and its processes that never do set MaxLease
+// to 1.
 type Priority int
 
 // The classes, the zero value the default.

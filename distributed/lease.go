@@ -171,6 +171,9 @@ func (q *Limiter) maxLease() int {
 	if q.MaxQueued > 0 {
 		return 1 // a leased turn is queued in the process, past the bound's count
 	}
+	if q.classes.Load() {
+		return 1 // a wait of another class may pass a leased turn unasked
+	}
 	if q.MaxLease == 0 {
 		return defaultMaxLease
 	}

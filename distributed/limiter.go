@@ -137,7 +137,9 @@ type Limiter struct {
 	// ([throttle.WithPriority]) that another process queues within a
 	// push's latency (about a round trip) of it may go beside it, a unit
 	// over the limit. A fleet whose processes use priority classes, or
-	// whose retries must never meet a leased turn, sets 1.
+	// whose retries must never meet a leased turn, sets 1; a Limiter
+	// leases no more turns once one of its own waits was of a class but
+	// the default's.
 	MaxLease int
 
 	// Prefix starts every Redis key of this Limiter. Empty means
@@ -234,6 +236,7 @@ type Limiter struct {
 	pushes      pushes      // moves of queued turns, pushed to sleeping waits
 	slots       slotLeases  // in-flight leases held, and their renewer
 	leases      leases      // leased turns not yet taken, by key
+	classes     atomic.Bool // a wait of a class but the default's was made: no more leases
 
 	localCapOnce sync.Once
 	localCap     *throttle.Limiter // FailLocal's in-flight cap

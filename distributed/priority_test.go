@@ -145,3 +145,22 @@ func TestPriorityFleet(t *testing.T) {
 	t.Logf("critical: %d waits, wall p50 %v, p99 %v, max %v; turn after the call's clock ≤ %v; default %d, background %d units in all (%d before the last 2 s)",
 		len(walls), walls[len(walls)/2], walls[len(walls)*99/100], walls[len(walls)-1], slices.Max(late), def.Load(), bkg.Load(), before)
 }
+
+// TestClassesStopLeases: a Limiter leases turns until one of its waits
+// is of a class but the default's; from then on it leases none (a wait of
+// another class may pass a leased turn, which goes unasked).
+func TestClassesStopLeases(t *testing.T) {
+	_, c := startRedis(t)
+	q := New(c, "classes-leases", throttle.Limit{Rate: 1000, Burst: 10})
+	q.Timeout = time.Second
+	defer q.Close()
+	if got := q.maxLease(); got != defaultMaxLease {
+		t.Fatalf("maxLease %d before any class; want %d", got, defaultMaxLease)
+	}
+	if err := q.For("k").WaitN(throttle.WithPriority(context.Background(), throttle.PriorityBackground), 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := q.maxLease(); got != 1 {
+		t.Errorf("maxLease %d after a background wait; want 1 (no leases)", got)
+	}
+}

@@ -43,6 +43,9 @@ func (w *keyWaiter) reserve(ctx context.Context, c throttle.Cost) (throttle.Rese
 	if err := q.check(n); err != nil {
 		return nil, err
 	}
+	if qi != queueFirst && qi != queueRetry {
+		q.classes.Store(true) // see maxLease
+	}
 	cost, err := q.costOf(c)
 	if err != nil {
 		return nil, err

@@ -216,6 +216,9 @@ func (w *keyWaiter) wait(ctx context.Context, c throttle.Cost) (int64, error) {
 	if err := q.check(n); err != nil {
 		return 0, err
 	}
+	if qi != queueFirst && qi != queueRetry {
+		q.classes.Store(true) // see maxLease
+	}
 	cost, err := q.costOf(c)
 	if err != nil {
 		return 0, err
