@@ -72,12 +72,4 @@ func queueOf(ctx context.Context, c Cost) int {
 }
 
 // classQueue returns the queue of ctx's class.
-func classQueue(ctx context.Context) int {
-	switch PriorityFrom(ctx) {
-	case PriorityCritical:
-		return schedule.Critical
-	case PriorityBackground:
-		return schedule.Background
-	}
-	return schedule.First
-}
+func classQueue(ctx context.Context) int { return schedule.ClassQueue(int(PriorityFrom(ctx))) }

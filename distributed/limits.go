@@ -154,24 +154,18 @@ func sum(cs []throttle.Cost) throttle.Cost {
 	return t
 }
 
-// costQueue returns the queue a wait for c with ctx's class takes:
-// retries' for a retry, else its class's (throttle.WithPriority).
-func costQueue(ctx context.Context, c throttle.Cost) int {
+// queueOf returns the queue a wait for c with ctx's class takes:
+// retries' for a retry, else its class's (throttle.WithPriority). A wait
+// of a class but the default's stops the Limiter's leases (maxLease).
+func (q *Limiter) queueOf(ctx context.Context, c throttle.Cost) int {
 	if c.Retry {
 		return queueRetry
 	}
-	return classQueue(ctx)
-}
-
-// classQueue returns the queue of ctx's class's first attempts.
-func classQueue(ctx context.Context) int {
-	switch throttle.PriorityFrom(ctx) {
-	case throttle.PriorityCritical:
-		return schedule.Critical
-	case throttle.PriorityBackground:
-		return schedule.Background
+	qi := schedule.ClassQueue(int(throttle.PriorityFrom(ctx)))
+	if qi != queueFirst {
+		q.classes.Store(true)
 	}
-	return queueFirst
+	return qi
 }
 
 // costOf returns c's cost in each further limit (N in those of Unit "",

@@ -21,7 +21,7 @@ import (
 // of Redis's clock at the call: the class goes next, fleet-wide. The
 // admissions' turns never exceed the bucket (1 + t/20 ms in any t), and
 // the background waits get their share beside the default ones (1/5 of
-// what those two classes got, within 2 units a worker). The wall time a
+// what those two classes got, within 2 units). The wall time a
 // critical wait took is logged (it adds the round trips and the wake-up
 // to the turn's wait).
 func TestPriorityFleet(t *testing.T) {
@@ -134,14 +134,16 @@ func TestPriorityFleet(t *testing.T) {
 		}
 	}
 	total := float64(d1 + b1)
-	if want := total / 5; float64(b1) < want-2*workers || float64(b1) > want+2*workers {
-		t.Errorf("beside the default class for 2 s, background got %d of %v units; want %.1f ± %d (1/5)", b1, total, want, 2*workers)
+	// ± 2: the counts are read at two instants, each of which may fall
+	// between a unit's turn and its count.
+	if want := total / 5; float64(b1) < want-2 || float64(b1) > want+2 {
+		t.Errorf("beside the default class for 2 s, background got %d of %v units; want %.1f ± 2 (1/5)", b1, total, want)
 	}
 	if len(walls) == 0 {
 		t.Fatal("no critical wait went")
 	}
 	slices.Sort(walls)
-	t.Logf("critical: the longest walls %v", walls[len(walls)-6:])
+	t.Logf("critical: the longest walls %v; the last 2 s: default %d, background %d", walls[len(walls)-6:], d1, b1)
 	t.Logf("critical: %d waits, wall p50 %v, p99 %v, max %v; turn after the call's clock ≤ %v; default %d, background %d units in all (%d before the last 2 s)",
 		len(walls), walls[len(walls)/2], walls[len(walls)*99/100], walls[len(walls)-1], slices.Max(late), def.Load(), bkg.Load(), before)
 }

@@ -39,12 +39,9 @@ func (w *keyWaiter) ReserveN(ctx context.Context, n int) (throttle.Reservation, 
 // reserve is Reserve of c.
 func (w *keyWaiter) reserve(ctx context.Context, c throttle.Cost) (throttle.Reservation, error) {
 	q := w.q
-	n, qi := c.N, costQueue(ctx, c)
+	n, qi := c.N, q.queueOf(ctx, c)
 	if err := q.check(n); err != nil {
 		return nil, err
-	}
-	if qi != queueFirst && qi != queueRetry {
-		q.classes.Store(true) // see maxLease
 	}
 	cost, err := q.costOf(c)
 	if err != nil {

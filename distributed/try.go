@@ -67,7 +67,7 @@ func (w *keyWaiter) try(ctx context.Context, c throttle.Cost) (bool, time.Durati
 	if x != nil {
 		op = "mtry"
 	}
-	a := waitArgs{N: n, Queue: classQueue(ctx), Maxwait: "0", KnownID: known, KnownFloor: floor, KnownHold: hold}
+	a := waitArgs{N: n, Queue: q.queueOf(ctx, throttle.Cost{N: n}), Maxwait: "0", KnownID: known, KnownFloor: floor, KnownHold: hold}
 	if x != nil {
 		a.Xspec, a.Xcost = x[0], x[1:]
 	}

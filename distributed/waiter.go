@@ -212,12 +212,9 @@ func (w *keyWaiter) waitN(ctx context.Context, n int) (turn int64, err error) {
 // wait waits for c and returns the turn it went at (see waitN).
 func (w *keyWaiter) wait(ctx context.Context, c throttle.Cost) (int64, error) {
 	q := w.q
-	n, qi := c.N, costQueue(ctx, c)
+	n, qi := c.N, q.queueOf(ctx, c)
 	if err := q.check(n); err != nil {
 		return 0, err
-	}
-	if qi != queueFirst && qi != queueRetry {
-		q.classes.Store(true) // see maxLease
 	}
 	cost, err := q.costOf(c)
 	if err != nil {
@@ -253,7 +250,7 @@ func (w *keyWaiter) waitDirect(ctx context.Context, n, qi int) (int64, error) {
 // waitDirectX is waitDirect for c, with its cost in the Limiter's
 // further limits (x: xargs; nil: none), checks done.
 func (w *keyWaiter) waitDirectX(ctx context.Context, c throttle.Cost, x []any) (int64, error) {
-	r, err := w.takeX(ctx, c.N, costQueue(ctx, c), x)
+	r, err := w.takeX(ctx, c.N, w.q.queueOf(ctx, c), x)
 	if err != nil {
 		if errCaller(ctx, err) || r.refused {
 			return 0, err

@@ -116,12 +116,12 @@ func (o *Keys) Read(key string, q ratelimit.Reading, unit string, n int, rejecte
 			j = len(seen) - 1
 		}
 		s := &seen[j]
-		if p.Depth > 0 && SameUnit(p.Unit, unit) {
-			// The bucket held the request's units too.
-			s.depth = max(s.depth, p.Depth+int64(max(n, 1)))
-			o.deep.Store(true)
-		} else if p.Depth > 0 {
-			s.depth = max(s.depth, p.Depth)
+		if p.Depth > 0 {
+			d := p.Depth
+			if SameUnit(p.Unit, unit) {
+				d += int64(max(n, 1)) // the bucket held the request's units too
+			}
+			s.depth = max(s.depth, d)
 			o.deep.Store(true)
 		}
 		if s.depth > 0 && (!p.Refills || p.Depth != s.depth) {

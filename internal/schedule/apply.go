@@ -458,7 +458,7 @@ func (s *State) applyLease(now float64, c Config, o Lease) Reply {
 	// are turnAt's closed form at consecutive positions. A key counting a
 	// hidden budget's cycles leases only for the waits queued: a turn
 	// leased ahead and left unused would count as sent.
-	simple := !s.win.valid && s.cut.r0 == 0 && !s.hb.on && s.q[Critical].live() == 0 && s.q[Background].live() == 0
+	simple := !s.win.valid && s.cut.r0 == 0 && !s.hb.on && !s.behind(First)
 	iv, tau := s.Pace(now, c)
 	var p1, from float64
 	due := false

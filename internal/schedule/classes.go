@@ -18,9 +18,8 @@ import "math"
 // weight, so a class is never starved (background gets at least
 // 1/(1 + 4 + 16) of the key's pace; see strides), and a class that had
 // nothing queued starts at the least head tag of the classes waiting
-// (its first ticket goes before theirs, or after one of theirs at
-// most): a critical wait behind any number of background ones is next
-// in line.
+// (rounded up to its stride): a critical wait behind any number of
+// default and background ones is next in line.
 //
 // Tags are exact (integers times strides that are powers of two), so
 // the merge is a total order: a ticket's position is its class's units
@@ -36,6 +35,19 @@ import "math"
 // A class with nothing queued keeps no virtual start (vb is 0), nor does
 // the only class queued: a key whose waits are all of one class keeps
 // the state it kept before classes.
+
+// ClassQueue returns the queue of a class's first attempts: class 1 is
+// critical, −1 background, anything else the default (as throttle.Priority
+// numbers them).
+func ClassQueue(class int) int {
+	switch class {
+	case 1:
+		return Critical
+	case -1:
+		return Background
+	}
+	return First
+}
 
 // strides are each queue's stride (the Retry queue's is unused).
 var strides = [Queues]float64{0, StrideDefault, StrideCritical, StrideBackground}
